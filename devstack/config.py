@@ -1,0 +1,47 @@
+"""The local runtime's settings, read from the environment in this one place."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class RuntimeConfig:
+    api_port: int = 8080
+    emulator_port: int = 4566
+    endpoint_url: str | None = None
+    sweep_interval: float = 60.0
+    lookahead: float = 300.0
+    allow_private_callbacks: bool = True
+    api_key: str | None = None
+    handoff_safety: float = 30.0
+    shards: int = 8
+    region: str = "us-east-1"
+    dispatcher_workers: int = 4
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> RuntimeConfig:
+        env = os.environ if env is None else env
+        return cls(
+            api_port=int(env.get("HOURGLASS_API_PORT", "8080")),
+            emulator_port=int(env.get("HOURGLASS_EMULATOR_PORT", "4566")),
+            endpoint_url=env.get("AWS_ENDPOINT_URL") or None,
+            sweep_interval=float(env.get("HOURGLASS_SWEEP_INTERVAL", "60")),
+            lookahead=float(env.get("HOURGLASS_LOOKAHEAD", "300")),
+            allow_private_callbacks=env.get("HOURGLASS_ALLOW_PRIVATE_CALLBACKS", "1") == "1",
+            api_key=env.get("HOURGLASS_API_KEY") or None,
+            handoff_safety=float(env.get("HOURGLASS_HANDOFF_SAFETY", "30")),
+            shards=int(env.get("HOURGLASS_SHARDS", "8")),
+            region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1",
+            dispatcher_workers=int(env.get("HOURGLASS_DISPATCHER_WORKERS", "4")),
+        )
+
+    def cdk_context(self) -> dict[str, object]:
+        return {
+            "hourglass:lookahead": self.lookahead,
+            "hourglass:shards": self.shards,
+            "hourglass:allow_private_callbacks": self.allow_private_callbacks,
+            "hourglass:sweep_interval": self.sweep_interval,
+        }

@@ -1,0 +1,54 @@
+"""The embedded AWS emulator: a moto server on loopback, or one that is already running."""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass
+
+from moto.server import ThreadedMotoServer
+
+DUMMY_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+}
+
+
+def use_dummy_credentials(region: str) -> None:
+    """Emulators accept any credentials; never let a real profile leak into local runs."""
+    for key, value in DUMMY_CREDENTIALS.items():
+        os.environ.setdefault(key, value)
+    os.environ.setdefault("AWS_DEFAULT_REGION", region)
+    os.environ.setdefault("AWS_REGION", region)
+
+
+def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex((host, port)) != 0
+
+
+@dataclass
+class Emulator:
+    endpoint_url: str
+    server: ThreadedMotoServer | None = None
+
+    @classmethod
+    def start(cls, port: int) -> Emulator:
+        if not port_is_free(port):
+            raise RuntimeError(
+                f"port {port} is in use: stop what runs there, set HOURGLASS_EMULATOR_PORT, "
+                "or point AWS_ENDPOINT_URL at an emulator that is already running"
+            )
+        server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+        server.start()
+        return cls(endpoint_url=f"http://127.0.0.1:{port}", server=server)
+
+    @classmethod
+    def external(cls, endpoint_url: str) -> Emulator:
+        return cls(endpoint_url=endpoint_url)
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+            self.server = None

@@ -1,0 +1,104 @@
+"""Stand-ins for Lambda's SQS event source and the EventBridge schedule, as threads."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from hourglass.logs import log
+
+Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
+
+
+class LambdaContext:
+    """Just enough of the Lambda context object: how much time the invocation has left."""
+
+    def __init__(self, timeout: float) -> None:
+        self.deadline = time.monotonic() + timeout
+
+    def get_remaining_time_in_millis(self) -> int:
+        return int(max(0.0, self.deadline - time.monotonic()) * 1000)
+
+
+class QueuePoller:
+    """Receives up to 10 messages, invokes the handler, deletes all but the reported failures."""
+
+    def __init__(self, sqs: Any, queue_url: str, handler: Handler, *, workers: int, stop: threading.Event) -> None:
+        self.sqs = sqs
+        self.queue_url = queue_url
+        self.handler = handler
+        self.stop = stop
+        self.threads = [threading.Thread(target=self._loop, name=f"poller-{i}", daemon=True) for i in range(workers)]
+        self.invocations = 0
+
+    def start(self) -> None:
+        for thread in self.threads:
+            thread.start()
+
+    def join(self, timeout: float) -> None:
+        for thread in self.threads:
+            thread.join(timeout)
+
+    def _loop(self) -> None:
+        while not self.stop.is_set():
+            try:
+                self.poll_once()
+            except Exception as exc:  # noqa: BLE001 - a poller outlives a bad batch, like the real one
+                log("poller_error", error=str(exc))
+                self.stop.wait(1.0)
+
+    def poll_once(self) -> int:
+        answer = self.sqs.receive_message(
+            QueueUrl=self.queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=1, AttributeNames=["All"]
+        )
+        messages = answer.get("Messages", [])
+        if not messages:
+            return 0
+        event = {
+            "Records": [
+                {
+                    "messageId": m["MessageId"],
+                    "receiptHandle": m["ReceiptHandle"],
+                    "body": m["Body"],
+                    "attributes": m.get("Attributes", {}),
+                    "eventSource": "aws:sqs",
+                }
+                for m in messages
+            ]
+        }
+        self.invocations += 1
+        result = self.handler(event, LambdaContext(60))
+        failed = {f["itemIdentifier"] for f in result.get("batchItemFailures", [])}
+        done = [
+            {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages) if m["MessageId"] not in failed
+        ]
+        if done:
+            self.sqs.delete_message_batch(QueueUrl=self.queue_url, Entries=done)
+        return len(messages)
+
+
+class Schedule:
+    """Invokes the handler every `interval` seconds, like an EventBridge rate() rule."""
+
+    def __init__(self, handler: Handler, interval: float, *, stop: threading.Event, timeout: float = 60.0) -> None:
+        self.handler = handler
+        self.interval = interval
+        self.timeout = timeout
+        self.stop = stop
+        self.thread = threading.Thread(target=self._loop, name="schedule", daemon=True)
+        self.runs = 0
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def _loop(self) -> None:
+        while not self.stop.is_set():
+            started = time.monotonic()
+            try:
+                self.handler({"source": "aws.events"}, LambdaContext(self.timeout))
+                self.runs += 1
+            except Exception as exc:  # noqa: BLE001 - the schedule keeps firing, like EventBridge
+                log("schedule_error", error=str(exc))
+            self.stop.wait(max(0.0, self.interval - (time.monotonic() - started)))

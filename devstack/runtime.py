@@ -1,0 +1,154 @@
+"""The local runtime: emulator, the CDK stack deployed into it, API, sweeper and pollers."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import boto3
+
+from devstack import deploy
+from devstack.config import RuntimeConfig
+from devstack.emulator import Emulator, use_dummy_credentials
+from devstack.gateway import Gateway
+from devstack.pollers import QueuePoller, Schedule
+from hourglass.adapters.aws import AWS_CONFIG
+from hourglass.adapters.metrics import Metrics
+from hourglass.adapters.sqs_target import SqsTargets
+from hourglass.adapters.store import Store
+from hourglass.adapters.timer_queue import TimerQueue
+from hourglass.handlers import api as api_handler
+from hourglass.handlers import dispatcher as dispatcher_handler
+from hourglass.handlers import sweeper as sweeper_handler
+from hourglass.service.api import Api
+from hourglass.service.context import Context
+from hourglass.service.dispatch import Dispatcher
+from hourglass.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[1]
+CACHE = ROOT / ".hourglass"
+SOURCES = ("app.py", "cdk.json", "stacks", "lambdas")
+
+
+def source_digest(context: dict[str, object]) -> str:
+    digest = hashlib.sha256(json.dumps(context, sort_keys=True).encode())
+    for name in SOURCES:
+        path = ROOT / name
+        files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+        for file in files:
+            if "__pycache__" in file.parts or file.suffix == ".pyc":
+                continue
+            digest.update(str(file.relative_to(ROOT)).encode())
+            digest.update(file.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def cached_synth(context: dict[str, object]) -> Path:
+    """Synthesizes once per source and context: restarts skip the 10-20 s of jsii start-up."""
+    outdir = CACHE / f"cdk.out-{source_digest(context)}"
+    if not (outdir / "manifest.json").exists():
+        CACHE.mkdir(exist_ok=True)
+        deploy.synth(outdir, context)
+    return outdir
+
+
+@dataclass
+class Runtime:
+    config: RuntimeConfig
+    emulator: Emulator | None = None
+    gateway: Gateway | None = None
+    outputs: dict[str, str] = field(default_factory=dict)
+    settings: Settings | None = None
+    context: Context | None = None
+    pollers: QueuePoller | None = None
+    schedule: Schedule | None = None
+    stop_event: threading.Event = field(default_factory=threading.Event)
+    ready: bool = False
+
+    def start(self) -> Runtime:
+        config = self.config
+        use_dummy_credentials(config.region)
+        self.emulator = (
+            Emulator.external(config.endpoint_url) if config.endpoint_url else Emulator.start(config.emulator_port)
+        )
+        endpoint = self.emulator.endpoint_url
+        assembly = cached_synth(config.cdk_context())
+        self.outputs = deploy.deploy(assembly, endpoint_url=endpoint, region=config.region)
+        self.settings = Settings.from_env(self._lambda_environment())
+        self.context = self._build_context(endpoint)
+        api = Api(self.context)
+        dispatcher = Dispatcher(self.context)
+        self.gateway = Gateway(lambda event, _: api_handler.handle(api, event), config.api_port, lambda: self.ready)
+        self.gateway.start()
+        sqs = self.client("sqs")
+        self.pollers = QueuePoller(
+            sqs,
+            self.settings.timer_queue_url,
+            lambda event, _: dispatcher_handler.handle(dispatcher, event),
+            workers=config.dispatcher_workers,
+            stop=self.stop_event,
+        )
+        self.pollers.start()
+        context = self.context
+        self.schedule = Schedule(
+            lambda event, lambda_context: sweeper_handler.handle(context, event, lambda_context),
+            config.sweep_interval,
+            stop=self.stop_event,
+        )
+        self.schedule.start()
+        self.ready = True
+        return self
+
+    def client(self, service: str) -> Any:
+        assert self.emulator is not None
+        return boto3.client(
+            service, endpoint_url=self.emulator.endpoint_url, region_name=self.config.region, config=AWS_CONFIG
+        )
+
+    def _lambda_environment(self) -> dict[str, str]:
+        """The ingest function's environment as deployed, with the local overrides on top."""
+        described = self.client("lambda").get_function_configuration(FunctionName=self.outputs["IngestFunctionName"])
+        env = dict(described.get("Environment", {}).get("Variables", {}))
+        env.update(
+            {
+                "HOURGLASS_SWEEP_INTERVAL": str(self.config.sweep_interval),
+                "HOURGLASS_LOOKAHEAD": str(self.config.lookahead),
+                "HOURGLASS_HANDOFF_SAFETY": str(self.config.handoff_safety),
+                "HOURGLASS_ALLOW_PRIVATE_CALLBACKS": "1" if self.config.allow_private_callbacks else "0",
+            }
+        )
+        if self.config.api_key:
+            env["HOURGLASS_API_KEY"] = self.config.api_key
+        return env
+
+    def _build_context(self, endpoint: str) -> Context:
+        assert self.settings is not None
+        sqs = self.client("sqs")
+        return Context(
+            settings=self.settings,
+            store=Store(self.settings.table, client=self.client("dynamodb")),
+            timers=TimerQueue(self.settings.timer_queue_url, client=sqs),
+            targets=SqsTargets(client=sqs),
+            metrics=Metrics(emit=False),
+        )
+
+    @property
+    def api_url(self) -> str:
+        assert self.gateway is not None
+        return self.gateway.url
+
+    def stop(self) -> None:
+        self.ready = False
+        self.stop_event.set()
+        if self.pollers is not None:
+            self.pollers.join(5)
+        if self.schedule is not None:
+            self.schedule.thread.join(5)
+        if self.gateway is not None:
+            self.gateway.stop()
+        if self.emulator is not None:
+            self.emulator.stop()

@@ -1,0 +1,1 @@
+"""Hourglass: a serverless delay queue. The Lambda asset root is `lambdas/`."""

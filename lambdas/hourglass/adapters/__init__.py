@@ -1,0 +1,1 @@
+"""One module per AWS or HTTP integration; each turns client errors into project errors."""

@@ -1,0 +1,156 @@
+"""DynamoDB item layout of queues, messages and dedup records (DynamoDB JSON, no boto3).
+
+Shared by the store adapter, the bulk-scheduling job and the report job's export reader.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Any
+
+from hourglass.core.model import (
+    HttpTarget,
+    LaterTarget,
+    Message,
+    Queue,
+    QueueSettings,
+    RetryPolicy,
+    SqsTarget,
+    Status,
+    Target,
+)
+from hourglass.core.schedule import SweepKeys
+from hourglass.core.timestamps import from_ms, to_ms
+
+Item = dict[str, dict[str, Any]]
+QUEUE_SK = "#queue"
+MESSAGE_PREFIX = "m#"
+DEDUP_PREFIX = "d#"
+
+
+def message_key(queue: str, message_id: str) -> Item:
+    return {"pk": {"S": queue}, "sk": {"S": MESSAGE_PREFIX + message_id}}
+
+
+def queue_key(name: str) -> Item:
+    return {"pk": {"S": name}, "sk": {"S": QUEUE_SK}}
+
+
+def dedup_key(queue: str, dedup_id: str) -> Item:
+    return {"pk": {"S": queue}, "sk": {"S": DEDUP_PREFIX + dedup_id}}
+
+
+def s(value: str) -> dict[str, str]:
+    return {"S": value}
+
+
+def n(value: int | float) -> dict[str, str]:
+    return {"N": str(value)}
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def target_to_json(target: Target) -> str:
+    return _dumps(asdict(target))
+
+
+def target_from_json(text: str) -> Target:
+    doc = json.loads(text)
+    kind = doc.pop("type")
+    if kind == "http":
+        return HttpTarget(**doc)
+    if kind == "sqs":
+        return SqsTarget(**doc)
+    return LaterTarget(**doc)
+
+
+def message_to_item(message: Message, sweep: SweepKeys | None = None) -> Item:
+    item: Item = {
+        **message_key(message.queue, message.id),
+        "id": s(message.id),
+        "queue": s(message.queue),
+        "status": s(message.status.value),
+        "body": s(_dumps(message.body)),
+        "created_at": n(to_ms(message.created_at)),
+        "due_at": n(to_ms(message.due_at)),
+        "version": n(message.version),
+        "attempts": n(message.attempts),
+    }
+    optional: dict[str, dict[str, str] | None] = {
+        "expires_at": n(to_ms(message.expires_at)) if message.expires_at else None,
+        "delivered_at": n(to_ms(message.delivered_at)) if message.delivered_at else None,
+        "last_error": s(message.last_error) if message.last_error else None,
+        "dedup_id": s(message.dedup_id) if message.dedup_id else None,
+        "target": s(target_to_json(message.target)) if message.target else None,
+        "queue_epoch": n(to_ms(message.queue_epoch)) if message.queue_epoch else None,
+        "claimed_until": n(to_ms(message.claimed_until)) if message.claimed_until else None,
+        "topic": s(message.topic) if message.topic else None,
+        "retry": s(_dumps(asdict(message.retry))) if message.retry else None,
+        "sweep_pk": s(sweep.pk) if sweep else None,
+        "sweep_sk": s(sweep.sk) if sweep else None,
+    }
+    item.update({key: value for key, value in optional.items() if value is not None})
+    return item
+
+
+def _num(item: Item, key: str) -> int | None:
+    value = item.get(key)
+    return None if value is None or "N" not in value else int(float(value["N"]))
+
+
+def _time(item: Item, key: str) -> Any:
+    ms = _num(item, key)
+    return None if ms is None else from_ms(ms)
+
+
+def _str(item: Item, key: str) -> str | None:
+    value = item.get(key)
+    return None if value is None or "S" not in value else str(value["S"])
+
+
+def message_from_item(item: Item) -> Message:
+    target = _str(item, "target")
+    retry = _str(item, "retry")
+    return Message(
+        id=item["id"]["S"],
+        queue=item["queue"]["S"],
+        body=json.loads(item["body"]["S"]),
+        status=Status(item["status"]["S"]),
+        created_at=from_ms(int(item["created_at"]["N"])),
+        due_at=from_ms(int(item["due_at"]["N"])),
+        version=int(item["version"]["N"]),
+        expires_at=_time(item, "expires_at"),
+        attempts=_num(item, "attempts") or 0,
+        delivered_at=_time(item, "delivered_at"),
+        last_error=_str(item, "last_error"),
+        dedup_id=_str(item, "dedup_id"),
+        target=target_from_json(target) if target else None,
+        queue_epoch=_time(item, "queue_epoch"),
+        claimed_until=_time(item, "claimed_until"),
+        topic=_str(item, "topic"),
+        retry=RetryPolicy(**json.loads(retry)) if retry else None,
+    )
+
+
+def queue_to_item(queue: Queue) -> Item:
+    settings = queue.settings
+    doc = asdict(settings)
+    doc["target"] = asdict(settings.target) if settings.target else None
+    return {
+        **queue_key(queue.name),
+        "settings": s(_dumps(doc)),
+        "created_at": n(to_ms(queue.created_at)),
+    }
+
+
+def queue_from_item(item: Item) -> Queue:
+    doc = json.loads(item["settings"]["S"])
+    raw_target = doc.pop("target")
+    settings = QueueSettings(
+        **{**doc, "retry": RetryPolicy(**doc["retry"])},
+        target=target_from_json(_dumps(raw_target)) if raw_target else None,
+    )
+    return Queue(name=item["pk"]["S"], settings=settings, created_at=from_ms(int(item["created_at"]["N"])))

@@ -1,0 +1,1 @@
+"""Pure domain: no boto3, no environment, no clock (time is always a parameter)."""

@@ -1,0 +1,102 @@
+"""What a delivery sends and how its answer is judged (HTTP, SQS and `later` callbacks)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+from hourglass.core.model import Message
+from hourglass.core.signing import sign
+from hourglass.core.timestamps import format_rfc3339
+
+RETRYABLE_STATUSES = frozenset({408, 425, 429})
+
+
+@dataclass(frozen=True)
+class Outcome:
+    delivered: bool
+    retryable: bool = False
+    error: str | None = None
+    retry_after: float | None = None
+
+
+DELIVERED = Outcome(delivered=True)
+
+
+def compact(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def http_request(
+    message: Message, attempt: int, *, headers: dict[str, str], secret: str | None, now: datetime
+) -> tuple[bytes, dict[str, str]]:
+    body = compact(message.body)
+    out = {
+        **headers,
+        "Content-Type": "application/json",
+        "Hourglass-Message-Id": message.id,
+        "Hourglass-Queue": message.queue,
+        "Hourglass-Attempt": str(attempt),
+        "Hourglass-Due-At": format_rfc3339(message.due_at),
+    }
+    if secret:
+        out["Hourglass-Signature"] = sign(secret, body, int(now.timestamp()))
+    return body, out
+
+
+def later_request(message: Message) -> bytes:
+    return compact({"id": message.id, "topic": message.topic, "content": message.body})
+
+
+def sqs_envelope(message: Message, attempt: int) -> str:
+    return compact(
+        {
+            "id": message.id,
+            "queue": message.queue,
+            "body": message.body,
+            "due_at": format_rfc3339(message.due_at),
+            "attempt": attempt,
+        }
+    ).decode()
+
+
+def retry_after_seconds(header: str | None, now: datetime) -> float | None:
+    if not header:
+        return None
+    text = header.strip()
+    if text.isdigit():
+        return float(text)
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, (when - now).total_seconds())
+
+
+def judge_http(status: int, retry_after: str | None, now: datetime) -> Outcome:
+    if 200 <= status < 300:
+        return DELIVERED
+    error = f"HTTP {status}"
+    if status in RETRYABLE_STATUSES or status >= 500:
+        return Outcome(False, retryable=True, error=error, retry_after=retry_after_seconds(retry_after, now))
+    return Outcome(False, retryable=False, error=error)
+
+
+def judge_later(status: int, body: bytes) -> Outcome:
+    """`later` callbacks succeed only with a JSON reply whose code is 100; all else is retried."""
+    try:
+        code = json.loads(body.decode()).get("code")
+    except (ValueError, UnicodeDecodeError, AttributeError):
+        code = None
+    if code == 100:
+        return DELIVERED
+    return Outcome(False, retryable=True, error=f"HTTP {status}, code {code!r}")
+
+
+def transport_failure(reason: str) -> Outcome:
+    return Outcome(False, retryable=True, error=reason[:500])

@@ -1,0 +1,77 @@
+"""How queues and messages look in API responses (REST and the later-compatible view)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from datetime import datetime
+from typing import Any
+
+from hourglass.core.model import LaterTarget, Message, Queue, RetryPolicy, Target
+from hourglass.core.timestamps import format_rfc3339, to_ms
+
+
+def _time(value: datetime | None) -> str | None:
+    return None if value is None else format_rfc3339(value)
+
+
+def target_doc(target: Target | None) -> dict[str, Any] | None:
+    if target is None:
+        return None
+    doc = asdict(target)
+    kind = doc.pop("type")
+    return {"type": kind, **doc}
+
+
+def queue_doc(queue: Queue) -> dict[str, Any]:
+    settings = queue.settings
+    return {
+        "name": queue.name,
+        "default_delay": settings.default_delay,
+        "max_delay": settings.max_delay,
+        "ttl": settings.ttl,
+        "target": target_doc(settings.target),
+        "retry": asdict(settings.retry),
+        "signing_secret_set": settings.signing_secret is not None,
+        "created_at": _time(queue.created_at),
+    }
+
+
+def message_doc(message: Message) -> dict[str, Any]:
+    return {
+        "id": message.id,
+        "queue": message.queue,
+        "status": message.status.value,
+        "body": message.body,
+        "created_at": _time(message.created_at),
+        "due_at": _time(message.due_at),
+        "expires_at": _time(message.expires_at),
+        "attempts": message.attempts,
+        "delivered_at": _time(message.delivered_at),
+        "last_error": message.last_error,
+        "dedup_id": message.dedup_id,
+        "target": target_doc(message.target),
+    }
+
+
+def created_doc(message: Message, duplicate: bool) -> dict[str, Any]:
+    return {
+        "id": message.id,
+        "due_at": _time(message.due_at),
+        "status": message.status.value,
+        "duplicate": duplicate,
+    }
+
+
+def later_doc(message: Message) -> dict[str, Any]:
+    retry = message.retry or RetryPolicy()
+    callback = message.target.url if isinstance(message.target, LaterTarget) else None
+    return {
+        "id": message.id,
+        "topic": message.topic,
+        "execute_time": to_ms(message.due_at) // 1000,
+        "max_retry": retry.max_attempts - 1,
+        "has_retry": max(0, message.attempts - 1),
+        "callback": callback,
+        "content": message.body,
+        "creat_time": to_ms(message.created_at) // 1000,
+    }

@@ -1,0 +1,21 @@
+"""Message identifiers: random for the API, deterministic for bulk loads that must not repeat."""
+
+from __future__ import annotations
+
+import uuid
+
+_NAMESPACE = uuid.UUID("6f1d3c59-8a64-4c1e-9a55-3b1f3f0c2a11")
+
+
+def new_id() -> str:
+    # Random, not time-ordered: sequential keys within one queue partition would defeat
+    # DynamoDB's split-for-heat.
+    return uuid.uuid4().hex
+
+
+def deterministic_id(queue: str, key: str) -> str:
+    return uuid.uuid5(_NAMESPACE, f"{queue}\x00{key}").hex
+
+
+def is_valid_id(value: object) -> bool:
+    return isinstance(value, str) and 1 <= len(value) <= 64 and all(c in "0123456789abcdef-" for c in value)

@@ -1,0 +1,113 @@
+"""Domain types: statuses, targets, retry policies, queues and messages."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import Enum
+from typing import Any, Union
+
+JSON = Any
+LATER_NAMESPACE = "@later"
+
+
+class Status(str, Enum):
+    PENDING = "pending"
+    DELIVERING = "delivering"
+    DELIVERED = "delivered"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    EXPIRED = "expired"
+
+    @property
+    def finished(self) -> bool:
+        return self in FINISHED
+
+
+FINISHED = frozenset({Status.DELIVERED, Status.FAILED, Status.CANCELLED, Status.EXPIRED})
+
+
+@dataclass(frozen=True)
+class HttpTarget:
+    url: str
+    headers: dict[str, str] = field(default_factory=dict)
+    type: str = "http"
+
+
+@dataclass(frozen=True)
+class SqsTarget:
+    queue_url: str
+    type: str = "sqs"
+
+
+@dataclass(frozen=True)
+class LaterTarget:
+    """A `later` callback: success only when the reply is JSON with code 100."""
+
+    url: str
+    type: str = "later"
+
+
+Target = Union[HttpTarget, SqsTarget, LaterTarget]
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_attempts: int = 5
+    backoff_base: float = 1.0
+    backoff_max: float = 3600.0
+
+
+LATER_BACKOFF_BASE = 10.0
+# `later` doubles without a ceiling; a year bounds it so the arithmetic stays finite.
+LATER_BACKOFF_MAX = 365 * 86400.0
+
+
+@dataclass(frozen=True)
+class QueueSettings:
+    default_delay: float = 0.0
+    max_delay: float = 31536000.0
+    ttl: float | None = None
+    target: Target | None = None
+    retry: RetryPolicy = RetryPolicy()
+    signing_secret: str | None = None
+
+
+@dataclass(frozen=True)
+class Queue:
+    name: str
+    settings: QueueSettings
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class NewMessage:
+    """A validated message request, before it has an id or a due time."""
+
+    body: JSON
+    delay: float | None = None
+    deliver_at: datetime | None = None
+    ttl: float | None = None
+    dedup_id: str | None = None
+    target: Target | None = None
+
+
+@dataclass(frozen=True)
+class Message:
+    id: str
+    queue: str
+    body: JSON
+    status: Status
+    created_at: datetime
+    due_at: datetime
+    version: int = 1
+    expires_at: datetime | None = None
+    attempts: int = 0
+    delivered_at: datetime | None = None
+    last_error: str | None = None
+    dedup_id: str | None = None
+    target: Target | None = None
+    queue_epoch: datetime | None = None
+    claimed_until: datetime | None = None
+    topic: str | None = None
+    retry: RetryPolicy | None = None

@@ -1,0 +1,110 @@
+"""Scheduling arithmetic: due times, due-index buckets and shards, hand-off and lease windows."""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from hourglass.core.timestamps import from_ms, to_ms
+
+MAX_TIMER_DELAY = 900
+# How long after its due time a handed-off message may sit in the due index before a recovery
+# sweep treats it as stranded.
+LEASE_AFTER_DUE = 120.0
+RECOVERY_GRACE = LEASE_AFTER_DUE + 60.0
+# Timer messages are made visible this much before they are due so that a poller's wake-up lag
+# never makes them late; the dispatcher sleeps the rest.
+TIMER_HEAD_START = 1
+# The dispatcher sleeps at most this long; anything earlier goes back to the timer queue.
+MAX_SLEEP = 3.0
+
+
+@dataclass(frozen=True)
+class SweepKeys:
+    pk: str
+    sk: str
+
+
+def due_time(
+    now: datetime, *, delay: float | None, deliver_at: datetime | None, default_delay: float
+) -> datetime:
+    """When a message is due; a `deliver_at` in the past means now."""
+    if deliver_at is not None:
+        return max(deliver_at, now)
+    seconds = default_delay if delay is None else delay
+    return now + timedelta(seconds=seconds)
+
+
+def bucket_of(due: datetime, bucket_seconds: int) -> int:
+    return to_ms(due) // (bucket_seconds * 1000)
+
+
+def shard_of(message_id: str, shards: int) -> int:
+    return zlib.crc32(message_id.encode()) % shards
+
+
+def bucket_pk(bucket: int, shard: int) -> str:
+    return f"{bucket}#{shard}"
+
+
+def sort_key(due_ms: int, message_id: str) -> str:
+    return f"{due_ms:013d}#{message_id}"
+
+
+def sort_key_bound(due_ms: int, *, upper: bool) -> str:
+    """A bound that sorts before (or after) every sort key with this due time."""
+    return f"{due_ms:013d}#{'~' if upper else ''}"
+
+
+def sweep_keys(message_id: str, due: datetime, *, shards: int, bucket_seconds: int) -> SweepKeys:
+    bucket = bucket_of(due, bucket_seconds)
+    pk = bucket_pk(bucket, shard_of(message_id, shards))
+    return SweepKeys(pk=pk, sk=sort_key(to_ms(due), message_id))
+
+
+def buckets_between(start_ms: int, end_ms: int, bucket_seconds: int) -> Iterator[int]:
+    width = bucket_seconds * 1000
+    yield from range(start_ms // width, end_ms // width + 1)
+
+
+def hands_off_now(due: datetime, now: datetime, lookahead: float, safety: float) -> bool:
+    """Whether a message goes straight to the timer queue instead of waiting for a sweep.
+
+    `safety` is longer than an ingest call can take, so a sweep that starts while a write is in
+    flight cannot move its watermark past that write's due time (see docs/design.md).
+    """
+    return due <= now + timedelta(seconds=min(lookahead + safety, MAX_TIMER_DELAY))
+
+
+def timer_delay(due: datetime, now: datetime) -> int:
+    """Whole seconds of SQS DelaySeconds; the dispatcher sleeps what is left."""
+    seconds = (due - now).total_seconds() - TIMER_HEAD_START
+    return max(0, min(MAX_TIMER_DELAY, math.floor(seconds)))
+
+
+def claim_lease(due: datetime, now: datetime) -> datetime:
+    """Until when a claimed message belongs to the sweeper or dispatcher that claimed it."""
+    return max(due, now) + timedelta(seconds=LEASE_AFTER_DUE)
+
+
+def main_sweep_end(now: datetime, lookahead: float) -> int:
+    return to_ms(now + timedelta(seconds=lookahead))
+
+
+def recovery_sweep_end(now: datetime) -> int:
+    return to_ms(now - timedelta(seconds=RECOVERY_GRACE))
+
+
+def is_early(due: datetime, now: datetime) -> bool:
+    return (due - now).total_seconds() > MAX_SLEEP
+
+
+def seconds_until(due: datetime, now: datetime) -> float:
+    return max(0.0, (due - now).total_seconds())
+
+
+def ms_to_datetime(ms: int) -> datetime:
+    return from_ms(ms)

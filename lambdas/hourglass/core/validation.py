@@ -1,0 +1,318 @@
+"""Validation of every field of the REST contract; bad input raises ValidationError naming the field."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+from urllib.parse import urlsplit
+
+from hourglass.core.model import (
+    JSON,
+    HttpTarget,
+    NewMessage,
+    QueueSettings,
+    RetryPolicy,
+    SqsTarget,
+    Status,
+    Target,
+)
+from hourglass.core.timestamps import parse_rfc3339
+from hourglass.errors import ValidationError
+
+QUEUE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$")
+MAX_BODY_BYTES = 256 * 1024
+MAX_REQUEST_BYTES = 6 * 1024 * 1024
+MAX_BATCH = 100
+MAX_HORIZON = 10 * 365 * 86400.0
+MAX_TTL = MAX_HORIZON
+MAX_ATTEMPTS = 100
+MAX_LIST_LIMIT = 1000
+MAX_DEDUP_ID = 128
+MAX_URL = 2048
+MAX_HEADERS = 32
+RESERVED_HEADERS = frozenset(
+    {"content-length", "host", "transfer-encoding", "connection", "content-type"}
+)
+
+
+@dataclass(frozen=True)
+class MessagePatch:
+    body: JSON = None
+    has_body: bool = False
+    delay: float | None = None
+    deliver_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class ListQuery:
+    status: Status | None
+    limit: int
+    cursor: str | None
+
+
+@dataclass(frozen=True)
+class LaterTask:
+    topic: str
+    delay: float
+    retry: int
+    callback: str
+    content: JSON
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def decode_json(raw: bytes | str | None, *, limit: int = MAX_REQUEST_BYTES) -> JSON:
+    """The request body as JSON; not JSON, NaN/Infinity, too deep or too large are errors."""
+    if raw is None or raw == b"" or raw == "":
+        raise ValidationError("body", "request body is required")
+    if len(raw) > limit:
+        raise ValidationError("body", f"request body is larger than {limit} bytes", code="too_large")
+    try:
+        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+        return json.loads(text, parse_constant=_reject_constant)
+    except UnicodeDecodeError as exc:
+        raise ValidationError("body", "request body is not valid UTF-8") from exc
+    except RecursionError as exc:
+        raise ValidationError("body", "request body is nested too deeply") from exc
+    except ValueError as exc:
+        raise ValidationError("body", f"request body is not valid JSON ({exc})") from exc
+
+
+def body_size(body: JSON) -> int:
+    return len(json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+def queue_name(value: object) -> str:
+    if not isinstance(value, str) or not QUEUE_NAME.match(value):
+        raise ValidationError("queue", "must match ^[A-Za-z0-9_-]{1,64}$")
+    return value
+
+
+def _object(value: object, field: str) -> Mapping[str, Any]:
+    if not isinstance(value, dict):
+        raise ValidationError(field, "must be a JSON object")
+    return value
+
+
+def _only(doc: Mapping[str, Any], allowed: frozenset[str], prefix: str) -> None:
+    for key in doc:
+        if key not in allowed:
+            raise ValidationError(f"{prefix}{key}", "is not a known field")
+
+
+def number(value: object, field: str, *, low: float, high: float, allow_none: bool = False) -> float | None:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValidationError(field, "must be a number")
+    as_float = float(value) if abs(value) < 1e300 else math.inf
+    if not math.isfinite(as_float) or not low <= as_float <= high:
+        raise ValidationError(field, f"must be between {low:g} and {high:g}")
+    return as_float
+
+
+def integer(value: object, field: str, *, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValidationError(field, f"must be an integer between {low} and {high}")
+    return value
+
+
+def _string(value: object, field: str, *, max_len: int) -> str:
+    if not isinstance(value, str) or not 1 <= len(value) <= max_len:
+        raise ValidationError(field, f"must be a string of 1 to {max_len} characters")
+    return value
+
+
+def url(value: object, field: str) -> str:
+    text = _string(value, field, max_len=MAX_URL)
+    try:
+        parts = urlsplit(text)
+        port_ok = parts.port is None or 0 < parts.port < 65536
+    except ValueError as exc:
+        raise ValidationError(field, "is not a valid URL") from exc
+    if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
+        raise ValidationError(field, "must be an absolute http or https URL")
+    if any(ch.isspace() or ord(ch) < 32 for ch in text):
+        raise ValidationError(field, "must not contain whitespace or control characters")
+    return text
+
+
+def target(value: object, field: str = "target") -> Target:
+    doc = _object(value, field)
+    kind = doc.get("type")
+    if kind == "http":
+        _only(doc, frozenset({"type", "url", "headers"}), f"{field}.")
+        headers = _object(doc.get("headers", {}), f"{field}.headers")
+        if len(headers) > MAX_HEADERS:
+            raise ValidationError(f"{field}.headers", f"at most {MAX_HEADERS} headers")
+        for name, header_value in headers.items():
+            if not HEADER_NAME.match(name) or name.lower() in RESERVED_HEADERS or name.lower().startswith("hourglass-"):
+                raise ValidationError(f"{field}.headers.{name}", "is not an allowed header name")
+            if not isinstance(header_value, str) or len(header_value) > 4096 or any(c in header_value for c in "\r\n\0"):
+                raise ValidationError(f"{field}.headers.{name}", "must be a single-line string")
+        return HttpTarget(url=url(doc.get("url"), f"{field}.url"), headers=dict(headers))
+    if kind == "sqs":
+        _only(doc, frozenset({"type", "queue_url"}), f"{field}.")
+        return SqsTarget(queue_url=url(doc.get("queue_url"), f"{field}.queue_url"))
+    raise ValidationError(f"{field}.type", 'must be "http" or "sqs"')
+
+
+def retry_policy(value: object) -> RetryPolicy:
+    doc = _object(value, "retry")
+    _only(doc, frozenset({"max_attempts", "backoff_base", "backoff_max"}), "retry.")
+    default = RetryPolicy()
+    base = number(doc.get("backoff_base", default.backoff_base), "retry.backoff_base", low=0, high=86400)
+    ceiling = number(doc.get("backoff_max", default.backoff_max), "retry.backoff_max", low=0, high=30 * 86400)
+    assert base is not None and ceiling is not None
+    return RetryPolicy(
+        max_attempts=integer(doc.get("max_attempts", default.max_attempts), "retry.max_attempts", low=1, high=MAX_ATTEMPTS),
+        backoff_base=base,
+        backoff_max=ceiling,
+    )
+
+
+QUEUE_FIELDS = frozenset({"default_delay", "max_delay", "ttl", "target", "retry", "signing_secret"})
+
+
+def queue_settings(doc: object) -> QueueSettings:
+    settings = _object({} if doc is None else doc, "body")
+    _only(settings, QUEUE_FIELDS, "")
+    defaults = QueueSettings()
+    max_delay = number(settings.get("max_delay", defaults.max_delay), "max_delay", low=0, high=MAX_HORIZON)
+    default_delay = number(settings.get("default_delay", 0), "default_delay", low=0, high=MAX_HORIZON)
+    assert max_delay is not None and default_delay is not None
+    if default_delay > max_delay:
+        raise ValidationError("default_delay", "must not exceed max_delay")
+    secret = settings.get("signing_secret")
+    if secret is not None:
+        secret = _string(secret, "signing_secret", max_len=256)
+    raw_target = settings.get("target")
+    raw_retry = settings.get("retry")
+    return QueueSettings(
+        default_delay=default_delay,
+        max_delay=max_delay,
+        ttl=number(settings.get("ttl"), "ttl", low=0.001, high=MAX_TTL, allow_none=True),
+        target=None if raw_target is None else target(raw_target),
+        retry=defaults.retry if raw_retry is None else retry_policy(raw_retry),
+        signing_secret=secret,
+    )
+
+
+MESSAGE_FIELDS = frozenset({"body", "delay", "deliver_at", "ttl", "dedup_id", "target"})
+
+
+def _deliver_at(value: object, field: str) -> datetime:
+    try:
+        return parse_rfc3339(value)  # type: ignore[arg-type]
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise ValidationError(field, "must be an RFC 3339 date-time with an offset") from exc
+
+
+def _check_horizon(
+    field: str, delay: float | None, deliver_at: datetime | None, settings: QueueSettings, now: datetime
+) -> None:
+    effective = delay if delay is not None else (deliver_at - now).total_seconds() if deliver_at else None
+    if effective is not None and effective > settings.max_delay:
+        raise ValidationError(field, f"is beyond the queue's max_delay of {settings.max_delay:g} s")
+
+
+def new_message(doc: object, index: int, settings: QueueSettings, now: datetime) -> NewMessage:
+    prefix = f"messages[{index}]"
+    message = _object(doc, prefix)
+    _only(message, MESSAGE_FIELDS, f"{prefix}.")
+    if "body" not in message:
+        raise ValidationError(f"{prefix}.body", "is required")
+    body = message["body"]
+    if body_size(body) > MAX_BODY_BYTES:
+        raise ValidationError(f"{prefix}.body", f"is larger than {MAX_BODY_BYTES} bytes", code="too_large")
+    if message.get("delay") is not None and message.get("deliver_at") is not None:
+        raise ValidationError(f"{prefix}.delay", "delay and deliver_at are mutually exclusive")
+    delay = number(message.get("delay"), f"{prefix}.delay", low=0, high=MAX_HORIZON, allow_none=True)
+    deliver_at = None
+    if message.get("deliver_at") is not None:
+        deliver_at = _deliver_at(message["deliver_at"], f"{prefix}.deliver_at")
+        if deliver_at > now + timedelta(seconds=MAX_HORIZON):
+            raise ValidationError(f"{prefix}.deliver_at", "is more than 10 years ahead")
+    field = f"{prefix}.{'deliver_at' if deliver_at else 'delay'}"
+    _check_horizon(field, delay, deliver_at, settings, now)
+    dedup_id = message.get("dedup_id")
+    if dedup_id is not None:
+        dedup_id = _string(dedup_id, f"{prefix}.dedup_id", max_len=MAX_DEDUP_ID)
+    raw_target = message.get("target")
+    return NewMessage(
+        body=body,
+        delay=delay,
+        deliver_at=deliver_at,
+        ttl=number(message.get("ttl"), f"{prefix}.ttl", low=0.001, high=MAX_TTL, allow_none=True),
+        dedup_id=dedup_id,
+        target=None if raw_target is None else target(raw_target, f"{prefix}.target"),
+    )
+
+
+def message_batch(doc: object, settings: QueueSettings, now: datetime) -> list[NewMessage]:
+    request = _object(doc, "body")
+    _only(request, frozenset({"messages"}), "")
+    messages = request.get("messages")
+    if not isinstance(messages, list) or not 1 <= len(messages) <= MAX_BATCH:
+        raise ValidationError("messages", f"must be a list of 1 to {MAX_BATCH} messages")
+    return [new_message(item, index, settings, now) for index, item in enumerate(messages)]
+
+
+def message_patch(doc: object, settings: QueueSettings, now: datetime) -> MessagePatch:
+    patch = _object(doc, "body")
+    _only(patch, frozenset({"body", "delay", "deliver_at"}), "")
+    if not patch:
+        raise ValidationError("body", "give at least one of body, delay, deliver_at")
+    if patch.get("delay") is not None and patch.get("deliver_at") is not None:
+        raise ValidationError("delay", "delay and deliver_at are mutually exclusive")
+    if "body" in patch and body_size(patch["body"]) > MAX_BODY_BYTES:
+        raise ValidationError("body", f"is larger than {MAX_BODY_BYTES} bytes", code="too_large")
+    delay = number(patch.get("delay"), "delay", low=0, high=MAX_HORIZON, allow_none=True)
+    deliver_at = None if patch.get("deliver_at") is None else _deliver_at(patch["deliver_at"], "deliver_at")
+    if deliver_at and deliver_at > now + timedelta(seconds=MAX_HORIZON):
+        raise ValidationError("deliver_at", "is more than 10 years ahead")
+    _check_horizon("deliver_at" if deliver_at else "delay", delay, deliver_at, settings, now)
+    return MessagePatch(body=patch.get("body"), has_body="body" in patch, delay=delay, deliver_at=deliver_at)
+
+
+def list_query(params: Mapping[str, str] | None) -> ListQuery:
+    params = params or {}
+    _only(params, frozenset({"status", "limit", "cursor"}), "")
+    status = params.get("status")
+    if status is not None and status not in {s.value for s in Status}:
+        raise ValidationError("status", f"must be one of {', '.join(s.value for s in Status)}")
+    raw_limit = params.get("limit", "50")
+    if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= MAX_LIST_LIMIT:
+        raise ValidationError("limit", f"must be an integer between 1 and {MAX_LIST_LIMIT}")
+    cursor = params.get("cursor") or None
+    if cursor is not None and len(cursor) > 2048:
+        raise ValidationError("cursor", "is not a valid cursor")
+    return ListQuery(status=Status(status) if status else None, limit=int(raw_limit), cursor=cursor)
+
+
+def later_task(doc: object) -> LaterTask:
+    task = _object(doc, "body")
+    _only(task, frozenset({"topic", "delay", "retry", "callback", "content"}), "")
+    delay = number(task.get("delay", 0), "delay", low=0, high=MAX_HORIZON)
+    assert delay is not None
+    return LaterTask(
+        topic=_string(task.get("topic"), "topic", max_len=256),
+        delay=delay,
+        retry=integer(task.get("retry", 0), "retry", low=0, high=MAX_ATTEMPTS - 1),
+        callback=url(task.get("callback"), "callback"),
+        content=task.get("content"),
+    )
+
+
+def later_id(doc: object) -> str:
+    task = _object(doc, "body")
+    _only(task, frozenset({"id"}), "")
+    return _string(task.get("id"), "id", max_len=64)

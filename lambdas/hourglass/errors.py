@@ -1,0 +1,46 @@
+"""The project's own errors, shared by core, adapters and services."""
+
+from __future__ import annotations
+
+
+class HourglassError(Exception):
+    """Base of every error Hourglass raises on purpose."""
+
+
+class ValidationError(HourglassError):
+    """Bad input: the field it is about and a message a person can act on."""
+
+    def __init__(self, field: str, message: str, code: str = "invalid_request") -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = f"{field}: {message}" if field else message
+        self.code = code
+
+
+class NotFoundError(HourglassError):
+    """The queue or message does not exist."""
+
+
+class ConflictError(HourglassError):
+    """The message is not in a state that allows the operation."""
+
+
+class StaleVersionError(HourglassError):
+    """A conditional write lost a race: somebody changed the item first."""
+
+
+class StoreError(HourglassError):
+    """DynamoDB failed after retries."""
+
+
+class TimerQueueError(HourglassError):
+    """The SQS timer queue refused a request after retries."""
+
+
+class DeliveryError(HourglassError):
+    """A delivery attempt failed; `retryable` says whether trying again may help."""
+
+    def __init__(self, message: str, *, retryable: bool, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.retry_after = retry_after

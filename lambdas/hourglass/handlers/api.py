@@ -1,0 +1,23 @@
+"""Ingest Lambda: API Gateway proxy events in, REST responses out."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from hourglass.service.api import Api, Request
+from hourglass.service.context import Context
+from hourglass.settings import Settings
+
+
+@cache
+def _api() -> Api:
+    return Api(Context.from_settings(Settings.from_env()))
+
+
+def handle(api: Api, event: dict[str, Any]) -> dict[str, Any]:
+    return api.handle(Request.from_event(event))
+
+
+def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+    return handle(_api(), event)

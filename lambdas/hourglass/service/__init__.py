@@ -1,0 +1,1 @@
+"""Use cases that combine the core with the adapters: the REST API, the sweep, the dispatch."""

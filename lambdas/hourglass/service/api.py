@@ -1,0 +1,179 @@
+"""The REST API: routes API Gateway proxy events to use cases and errors to status codes."""
+
+from __future__ import annotations
+
+import base64
+import hmac
+import json
+import re
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from hourglass.core import validation
+from hourglass.core.document import created_doc, later_doc, message_doc, queue_doc
+from hourglass.errors import (
+    ConflictError,
+    HourglassError,
+    NotFoundError,
+    StoreError,
+    TimerQueueError,
+    ValidationError,
+)
+from hourglass.logs import log
+from hourglass.service.context import Context
+from hourglass.service.messages import Messages
+
+Response = dict[str, Any]
+NAME = r"([^/]+)"
+
+
+@dataclass(frozen=True)
+class Request:
+    method: str
+    path: str
+    params: dict[str, str]
+    headers: dict[str, str]
+    raw_body: bytes | None
+
+    def json(self) -> Any:
+        return validation.decode_json(self.raw_body)
+
+    @classmethod
+    def from_event(cls, event: dict[str, Any]) -> Request:
+        body = event.get("body")
+        raw: bytes | None = None
+        if body is not None:
+            raw = base64.b64decode(body) if event.get("isBase64Encoded") else body.encode("utf-8", "surrogatepass")
+        headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
+        return cls(
+            method=str(event.get("httpMethod", "GET")).upper(),
+            path=str(event.get("path") or "/"),
+            params={str(k): str(v) for k, v in (event.get("queryStringParameters") or {}).items()},
+            headers=headers,
+            raw_body=raw,
+        )
+
+
+def respond(status: int, doc: Any = None) -> Response:
+    response: Response = {"statusCode": status, "headers": {"Content-Type": "application/json"}}
+    response["body"] = "" if doc is None else json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+    return response
+
+
+def error(status: int, code: str, message: str) -> Response:
+    return respond(status, {"error": {"code": code, "message": message}})
+
+
+class Api:
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.messages = Messages(ctx)
+        handlers: list[tuple[str, str, Callable[..., Response]]] = [
+            ("GET", r"/health", self.health),
+            ("PUT", rf"/v1/queues/{NAME}", self.put_queue),
+            ("GET", rf"/v1/queues/{NAME}", self.get_queue),
+            ("DELETE", rf"/v1/queues/{NAME}", self.delete_queue),
+            ("POST", rf"/v1/queues/{NAME}/messages", self.create_messages),
+            ("GET", rf"/v1/queues/{NAME}/messages", self.list_messages),
+            ("GET", rf"/v1/queues/{NAME}/messages/{NAME}", self.get_message),
+            ("DELETE", rf"/v1/queues/{NAME}/messages/{NAME}", self.cancel_message),
+            ("PATCH", rf"/v1/queues/{NAME}/messages/{NAME}", self.patch_message),
+            ("POST", r"/create", self.later_create),
+            ("POST", r"/delete", self.later_delete),
+            ("POST", r"/query", self.later_query),
+        ]
+        self.routes = [(method, re.compile(f"^{pattern}/?$"), fn) for method, pattern, fn in handlers]
+
+    def handle(self, request: Request) -> Response:
+        try:
+            denied = self._check_key(request)
+            if denied:
+                return denied
+            return self._route(request)
+        except ValidationError as exc:
+            status = 413 if exc.code == "too_large" else 400
+            return error(status, exc.code, exc.message)
+        except NotFoundError as exc:
+            return error(404, "not_found", str(exc))
+        except ConflictError as exc:
+            return error(409, "conflict", str(exc))
+        except (StoreError, TimerQueueError) as exc:
+            log("dependency_failed", error=str(exc), path=request.path)
+            return error(503, "unavailable", "a dependency failed; retry the request")
+        except HourglassError as exc:
+            log("request_failed", error=str(exc), path=request.path)
+            return error(500, "internal_error", "internal error")
+        except Exception:  # noqa: BLE001 - the API must answer, whatever broke
+            log("unhandled_error", path=request.path, trace=traceback.format_exc(limit=5))
+            return error(500, "internal_error", "internal error")
+
+    def _check_key(self, request: Request) -> Response | None:
+        expected = self.ctx.settings.api_key
+        if expected is None or request.path.rstrip("/") == "/health":
+            return None
+        given = request.headers.get("x-api-key")
+        if given is None:
+            return error(401, "unauthorized", "x-api-key header is required")
+        if not hmac.compare_digest(given.encode(), expected.encode()):
+            return error(403, "forbidden", "x-api-key is not valid")
+        return None
+
+    def _route(self, request: Request) -> Response:
+        allowed = False
+        for method, pattern, fn in self.routes:
+            match = pattern.match(request.path)
+            if match is None:
+                continue
+            if method == request.method:
+                return fn(request, *match.groups())
+            allowed = True
+        if allowed:
+            return error(405, "method_not_allowed", f"{request.method} is not allowed on {request.path}")
+        return error(404, "not_found", f"no route for {request.path}")
+
+    def health(self, request: Request) -> Response:
+        return respond(200, {"status": "ok"})
+
+    def put_queue(self, request: Request, name: str) -> Response:
+        doc = request.json() if request.raw_body else {}
+        queue, created = self.messages.put_queue(name, doc)
+        return respond(201 if created else 200, queue_doc(queue))
+
+    def get_queue(self, request: Request, name: str) -> Response:
+        return respond(200, queue_doc(self.messages.get_queue(name)))
+
+    def delete_queue(self, request: Request, name: str) -> Response:
+        self.messages.delete_queue(name)
+        return respond(204)
+
+    def create_messages(self, request: Request, name: str) -> Response:
+        validation.queue_name(name)
+        results = self.messages.create(name, request.json())
+        return respond(201, {"messages": [created_doc(m, duplicate) for m, duplicate in results]})
+
+    def list_messages(self, request: Request, name: str) -> Response:
+        validation.queue_name(name)
+        found, cursor = self.messages.list(name, request.params)
+        return respond(200, {"messages": [message_doc(m) for m in found], "next_cursor": cursor})
+
+    def get_message(self, request: Request, name: str, message_id: str) -> Response:
+        return respond(200, message_doc(self.messages.get(name, message_id)))
+
+    def cancel_message(self, request: Request, name: str, message_id: str) -> Response:
+        self.messages.cancel(name, message_id)
+        return respond(204)
+
+    def patch_message(self, request: Request, name: str, message_id: str) -> Response:
+        return respond(200, message_doc(self.messages.patch(name, message_id, request.json())))
+
+    def later_create(self, request: Request) -> Response:
+        return respond(200, {"id": self.messages.later_create(request.json()).id})
+
+    def later_delete(self, request: Request) -> Response:
+        self.messages.later_delete(request.json())
+        return respond(200, {})
+
+    def later_query(self, request: Request) -> Response:
+        return respond(200, later_doc(self.messages.later_query(request.json())))

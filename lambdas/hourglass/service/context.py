@@ -1,0 +1,42 @@
+"""What a service needs at run time: settings, adapters, a clock and a sleeper, built once."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from hourglass.adapters import http_target
+from hourglass.adapters.metrics import Metrics
+from hourglass.adapters.sqs_target import SqsTargets
+from hourglass.adapters.store import Store
+from hourglass.adapters.timer_queue import TimerQueue
+from hourglass.settings import Settings
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@dataclass
+class Context:
+    settings: Settings
+    store: Store
+    timers: TimerQueue
+    targets: SqsTargets
+    metrics: Metrics = field(default_factory=Metrics)
+    clock: Callable[[], datetime] = utc_now
+    sleep: Callable[[float], None] = time.sleep
+    post: Callable[..., http_target.HttpReply] = http_target.post
+    check_url: Callable[..., None] = http_target.check_url
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **overrides: object) -> Context:
+        parts: dict[str, object] = {
+            "store": Store(settings.table),
+            "timers": TimerQueue(settings.timer_queue_url),
+            "targets": SqsTargets(),
+        }
+        parts.update(overrides)
+        return cls(settings=settings, **parts)  # type: ignore[arg-type]

@@ -1,0 +1,226 @@
+"""The dispatch: re-checks a due message, waits out the last second, delivers, records the outcome."""
+
+from __future__ import annotations
+
+import http.client
+import random
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from hourglass.adapters.items import n, s
+from hourglass.adapters.timer_queue import Scheduled, Timer
+from hourglass.core import delivery, retry, schedule
+from hourglass.core.model import (
+    LATER_NAMESPACE,
+    HttpTarget,
+    LaterTarget,
+    Message,
+    Queue,
+    RetryPolicy,
+    SqsTarget,
+    Status,
+)
+from hourglass.core.timestamps import from_ms, to_ms
+from hourglass.errors import DeliveryError, StaleVersionError, StoreError, ValidationError
+from hourglass.logs import log
+from hourglass.service.context import Context
+
+# A timer can beat the ingest write it belongs to (the timer is sent first); give the write time.
+MISSING_GRACE = timedelta(seconds=60)
+DELIVERY_LEASE = timedelta(seconds=120)
+
+
+@dataclass(frozen=True)
+class Result:
+    ok: bool
+    outcome: str
+
+
+class Dispatcher:
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.store = ctx.store
+        self._queues: dict[str, tuple[datetime, Queue | None]] = {}
+
+    def run_batch(self, bodies: list[tuple[str, str]]) -> list[str]:
+        """Processes (record id, body) pairs concurrently; returns the ids that failed."""
+        if not bodies:
+            return []
+        with ThreadPoolExecutor(max_workers=min(10, len(bodies))) as pool:
+            results = list(pool.map(lambda pair: self.process(pair[1]), bodies))
+        return [record_id for (record_id, _), result in zip(bodies, results) if not result.ok]
+
+    def process(self, body: str) -> Result:
+        try:
+            timer = Timer.from_json(body)
+        except ValidationError as exc:
+            log("poison_timer", error=str(exc))
+            self.ctx.metrics.count("Poison")
+            return Result(False, "poison")
+        try:
+            return self._process(timer)
+        except (StoreError, DeliveryError) as exc:
+            log("dispatch_failed", id=timer.id, queue=timer.queue, error=str(exc))
+            return Result(False, "error")
+
+    def _process(self, timer: Timer) -> Result:
+        now = self.ctx.clock()
+        due = from_ms(timer.due_ms)
+        if schedule.is_early(due, now):
+            self.ctx.timers.send_all([Scheduled(replace(timer, sent_ms=to_ms(now)), schedule.timer_delay(due, now))])
+            return Result(True, "redelayed")
+        self.ctx.sleep(schedule.seconds_until(due, now))
+        now = self.ctx.clock()
+        try:
+            message = self._begin(timer, now)
+        except StaleVersionError:
+            return self._not_startable(timer, now)
+        queue = self._queue(message)
+        if message.queue != LATER_NAMESPACE and (queue is None or queue.created_at != message.queue_epoch):
+            return self._finish(message, Status.CANCELLED, now, "queue deleted")
+        if message.expires_at is not None and now > message.expires_at:
+            return self._finish(message, Status.EXPIRED, now, "expired before delivery")
+        outcome = self._deliver(message, queue)
+        done = self.ctx.clock()
+        if outcome.delivered:
+            self.ctx.metrics.lateness((done - message.due_at).total_seconds() * 1000, queue=message.queue)
+            return self._finish(message, Status.DELIVERED, done, None, delivered_at=done)
+        return self._after_failure(message, queue, outcome, done)
+
+    def _begin(self, timer: Timer, now: datetime) -> Message:
+        """pending(v) -> delivering, or take over a delivering message whose lease ran out."""
+        message = self.store.transition(
+            timer.queue,
+            timer.id,
+            condition="(#st = :pending AND version = :v) OR (#st = :delivering AND claimed_until < :now)",
+            values={
+                ":pending": s(Status.PENDING.value),
+                ":delivering": s(Status.DELIVERING.value),
+                ":v": n(timer.version),
+                ":now": n(to_ms(now)),
+            },
+            updates={"status": s(Status.DELIVERING.value), "claimed_until": n(to_ms(now + DELIVERY_LEASE))},
+            increment=("attempts",),
+            remove=("sweep_pk", "sweep_sk"),
+        )
+        return message
+
+    def _not_startable(self, timer: Timer, now: datetime) -> Result:
+        current = self.store.get_message(timer.queue, timer.id)
+        if current is None and now - from_ms(timer.sent_ms) < MISSING_GRACE:
+            return Result(False, "not_yet_written")
+        self.ctx.metrics.count("Skipped", queue=timer.queue)
+        return Result(True, "skipped")
+
+    def _queue(self, message: Message) -> Queue | None:
+        if message.queue == LATER_NAMESPACE:
+            return None
+        now = self.ctx.clock()
+        cached = self._queues.get(message.queue)
+        if cached and now - cached[0] < timedelta(seconds=10):
+            return cached[1]
+        queue = self.store.get_queue(message.queue)
+        self._queues[message.queue] = (now, queue)
+        return queue
+
+    def _deliver(self, message: Message, queue: Queue | None) -> delivery.Outcome:
+        target = message.target or (queue.settings.target if queue else None)
+        attempt = message.attempts
+        try:
+            if isinstance(target, SqsTarget):
+                self.ctx.targets.send(
+                    target.queue_url, delivery.sqs_envelope(message, attempt), group=message.queue, dedup_id=message.id
+                )
+                return delivery.DELIVERED
+            if isinstance(target, LaterTarget):
+                reply = self.ctx.post(
+                    target.url,
+                    delivery.later_request(message),
+                    {"Content-Type": "application/json"},
+                    allow_private=self.ctx.settings.allow_private_callbacks,
+                )
+                return delivery.judge_later(reply.status, reply.body)
+            if isinstance(target, HttpTarget):
+                secret = queue.settings.signing_secret if queue else None
+                body, headers = delivery.http_request(
+                    message, attempt, headers=target.headers, secret=secret, now=self.ctx.clock()
+                )
+                reply = self.ctx.post(target.url, body, headers, allow_private=self.ctx.settings.allow_private_callbacks)
+                return delivery.judge_http(reply.status, reply.headers.get("retry-after"), self.ctx.clock())
+        except DeliveryError as exc:
+            return delivery.Outcome(False, retryable=exc.retryable, error=str(exc)[:500])
+        except ValidationError as exc:
+            # The callback now resolves to a forbidden address: retrying may help if DNS changes back.
+            return delivery.Outcome(False, retryable=True, error=exc.message)
+        except (OSError, http.client.HTTPException) as exc:
+            return delivery.transport_failure(f"{type(exc).__name__}: {exc}")
+        return delivery.Outcome(False, retryable=False, error="message has no target")
+
+    def _after_failure(self, message: Message, queue: Queue | None, outcome: delivery.Outcome, now: datetime) -> Result:
+        policy = message.retry or (queue.settings.retry if queue else RetryPolicy())
+        if not outcome.retryable or not retry.has_attempts_left(policy, message.attempts):
+            return self._finish(message, Status.FAILED, now, outcome.error)
+        wait = retry.backoff(policy, message.attempts, jitter=random.random(), retry_after=outcome.retry_after)
+        retry_at = now + timedelta(seconds=wait)
+        if message.expires_at is not None and retry_at > message.expires_at:
+            return self._finish(message, Status.EXPIRED, now, outcome.error)
+        return self._schedule_retry(message, retry_at, outcome.error, now)
+
+    def _schedule_retry(self, message: Message, retry_at: datetime, error: str | None, now: datetime) -> Result:
+        settings = self.ctx.settings
+        short = schedule.hands_off_now(retry_at, now, settings.lookahead, settings.handoff_safety)
+        waiting = replace(
+            message,
+            status=Status.PENDING,
+            due_at=retry_at,
+            version=message.version + 1,
+            last_error=error,
+            claimed_until=schedule.claim_lease(retry_at, now) if short else None,
+        )
+        keys = schedule.sweep_keys(
+            message.id, retry_at, shards=self.ctx.settings.shards, bucket_seconds=self.ctx.settings.bucket_seconds
+        )
+        try:
+            self.store.update_message(waiting, expected_version=message.version, expected_status=Status.DELIVERING, sweep=keys)
+        except StaleVersionError:
+            return Result(True, "superseded")
+        if short:
+            timer = Timer(message.queue, message.id, waiting.version, to_ms(retry_at), to_ms(now))
+            # If this send fails the recovery sweep hands the retry off when its lease ends.
+            self.ctx.timers.send([Scheduled(timer, schedule.timer_delay(retry_at, now))])
+        self.ctx.metrics.count("Retried", queue=message.queue)
+        log("retry_scheduled", id=message.id, queue=message.queue, attempt=message.attempts, error=error)
+        return Result(True, "retry")
+
+    def _finish(
+        self, message: Message, status: Status, now: datetime, error: str | None, delivered_at: datetime | None = None
+    ) -> Result:
+        final = replace(
+            message,
+            status=status,
+            version=message.version + 1,
+            last_error=error if status is not Status.DELIVERED else message.last_error,
+            delivered_at=delivered_at,
+            claimed_until=None,
+        )
+        try:
+            self.store.update_message(
+                final,
+                expected_version=message.version,
+                expected_status=Status.DELIVERING,
+                expire_at=now + timedelta(days=self.ctx.settings.retention_days),
+            )
+        except StaleVersionError:
+            # Our lease ran out and another dispatcher took over; its outcome stands.
+            self.ctx.metrics.count("Superseded", queue=message.queue)
+            return Result(True, "superseded")
+        metric = {"delivered": "Delivered", "failed": "Failed", "expired": "Expired", "cancelled": "Cancelled"}
+        self.ctx.metrics.count(metric[status.value], queue=message.queue)
+        log("finished", id=message.id, queue=message.queue, status=status.value, attempts=message.attempts, error=error)
+        return Result(True, status.value)
+
+
+def record_pairs(event: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(str(r.get("messageId")), str(r.get("body", ""))) for r in event.get("Records", [])]
