@@ -1,0 +1,141 @@
+"""In-process AWS (moto's mock_aws) with the stack's table and queues, and a service context."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+import boto3
+import pytest
+from hourglass.adapters.http_target import HttpReply
+from hourglass.adapters.metrics import Metrics
+from hourglass.adapters.sqs_target import SqsTargets
+from hourglass.adapters.store import Store
+from hourglass.adapters.timer_queue import TimerQueue
+from hourglass.core.schedule import TIMER_HEAD_START
+from hourglass.core.timestamps import from_ms
+from hourglass.handlers import api as api_handler
+from hourglass.service.api import Api
+from hourglass.service.context import Context
+from hourglass.service.dispatch import Dispatcher
+from hourglass.service.sweep import Sweeper
+from hourglass.settings import Settings
+from moto import mock_aws
+from moto.sqs.models import sqs_backends
+
+from tests.conftest import FakeClock
+
+
+def create_table(ddb: Any) -> str:
+    ddb.create_table(
+        TableName="messages",
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[
+            {"AttributeName": name, "AttributeType": "S"} for name in ("pk", "sk", "sweep_pk", "sweep_sk")
+        ],
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": "due",
+                "KeySchema": [
+                    {"AttributeName": "sweep_pk", "KeyType": "HASH"},
+                    {"AttributeName": "sweep_sk", "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["version"]},
+            }
+        ],
+    )
+    return "messages"
+
+
+@dataclass
+class Receiver:
+    """Stands in for an HTTP callback server: records requests, answers from a script."""
+
+    answers: list[int] = field(default_factory=list)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+
+    def __call__(self, url: str, body: bytes, headers: dict[str, str], **_: Any) -> HttpReply:
+        self.requests.append({"url": url, "body": json.loads(body), "headers": headers})
+        status = self.answers.pop(0) if self.answers else 200
+        return HttpReply(status=status, headers={}, body=b'{"code": 100}')
+
+
+@dataclass
+class Harness:
+    ctx: Context
+    api: Api
+    clock: FakeClock
+    sqs: Any
+    ddb: Any
+    receiver: Receiver
+
+    def call(self, method: str, path: str, body: Any = None, params: dict[str, str] | None = None) -> tuple[int, Any]:
+        event = {
+            "httpMethod": method,
+            "path": path,
+            "queryStringParameters": params,
+            "headers": {"content-type": "application/json"},
+            "body": None if body is None else (body if isinstance(body, str) else json.dumps(body)),
+        }
+        response = api_handler.handle(self.api, event)
+        text = response["body"]
+        return response["statusCode"], json.loads(text) if text else None
+
+    def sweep(self) -> Any:
+        return Sweeper(self.ctx).run()
+
+    def timers(self) -> list[dict[str, Any]]:
+        """Drains the timer queue; the fake clock stands in for DelaySeconds, so delays are lifted."""
+        backend = sqs_backends["123456789012"]["us-east-1"]
+        for queue in backend.queues.values():
+            for message in queue._messages:
+                message.delayed_until = 0.0
+        out = []
+        while True:
+            got = self.sqs.receive_message(QueueUrl=self.ctx.settings.timer_queue_url, MaxNumberOfMessages=10)
+            messages = got.get("Messages", [])
+            if not messages:
+                return out
+            for m in messages:
+                out.append({"record": m["MessageId"], "body": m["Body"], "json": json.loads(m["Body"])})
+                self.sqs.delete_message(QueueUrl=self.ctx.settings.timer_queue_url, ReceiptHandle=m["ReceiptHandle"])
+
+    def dispatch(self, timers: list[dict[str, Any]]) -> list[str]:
+        """Delivers timers the way SQS would: each once its delay has passed on the fake clock."""
+        failed: list[str] = []
+        for timer in sorted(timers, key=lambda t: t["json"]["due"]):
+            visible = from_ms(timer["json"]["due"]) - timedelta(seconds=TIMER_HEAD_START)
+            self.clock.now = max(self.clock.now, visible)
+            failed += Dispatcher(self.ctx).run_batch([(timer["record"], timer["body"])])
+        return failed
+
+    def target_messages(self, queue_url: str) -> list[dict[str, Any]]:
+        got = self.sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10)
+        return [json.loads(m["Body"]) for m in got.get("Messages", [])]
+
+
+@pytest.fixture
+def harness(clock: FakeClock) -> Iterator[Harness]:
+    with mock_aws():
+        ddb = boto3.client("dynamodb", region_name="us-east-1")
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        table = create_table(ddb)
+        timer_url = sqs.create_queue(QueueName="timer")["QueueUrl"]
+        settings = Settings(table=table, timer_queue_url=timer_url, allow_private_callbacks=True)
+        receiver = Receiver()
+        ctx = Context(
+            settings=settings,
+            store=Store(table, client=ddb),
+            timers=TimerQueue(timer_url, client=sqs),
+            targets=SqsTargets(client=sqs),
+            metrics=Metrics(emit=False),
+            clock=clock,
+            sleep=clock.sleep,
+            post=receiver,
+            check_url=lambda url, allow_private: None,
+        )
+        yield Harness(ctx=ctx, api=Api(ctx), clock=clock, sqs=sqs, ddb=ddb, receiver=receiver)
