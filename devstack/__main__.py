@@ -18,7 +18,7 @@ def main() -> int:
     runtime = Runtime(config)
     try:
         runtime.start()
-    except Exception as exc:  # noqa: BLE001 - report and clean up whatever started
+    except Exception as exc:
         print(f"hourglass: failed to start: {exc}", file=sys.stderr, flush=True)
         runtime.stop()
         return 1

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
+import warnings
 from dataclasses import dataclass
 
 from moto.server import ThreadedMotoServer
@@ -23,6 +25,14 @@ def use_dummy_credentials(region: str) -> None:
     os.environ.setdefault("AWS_REGION", region)
 
 
+def quiet_emulator_logs() -> None:
+    """moto logs every request and warns on each resource type it skips; the runtime reports both."""
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    logging.getLogger("moto.cloudformation.parsing").setLevel(logging.ERROR)
+    warnings.filterwarnings("ignore", module="moto")
+    warnings.filterwarnings("ignore", message=".*moto's CloudFormation.*")
+
+
 def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
     with socket.socket() as sock:
         return sock.connect_ex((host, port)) != 0
@@ -35,6 +45,7 @@ class Emulator:
 
     @classmethod
     def start(cls, port: int) -> Emulator:
+        quiet_emulator_logs()
         if not port_is_free(port):
             raise RuntimeError(
                 f"port {port} is in use: stop what runs there, set HOURGLASS_EMULATOR_PORT, "

@@ -45,7 +45,7 @@ class QueuePoller:
         while not self.stop.is_set():
             try:
                 self.poll_once()
-            except Exception as exc:  # noqa: BLE001 - a poller outlives a bad batch, like the real one
+            except Exception as exc:
                 log("poller_error", error=str(exc))
                 self.stop.wait(1.0)
 
@@ -72,7 +72,9 @@ class QueuePoller:
         result = self.handler(event, LambdaContext(60))
         failed = {f["itemIdentifier"] for f in result.get("batchItemFailures", [])}
         done = [
-            {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages) if m["MessageId"] not in failed
+            {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
+            for i, m in enumerate(messages)
+            if m["MessageId"] not in failed
         ]
         if done:
             self.sqs.delete_message_batch(QueueUrl=self.queue_url, Entries=done)
@@ -99,6 +101,6 @@ class Schedule:
             try:
                 self.handler({"source": "aws.events"}, LambdaContext(self.timeout))
                 self.runs += 1
-            except Exception as exc:  # noqa: BLE001 - the schedule keeps firing, like EventBridge
+            except Exception as exc:
                 log("schedule_error", error=str(exc))
             self.stop.wait(max(0.0, self.interval - (time.monotonic() - started)))

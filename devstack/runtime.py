@@ -10,12 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import boto3
-
-from devstack import deploy
-from devstack.config import RuntimeConfig
-from devstack.emulator import Emulator, use_dummy_credentials
-from devstack.gateway import Gateway
-from devstack.pollers import QueuePoller, Schedule
 from hourglass.adapters.aws import AWS_CONFIG
 from hourglass.adapters.metrics import Metrics
 from hourglass.adapters.sqs_target import SqsTargets
@@ -28,6 +22,12 @@ from hourglass.service.api import Api
 from hourglass.service.context import Context
 from hourglass.service.dispatch import Dispatcher
 from hourglass.settings import Settings
+
+from devstack import deploy
+from devstack.config import RuntimeConfig
+from devstack.emulator import Emulator, use_dummy_credentials
+from devstack.gateway import Gateway
+from devstack.pollers import QueuePoller, Schedule
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / ".hourglass"

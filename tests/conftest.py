@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -13,7 +13,7 @@ os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 os.environ.pop("AWS_ENDPOINT_URL", None)
 
-NOW = datetime(2026, 11, 21, 10, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
 
 
 class FakeClock:

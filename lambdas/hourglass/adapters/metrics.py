@@ -6,7 +6,7 @@ import json
 import sys
 import threading
 import time
-from collections import Counter
+from collections import defaultdict
 from typing import TextIO
 
 NAMESPACE = "Hourglass"
@@ -19,7 +19,7 @@ class Metrics:
     def __init__(self, stream: TextIO | None = None, emit: bool = True) -> None:
         self.stream = stream or sys.stdout
         self.emit_lines = emit
-        self.counts: Counter[str] = Counter()
+        self.counts: dict[str, float] = defaultdict(float)
         self.lateness_ms: list[float] = []
         self._lock = threading.Lock()
 

@@ -64,7 +64,7 @@ class Store:
             kwargs.setdefault("ReturnConsumedCapacity", "INDEXES")
         try:
             response: dict[str, Any] = getattr(self.client, operation)(**kwargs)
-        except ClientError as exc:
+        except ClientError:
             if self.meter is not None:
                 self.meter(operation, {**kwargs, "_failed": True})
             raise
@@ -325,7 +325,8 @@ class Store:
             page = self._guard("query", **kwargs)
             for item in page.get("Items", []):
                 due_ms, _, message_id = item["sweep_sk"]["S"].partition("#")
-                yield DueEntry(queue=item["pk"]["S"], id=message_id, version=int(item["version"]["N"]), due_ms=int(due_ms))
+                version = int(item["version"]["N"])
+                yield DueEntry(queue=item["pk"]["S"], id=message_id, version=version, due_ms=int(due_ms))
             start = page.get("LastEvaluatedKey")
             if not start:
                 return

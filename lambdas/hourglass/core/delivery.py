@@ -67,7 +67,7 @@ def retry_after_seconds(header: str | None, now: datetime) -> float | None:
     if not header:
         return None
     text = header.strip()
-    if text.isdigit():
+    if text.isascii() and text.isdigit():
         return float(text)
     try:
         when = parsedate_to_datetime(text)
@@ -91,7 +91,7 @@ def judge_later(status: int, body: bytes) -> Outcome:
     """`later` callbacks succeed only with a JSON reply whose code is 100; all else is retried."""
     try:
         code = json.loads(body.decode()).get("code")
-    except (ValueError, UnicodeDecodeError, AttributeError):
+    except (ValueError, UnicodeDecodeError, AttributeError, RecursionError):
         code = None
     if code == 100:
         return DELIVERED

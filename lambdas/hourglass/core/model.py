@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from enum import Enum
-from typing import Any, Union
+from enum import StrEnum
+from typing import Any
 
 JSON = Any
 LATER_NAMESPACE = "@later"
 
 
-class Status(str, Enum):
+class Status(StrEnum):
     PENDING = "pending"
     DELIVERING = "delivering"
     DELIVERED = "delivered"
@@ -48,7 +48,7 @@ class LaterTarget:
     type: str = "later"
 
 
-Target = Union[HttpTarget, SqsTarget, LaterTarget]
+Target = HttpTarget | SqsTarget | LaterTarget
 
 
 @dataclass(frozen=True)

@@ -20,4 +20,5 @@ def verify(secret: str, body: bytes, header: str, *, now: int, tolerance: int = 
         return False
     if abs(now - timestamp) > tolerance:
         return False
-    return hmac.compare_digest(sign(secret, body, timestamp), f"t={timestamp},v1={parts.get('v1', '')}")
+    expected = sign(secret, body, timestamp).encode()
+    return hmac.compare_digest(expected, f"t={timestamp},v1={parts.get('v1', '')}".encode())

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
-EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def parse_rfc3339(text: str) -> datetime:
@@ -14,11 +14,11 @@ def parse_rfc3339(text: str) -> datetime:
     value = datetime.fromisoformat(text.strip().replace("z", "Z").replace("Z", "+00:00"))
     if value.tzinfo is None:
         raise ValueError("has no UTC offset")
-    return value.astimezone(timezone.utc)
+    return value.astimezone(UTC)
 
 
 def format_rfc3339(value: datetime) -> str:
-    value = value.astimezone(timezone.utc)
+    value = value.astimezone(UTC)
     return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
 
 

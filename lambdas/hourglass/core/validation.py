@@ -34,6 +34,10 @@ MAX_TTL = MAX_HORIZON
 MAX_ATTEMPTS = 100
 MAX_LIST_LIMIT = 1000
 MAX_DEDUP_ID = 128
+# Far below the interpreter's recursion limit, so every later json.dumps/loads of a body succeeds.
+MAX_DEPTH = 100
+# A \uD800-\uDFFF escape may decode to a lone surrogate, which cannot be encoded as UTF-8.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 MAX_URL = 2048
 MAX_HEADERS = 32
 RESERVED_HEADERS = frozenset(
@@ -77,13 +81,31 @@ def decode_json(raw: bytes | str | None, *, limit: int = MAX_REQUEST_BYTES) -> J
         raise ValidationError("body", f"request body is larger than {limit} bytes", code="too_large")
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
-        return json.loads(text, parse_constant=_reject_constant)
-    except UnicodeDecodeError as exc:
+        value = json.loads(text, parse_constant=_reject_constant)
+        if _SURROGATE_ESCAPE.search(text):
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeError as exc:
         raise ValidationError("body", "request body is not valid UTF-8") from exc
     except RecursionError as exc:
         raise ValidationError("body", "request body is nested too deeply") from exc
     except ValueError as exc:
         raise ValidationError("body", f"request body is not valid JSON ({exc})") from exc
+    if _too_deep(value):
+        raise ValidationError("body", f"request body is nested more than {MAX_DEPTH} levels deep")
+    return value
+
+
+def _too_deep(value: JSON) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        for child in children:
+            if isinstance(child, (dict, list)):
+                if depth >= MAX_DEPTH:
+                    return True
+                stack.append((child, depth + 1))
+    return False
 
 
 def body_size(body: JSON) -> int:
@@ -91,7 +113,7 @@ def body_size(body: JSON) -> int:
 
 
 def queue_name(value: object) -> str:
-    if not isinstance(value, str) or not QUEUE_NAME.match(value):
+    if not isinstance(value, str) or not QUEUE_NAME.fullmatch(value):
         raise ValidationError("queue", "must match ^[A-Za-z0-9_-]{1,64}$")
     return value
 
@@ -154,9 +176,11 @@ def target(value: object, field: str = "target") -> Target:
         if len(headers) > MAX_HEADERS:
             raise ValidationError(f"{field}.headers", f"at most {MAX_HEADERS} headers")
         for name, header_value in headers.items():
-            if not HEADER_NAME.match(name) or name.lower() in RESERVED_HEADERS or name.lower().startswith("hourglass-"):
+            reserved = name.lower() in RESERVED_HEADERS or name.lower().startswith("hourglass-")
+            if not HEADER_NAME.fullmatch(name) or reserved:
                 raise ValidationError(f"{field}.headers.{name}", "is not an allowed header name")
-            if not isinstance(header_value, str) or len(header_value) > 4096 or any(c in header_value for c in "\r\n\0"):
+            single_line = isinstance(header_value, str) and not any(c in header_value for c in "\r\n\0")
+            if not single_line or len(header_value) > 4096:
                 raise ValidationError(f"{field}.headers.{name}", "must be a single-line string")
         return HttpTarget(url=url(doc.get("url"), f"{field}.url"), headers=dict(headers))
     if kind == "sqs":
@@ -173,7 +197,9 @@ def retry_policy(value: object) -> RetryPolicy:
     ceiling = number(doc.get("backoff_max", default.backoff_max), "retry.backoff_max", low=0, high=30 * 86400)
     assert base is not None and ceiling is not None
     return RetryPolicy(
-        max_attempts=integer(doc.get("max_attempts", default.max_attempts), "retry.max_attempts", low=1, high=MAX_ATTEMPTS),
+        max_attempts=integer(
+            doc.get("max_attempts", default.max_attempts), "retry.max_attempts", low=1, high=MAX_ATTEMPTS
+        ),
         backoff_base=base,
         backoff_max=ceiling,
     )
@@ -290,7 +316,9 @@ def list_query(params: Mapping[str, str] | None) -> ListQuery:
     if status is not None and status not in {s.value for s in Status}:
         raise ValidationError("status", f"must be one of {', '.join(s.value for s in Status)}")
     raw_limit = params.get("limit", "50")
-    if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= MAX_LIST_LIMIT:
+    if not (raw_limit.isascii() and raw_limit.isdigit() and len(raw_limit) <= 10) or not (
+        1 <= int(raw_limit) <= MAX_LIST_LIMIT
+    ):
         raise ValidationError("limit", f"must be an integer between 1 and {MAX_LIST_LIMIT}")
     cursor = params.get("cursor") or None
     if cursor is not None and len(cursor) > 2048:

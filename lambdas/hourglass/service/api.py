@@ -105,7 +105,7 @@ class Api:
         except HourglassError as exc:
             log("request_failed", error=str(exc), path=request.path)
             return error(500, "internal_error", "internal error")
-        except Exception:  # noqa: BLE001 - the API must answer, whatever broke
+        except Exception:
             log("unhandled_error", path=request.path, trace=traceback.format_exc(limit=5))
             return error(500, "internal_error", "internal error")
 

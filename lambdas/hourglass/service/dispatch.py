@@ -50,7 +50,7 @@ class Dispatcher:
             return []
         with ThreadPoolExecutor(max_workers=min(10, len(bodies))) as pool:
             results = list(pool.map(lambda pair: self.process(pair[1]), bodies))
-        return [record_id for (record_id, _), result in zip(bodies, results) if not result.ok]
+        return [record_id for (record_id, _), result in zip(bodies, results, strict=True) if not result.ok]
 
     def process(self, body: str) -> Result:
         try:
@@ -147,7 +147,8 @@ class Dispatcher:
                 body, headers = delivery.http_request(
                     message, attempt, headers=target.headers, secret=secret, now=self.ctx.clock()
                 )
-                reply = self.ctx.post(target.url, body, headers, allow_private=self.ctx.settings.allow_private_callbacks)
+                allow = self.ctx.settings.allow_private_callbacks
+                reply = self.ctx.post(target.url, body, headers, allow_private=allow)
                 return delivery.judge_http(reply.status, reply.headers.get("retry-after"), self.ctx.clock())
         except DeliveryError as exc:
             return delivery.Outcome(False, retryable=exc.retryable, error=str(exc)[:500])
@@ -183,7 +184,9 @@ class Dispatcher:
             message.id, retry_at, shards=self.ctx.settings.shards, bucket_seconds=self.ctx.settings.bucket_seconds
         )
         try:
-            self.store.update_message(waiting, expected_version=message.version, expected_status=Status.DELIVERING, sweep=keys)
+            self.store.update_message(
+                waiting, expected_version=message.version, expected_status=Status.DELIVERING, sweep=keys
+            )
         except StaleVersionError:
             return Result(True, "superseded")
         if short:

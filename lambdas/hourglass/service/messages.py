@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -71,10 +72,8 @@ class Messages:
                 return
 
     def _try_cancel(self, message: Message) -> None:
-        try:
+        with contextlib.suppress(StaleVersionError):
             self._cancel_version(message)
-        except StaleVersionError:
-            pass
 
     # messages -----------------------------------------------------------------------------
     def create(self, queue_name: str, doc: Any) -> list[tuple[Message, bool]]:
@@ -143,7 +142,7 @@ class Messages:
             entries.append((message, self._keys(message) if waits_for_sweep else None))
             results[index] = (message, False)
         self.store.put_messages(entries)
-        for index, message in plain:
+        for _, message in plain:
             self.ctx.metrics.count("Scheduled", queue=message.queue)
         return [results[i] for i in range(len(messages))]
 

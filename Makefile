@@ -1,0 +1,41 @@
+# Hourglass: `make dev` runs the whole stack locally, `make test` runs every test.
+# Both create .venv from requirements*.txt on first use (and again when those files change).
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export PYTHONPATH := lambdas:.
+
+.PHONY: dev test lint synth bench soak spark-schedule spark-report sample clean check-node check-java
+
+$(STAMP): requirements.txt requirements-dev.txt
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"' \
+		|| { echo "error: Python 3.11 or newer is required ($(PYTHON))"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -r requirements.txt -r requirements-dev.txt
+	touch $(STAMP)
+
+check-node:
+	@command -v node >/dev/null 2>&1 || { echo "error: Node.js is missing: the CDK (jsii) needs it to synthesize the stack. Install Node.js 18+ (e.g. apt-get install nodejs)."; exit 1; }
+
+check-java:
+	@command -v java >/dev/null 2>&1 || { echo "error: Java is missing: PySpark needs a JRE 17+. Install it (e.g. apt-get install openjdk-17-jre-headless)."; exit 1; }
+
+dev: $(STAMP) check-node
+	$(BIN)/python -m devstack
+
+test: $(STAMP) check-node check-java
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/mypy -p hourglass -p devstack -p stacks
+	$(BIN)/mypy app.py
+
+synth: $(STAMP) check-node
+	$(BIN)/python app.py
+
+clean:
+	rm -rf $(VENV) .hourglass cdk.out

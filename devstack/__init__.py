@@ -1,0 +1,1 @@
+"""Local development stack: run Hourglass against AWS emulators."""

@@ -1,0 +1,1 @@
+"""CDK stacks and constructs that deploy Hourglass to AWS."""

@@ -1,0 +1,1 @@
+"""Building blocks composed by the Hourglass stack."""

@@ -1,0 +1,48 @@
+"""The DynamoDB table holding queues, messages, dedup records and sweeper state.
+
+Owns the key schema, the sparse due index ``due`` and the TTL attribute (see docs/design.md).
+"""
+
+from __future__ import annotations
+
+from aws_cdk import RemovalPolicy
+from aws_cdk import aws_dynamodb as dynamodb
+from constructs import Construct
+
+DUE_INDEX_NAME = "due"
+TTL_ATTRIBUTE = "expire_at"
+
+
+class MessageStore(Construct):
+    """One on-demand table ``(pk, sk)`` with the sparse GSI ``due`` ``(sweep_pk, sweep_sk)``."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.table = dynamodb.Table(
+            self,
+            "Table",
+            partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+            sort_key=dynamodb.Attribute(name="sk", type=dynamodb.AttributeType.STRING),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True,
+            ),
+            time_to_live_attribute=TTL_ATTRIBUTE,
+            removal_policy=removal_policy,
+        )
+        # Keys + `version` only: the sweeper's lease (`claimed_until`) is not projected, so
+        # claiming a message does not write the index.
+        self.table.add_global_secondary_index(
+            index_name=DUE_INDEX_NAME,
+            partition_key=dynamodb.Attribute(name="sweep_pk", type=dynamodb.AttributeType.STRING),
+            sort_key=dynamodb.Attribute(name="sweep_sk", type=dynamodb.AttributeType.STRING),
+            projection_type=dynamodb.ProjectionType.INCLUDE,
+            non_key_attributes=["version"],
+        )

@@ -1,0 +1,75 @@
+"""The three Hourglass Lambda functions (ingest, sweeper, dispatcher) and their log groups.
+
+All three run from one code asset, the ``lambdas/`` directory, with only boto3 from the runtime.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+ASSET_EXCLUDES = ["__pycache__", "*.pyc", ".pytest_cache", ".mypy_cache", ".ruff_cache"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class FunctionSpec:
+    """Handler path and sizing of one function."""
+
+    handler: str
+    timeout: Duration
+    memory_mb: int = 512
+
+
+INGEST = FunctionSpec(handler="hourglass.handlers.api.handler", timeout=Duration.seconds(29))
+SWEEPER = FunctionSpec(handler="hourglass.handlers.sweeper.handler", timeout=Duration.seconds(60))
+DISPATCHER = FunctionSpec(handler="hourglass.handlers.dispatcher.handler", timeout=Duration.seconds(60))
+
+
+class Workers(Construct):
+    """Creates ``ingest``, ``sweeper`` and ``dispatcher``; permissions are granted by the stack."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        code_dir: Path,
+        environment: Mapping[str, str],
+        ingest: FunctionSpec = INGEST,
+        sweeper: FunctionSpec = SWEEPER,
+        dispatcher: FunctionSpec = DISPATCHER,
+        log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        code = lambda_.Code.from_asset(str(code_dir), exclude=ASSET_EXCLUDES)
+        env = dict(environment)
+
+        def make(name: str, spec: FunctionSpec) -> lambda_.Function:
+            log_group = logs.LogGroup(
+                self,
+                f"{name}Logs",
+                retention=log_retention,
+                removal_policy=RemovalPolicy.DESTROY,
+            )
+            return lambda_.Function(
+                self,
+                name,
+                runtime=lambda_.Runtime.PYTHON_3_12,
+                architecture=lambda_.Architecture.ARM_64,
+                code=code,
+                handler=spec.handler,
+                timeout=spec.timeout,
+                memory_size=spec.memory_mb,
+                environment=env,
+                log_group=log_group,
+            )
+
+        self.ingest = make("Ingest", ingest)
+        self.sweeper = make("Sweeper", sweeper)
+        self.dispatcher = make("Dispatcher", dispatcher)

@@ -1,0 +1,139 @@
+"""The Hourglass stack: composes table, timer queue, functions and API, and owns grants and wiring."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aws_cdk import CfnOutput, Duration, Stack
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda_event_sources as event_sources
+from constructs import Construct
+
+from stacks.constructs.api import IngestApi
+from stacks.constructs.message_store import MessageStore
+from stacks.constructs.timer import TimerQueue
+from stacks.constructs.workers import DISPATCHER, INGEST, SWEEPER, Workers
+
+LAMBDAS_DIR = Path(__file__).resolve().parents[1] / "lambdas"
+
+# SQS guidance for Lambda event sources: visibility timeout >= 6 x the function timeout.
+VISIBILITY_TIMEOUT_FACTOR = 6
+DISPATCH_BATCH_SIZE = 10
+MAX_RECEIVE_COUNT = 10
+
+
+@dataclass(frozen=True, kw_only=True)
+class HourglassSettings:
+    """Deploy-time settings; each becomes a ``HOURGLASS_*`` variable (see docs/design.md)."""
+
+    shards: int = 8
+    lookahead_seconds: int = 300
+    retention_days: int = 7
+    allow_private_callbacks: bool = False
+    sweep_interval_seconds: int = 60
+
+    def __post_init__(self) -> None:
+        if self.shards < 1:
+            raise ValueError(f"shards must be >= 1, got {self.shards}")
+        if self.lookahead_seconds < 0:
+            raise ValueError(f"lookahead must be >= 0 seconds, got {self.lookahead_seconds}")
+        if self.retention_days < 1:
+            raise ValueError(f"retention_days must be >= 1, got {self.retention_days}")
+        if self.sweep_interval_seconds < 1:
+            raise ValueError(f"sweep_interval must be >= 1 second, got {self.sweep_interval_seconds}")
+
+    @property
+    def sweep_minutes(self) -> int:
+        """EventBridge schedules have minute granularity: whole minutes, else every minute."""
+        seconds = self.sweep_interval_seconds
+        return seconds // 60 if seconds >= 60 and seconds % 60 == 0 else 1
+
+    def environment(self, *, table_name: str, timer_queue_url: str) -> dict[str, str]:
+        return {
+            "HOURGLASS_TABLE": table_name,
+            "HOURGLASS_TIMER_QUEUE_URL": timer_queue_url,
+            "HOURGLASS_SHARDS": str(self.shards),
+            "HOURGLASS_LOOKAHEAD": str(self.lookahead_seconds),
+            "HOURGLASS_RETENTION_DAYS": str(self.retention_days),
+            "HOURGLASS_ALLOW_PRIVATE_CALLBACKS": "1" if self.allow_private_callbacks else "0",
+            "HOURGLASS_SWEEP_INTERVAL": str(self.sweep_minutes * 60),
+            "POWERTOOLS_SERVICE_NAME": "hourglass",
+        }
+
+
+class HourglassStack(Stack):
+    """Everything Hourglass needs in one account and region."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        settings: HourglassSettings,
+        lambdas_dir: Path = LAMBDAS_DIR,
+        **stack_props: Any,
+    ) -> None:
+        stack_props.setdefault("description", "Hourglass: serverless delay queue")
+        super().__init__(scope, construct_id, **stack_props)
+
+        store = MessageStore(self, "MessageStore")
+        timer = TimerQueue(
+            self,
+            "Timer",
+            visibility_timeout=Duration.seconds(VISIBILITY_TIMEOUT_FACTOR * DISPATCHER.timeout.to_seconds()),
+            max_receive_count=MAX_RECEIVE_COUNT,
+        )
+        workers = Workers(
+            self,
+            "Workers",
+            code_dir=lambdas_dir,
+            environment=settings.environment(table_name=store.table.table_name, timer_queue_url=timer.queue.queue_url),
+            ingest=INGEST,
+            sweeper=SWEEPER,
+            dispatcher=DISPATCHER,
+        )
+        api = IngestApi(self, "Api", handler=workers.ingest)
+
+        # Grants: every function reads/writes the table and sends timer messages
+        # (ingest hands off, the sweeper hands off, the dispatcher re-sends early or retried ones).
+        for fn in (workers.ingest, workers.sweeper, workers.dispatcher):
+            store.table.grant_read_write_data(fn)
+            timer.queue.grant_send_messages(fn)
+        # The dispatcher delivers to users' target queues in this account and region.
+        workers.dispatcher.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="DeliverToTargetQueues",
+                actions=["sqs:SendMessage"],
+                resources=[self.format_arn(service="sqs", resource="*")],
+            )
+        )
+
+        # Wiring: the timer queue drives the dispatcher (the event source grants consumption),
+        # a schedule drives the sweeper.
+        workers.dispatcher.add_event_source(
+            event_sources.SqsEventSource(
+                timer.queue,
+                batch_size=DISPATCH_BATCH_SIZE,
+                report_batch_item_failures=True,
+            )
+        )
+        events.Rule(
+            self,
+            "SweepSchedule",
+            description="Runs the Hourglass sweeper",
+            schedule=events.Schedule.rate(Duration.minutes(settings.sweep_minutes)),
+            targets=[targets.LambdaFunction(workers.sweeper)],
+        )
+
+        CfnOutput(self, "ApiUrl", value=api.url)
+        CfnOutput(self, "ApiKeyId", value=api.api_key.key_id)
+        CfnOutput(self, "TableName", value=store.table.table_name)
+        CfnOutput(self, "TimerQueueUrl", value=timer.queue.queue_url)
+        CfnOutput(self, "TimerDlqUrl", value=timer.dlq.queue_url)
+        CfnOutput(self, "IngestFunctionName", value=workers.ingest.function_name)
+        CfnOutput(self, "SweeperFunctionName", value=workers.sweeper.function_name)
+        CfnOutput(self, "DispatcherFunctionName", value=workers.dispatcher.function_name)

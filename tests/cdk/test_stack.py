@@ -1,0 +1,352 @@
+"""Synthesized template of the Hourglass stack: storage, queues, functions, API, schedule, IAM."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk.assertions import Match, Template
+
+import app as hourglass_app
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+HANDLERS = {
+    "hourglass.handlers.api.handler": (29, 512),
+    "hourglass.handlers.sweeper.handler": (60, 512),
+    "hourglass.handlers.dispatcher.handler": (60, 512),
+}
+ENV_KEYS = [
+    "HOURGLASS_TABLE",
+    "HOURGLASS_TIMER_QUEUE_URL",
+    "HOURGLASS_SHARDS",
+    "HOURGLASS_LOOKAHEAD",
+    "HOURGLASS_RETENTION_DAYS",
+    "HOURGLASS_ALLOW_PRIVATE_CALLBACKS",
+]
+
+
+def synth(**context: object) -> Template:
+    """Template of the app as the CDK CLI would build it (cdk.json context + ``context``)."""
+    merged = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]
+    merged.update(context)
+    app = cdk.App(context=merged)
+    return Template.from_stack(hourglass_app.build(app))
+
+
+@pytest.fixture(scope="module")
+def template() -> Template:
+    return synth()
+
+
+def only(resources: Mapping[str, Any]) -> tuple[str, Any]:
+    assert len(resources) == 1, sorted(resources)
+    return next(iter(resources.items()))
+
+
+def function(template: Template, handler: str) -> tuple[str, Any]:
+    return only(template.find_resources("AWS::Lambda::Function", {"Properties": {"Handler": handler}}))
+
+
+def environments(template: Template) -> list[dict[str, Any]]:
+    functions = template.find_resources("AWS::Lambda::Function")
+    return [fn["Properties"]["Environment"]["Variables"] for fn in functions.values()]
+
+
+# ----------------------------------------------------------------------------------- table
+
+
+def test_table_key_schema(template: Template) -> None:
+    template.has_resource_properties(
+        "AWS::DynamoDB::Table",
+        {
+            "KeySchema": [
+                {"AttributeName": "pk", "KeyType": "HASH"},
+                {"AttributeName": "sk", "KeyType": "RANGE"},
+            ],
+            "AttributeDefinitions": Match.array_with([{"AttributeName": "pk", "AttributeType": "S"}]),
+        },
+    )
+
+
+def test_table_is_on_demand(template: Template) -> None:
+    template.has_resource_properties("AWS::DynamoDB::Table", {"BillingMode": "PAY_PER_REQUEST"})
+
+
+def test_table_has_point_in_time_recovery(template: Template) -> None:
+    template.has_resource_properties(
+        "AWS::DynamoDB::Table",
+        {"PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True}},
+    )
+
+
+def test_table_ttl_attribute_is_expire_at(template: Template) -> None:
+    template.has_resource_properties(
+        "AWS::DynamoDB::Table",
+        {"TimeToLiveSpecification": {"AttributeName": "expire_at", "Enabled": True}},
+    )
+
+
+def test_table_is_encrypted(template: Template) -> None:
+    template.has_resource_properties("AWS::DynamoDB::Table", {"SSESpecification": {"SSEEnabled": True}})
+
+
+def test_table_is_retained(template: Template) -> None:
+    template.has_resource("AWS::DynamoDB::Table", {"DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain"})
+
+
+def test_due_index_keys_and_projection(template: Template) -> None:
+    template.has_resource_properties(
+        "AWS::DynamoDB::Table",
+        {
+            "GlobalSecondaryIndexes": [
+                {
+                    "IndexName": "due",
+                    "KeySchema": [
+                        {"AttributeName": "sweep_pk", "KeyType": "HASH"},
+                        {"AttributeName": "sweep_sk", "KeyType": "RANGE"},
+                    ],
+                    "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["version"]},
+                }
+            ],
+            "AttributeDefinitions": Match.array_with(
+                [
+                    {"AttributeName": "sweep_pk", "AttributeType": "S"},
+                    {"AttributeName": "sweep_sk", "AttributeType": "S"},
+                ]
+            ),
+        },
+    )
+
+
+# ---------------------------------------------------------------------------------- queues
+
+
+def test_timer_queue_redrives_to_the_dlq_after_ten_receives(template: Template) -> None:
+    dlq_id, _ = only(
+        template.find_resources("AWS::SQS::Queue", {"Properties": {"MessageRetentionPeriod": 14 * 24 * 3600}})
+    )
+    template.has_resource_properties(
+        "AWS::SQS::Queue",
+        {
+            "RedrivePolicy": {
+                "deadLetterTargetArn": {"Fn::GetAtt": [dlq_id, "Arn"]},
+                "maxReceiveCount": 10,
+            }
+        },
+    )
+
+
+def test_timer_queue_visibility_covers_six_dispatcher_timeouts(template: Template) -> None:
+    _, dispatcher = function(template, "hourglass.handlers.dispatcher.handler")
+    _, queue = only(template.find_resources("AWS::SQS::Queue", {"Properties": {"RedrivePolicy": Match.any_value()}}))
+    assert queue["Properties"]["VisibilityTimeout"] >= 6 * dispatcher["Properties"]["Timeout"]
+
+
+def test_queues_use_sqs_managed_encryption(template: Template) -> None:
+    queues = template.find_resources("AWS::SQS::Queue")
+    assert len(queues) == 2
+    assert all(q["Properties"].get("SqsManagedSseEnabled") is True for q in queues.values())
+
+
+# ------------------------------------------------------------------------------- functions
+
+
+@pytest.mark.parametrize("handler", sorted(HANDLERS))
+def test_function_runtime_and_sizing(template: Template, handler: str) -> None:
+    timeout, memory = HANDLERS[handler]
+    template.has_resource_properties(
+        "AWS::Lambda::Function",
+        {"Handler": handler, "Runtime": "python3.12", "Timeout": timeout, "MemorySize": memory},
+    )
+
+
+def test_functions_have_no_layers(template: Template) -> None:
+    functions = template.find_resources("AWS::Lambda::Function")
+    assert len(functions) == 3
+    assert all("Layers" not in fn["Properties"] for fn in functions.values())
+
+
+def test_functions_share_one_code_asset(template: Template) -> None:
+    functions = template.find_resources("AWS::Lambda::Function")
+    keys = {json.dumps(fn["Properties"]["Code"], sort_keys=True) for fn in functions.values()}
+    assert len(keys) == 1
+
+
+def test_functions_carry_the_settings_environment(template: Template) -> None:
+    for variables in environments(template):
+        assert set(ENV_KEYS) <= set(variables)
+
+
+def test_default_settings_reach_the_environment(template: Template) -> None:
+    for variables in environments(template):
+        assert variables["HOURGLASS_SHARDS"] == "8"
+        assert variables["HOURGLASS_LOOKAHEAD"] == "300"
+        assert variables["HOURGLASS_RETENTION_DAYS"] == "7"
+        assert variables["HOURGLASS_ALLOW_PRIVATE_CALLBACKS"] == "0"
+
+
+def test_function_logs_are_kept_one_month(template: Template) -> None:
+    template.resource_count_is("AWS::Logs::LogGroup", 3)
+    template.all_resources_properties("AWS::Logs::LogGroup", {"RetentionInDays": 30})
+
+
+def test_dispatcher_consumes_timer_queue_with_partial_batch_failures(template: Template) -> None:
+    dispatcher_id, _ = function(template, "hourglass.handlers.dispatcher.handler")
+    template.has_resource_properties(
+        "AWS::Lambda::EventSourceMapping",
+        {
+            "FunctionName": {"Ref": dispatcher_id},
+            "BatchSize": 10,
+            "FunctionResponseTypes": ["ReportBatchItemFailures"],
+        },
+    )
+
+
+def test_sweeper_runs_every_minute(template: Template) -> None:
+    sweeper_id, _ = function(template, "hourglass.handlers.sweeper.handler")
+    template.has_resource_properties(
+        "AWS::Events::Rule",
+        {
+            "ScheduleExpression": "rate(1 minute)",
+            "Targets": [Match.object_like({"Arn": {"Fn::GetAtt": [sweeper_id, "Arn"]}})],
+        },
+    )
+
+
+# ------------------------------------------------------------------------------------- IAM
+
+
+def _statements(template: Template) -> list[dict[str, Any]]:
+    policies = template.find_resources("AWS::IAM::Policy")
+    assert policies
+    return [s for p in policies.values() for s in p["Properties"]["PolicyDocument"]["Statement"]]
+
+
+def test_no_policy_statement_grants_a_wildcard_action(template: Template) -> None:
+    for statement in _statements(template):
+        actions = statement["Action"]
+        for action in [actions] if isinstance(actions, str) else actions:
+            assert "*" not in action, statement
+
+
+def test_dispatcher_may_send_to_any_queue_of_the_account(template: Template) -> None:
+    _, dispatcher = function(template, "hourglass.handlers.dispatcher.handler")
+    role_id = dispatcher["Properties"]["Role"]["Fn::GetAtt"][0]
+    template.has_resource_properties(
+        "AWS::IAM::Policy",
+        {
+            "Roles": [{"Ref": role_id}],
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [
+                        Match.object_like(
+                            {
+                                "Action": "sqs:SendMessage",
+                                "Effect": "Allow",
+                                "Resource": {"Fn::Join": ["", Match.array_with([":sqs:", ":*"])]},
+                            }
+                        )
+                    ]
+                )
+            },
+        },
+    )
+
+
+# ------------------------------------------------------------------------------------- API
+
+
+def test_api_methods_require_an_api_key(template: Template) -> None:
+    methods = template.find_resources("AWS::ApiGateway::Method")
+    assert len(methods) >= 2  # root ANY and {proxy+} ANY
+    assert all(m["Properties"]["ApiKeyRequired"] is True for m in methods.values())
+
+
+def test_api_proxies_every_path_to_ingest(template: Template) -> None:
+    template.has_resource_properties("AWS::ApiGateway::Resource", {"PathPart": "{proxy+}"})
+
+
+def test_api_stage_is_prod(template: Template) -> None:
+    template.has_resource_properties("AWS::ApiGateway::Stage", {"StageName": "prod"})
+
+
+def test_usage_plan_throttles_each_key(template: Template) -> None:
+    template.has_resource_properties(
+        "AWS::ApiGateway::UsagePlan",
+        {
+            "Throttle": {"RateLimit": 100, "BurstLimit": 200},
+            "ApiStages": [Match.object_like({"Stage": Match.any_value()})],
+        },
+    )
+
+
+def test_api_key_is_on_the_usage_plan(template: Template) -> None:
+    template.resource_count_is("AWS::ApiGateway::ApiKey", 1)
+    template.resource_count_is("AWS::ApiGateway::UsagePlanKey", 1)
+
+
+def test_no_api_gateway_cloudwatch_account_role(template: Template) -> None:
+    template.resource_count_is("AWS::ApiGateway::Account", 0)
+
+
+# ------------------------------------------------------------------------ outputs and names
+
+
+def test_outputs(template: Template) -> None:
+    outputs = template.find_outputs("*")
+    assert {
+        "ApiUrl",
+        "ApiKeyId",
+        "TableName",
+        "TimerQueueUrl",
+        "TimerDlqUrl",
+        "IngestFunctionName",
+        "SweeperFunctionName",
+        "DispatcherFunctionName",
+    } <= set(outputs)
+
+
+@pytest.mark.parametrize(
+    ("resource_type", "name_property"),
+    [
+        ("AWS::DynamoDB::Table", "TableName"),
+        ("AWS::SQS::Queue", "QueueName"),
+        ("AWS::Lambda::Function", "FunctionName"),
+        ("AWS::Logs::LogGroup", "LogGroupName"),
+        ("AWS::IAM::Role", "RoleName"),
+        ("AWS::Events::Rule", "Name"),
+    ],
+)
+def test_no_fixed_physical_names(template: Template, resource_type: str, name_property: str) -> None:
+    resources = template.find_resources(resource_type)
+    assert resources
+    assert all(name_property not in r["Properties"] for r in resources.values())
+
+
+# ------------------------------------------------------------------------- context → props
+
+
+def test_lookahead_comes_from_context() -> None:
+    variables = environments(synth(**{"hourglass:lookahead": 120}))
+    assert [v["HOURGLASS_LOOKAHEAD"] for v in variables] == ["120"] * 3
+
+
+def test_cli_string_context_values_are_parsed() -> None:
+    variables = environments(synth(**{"hourglass:shards": "16", "hourglass:allow_private_callbacks": "true"}))
+    assert {(v["HOURGLASS_SHARDS"], v["HOURGLASS_ALLOW_PRIVATE_CALLBACKS"]) for v in variables} == {("16", "1")}
+
+
+@pytest.mark.parametrize(("seconds", "expression"), [(120, "rate(2 minutes)"), (90, "rate(1 minute)")])
+def test_sweep_interval_becomes_whole_minutes(seconds: int, expression: str) -> None:
+    synth(**{"hourglass:sweep_interval": seconds}).has_resource_properties(
+        "AWS::Events::Rule", {"ScheduleExpression": expression}
+    )
+
+
+def test_invalid_context_is_rejected() -> None:
+    with pytest.raises(ValueError, match="hourglass:shards"):
+        synth(**{"hourglass:shards": "many"})

@@ -1,0 +1,144 @@
+"""End to end through the local runtime on a moto_server: REST in, SQS and HTTP out, on time."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+import uuid
+from datetime import datetime
+from typing import Any
+
+from devstack.runtime import Runtime
+from tests.e2e.conftest import Client, Receiver, record_lateness
+
+# Delivery must never be early; lateness this large would mean something is broken.
+LATE_LIMIT = 1.5
+
+
+def due_epoch(doc: dict[str, Any]) -> float:
+    return datetime.fromisoformat(doc["due_at"].replace("Z", "+00:00")).timestamp()
+
+
+def http_queue(api: Client, receiver: Receiver, path: str, **settings: Any) -> str:
+    name = f"q{uuid.uuid4().hex[:10]}"
+    target = {"type": "http", "url": receiver.url + path}
+    status, _ = api.call("PUT", f"/v1/queues/{name}", {"target": target, **settings})
+    assert status == 201
+    return name
+
+
+def post(api: Client, queue: str, *messages: dict[str, Any]) -> list[dict[str, Any]]:
+    status, doc = api.call("POST", f"/v1/queues/{queue}/messages", {"messages": list(messages)})
+    assert status == 201, doc
+    return list(doc["messages"])
+
+
+def assert_on_time(received_at: float, due: float) -> None:
+    lateness = received_at - due
+    record_lateness(lateness)
+    assert 0 <= lateness < LATE_LIMIT, f"lateness {lateness:.3f} s"
+
+
+def test_handed_off_message_reaches_the_http_target_on_time(api: Client, receiver: Receiver) -> None:
+    queue = http_queue(api, receiver, "/handoff")
+    [created] = post(api, queue, {"body": {"kind": "handoff"}, "delay": 2})
+    [got] = receiver.wait_for("/handoff")
+    assert got.body == {"kind": "handoff"} and got.headers["Hourglass-Message-Id"] == created["id"]
+    assert_on_time(got.at, due_epoch(created))
+
+
+def test_swept_message_reaches_the_http_target_on_time(api: Client, receiver: Receiver, runtime: Runtime) -> None:
+    queue = http_queue(api, receiver, "/swept")
+    [created] = post(api, queue, {"body": "swept", "delay": 8})
+    timer_depth = runtime.client("sqs").get_queue_attributes(
+        QueueUrl=runtime.outputs["TimerQueueUrl"], AttributeNames=["ApproximateNumberOfMessagesDelayed"]
+    )
+    [got] = receiver.wait_for("/swept", timeout=20)
+    status, doc = api.call("GET", f"/v1/queues/{queue}/messages/{created['id']}")
+    assert (status, doc["status"]) == (200, "delivered")
+    assert_on_time(got.at, due_epoch(created))
+    assert "Attributes" in timer_depth
+
+
+def test_message_reaches_the_sqs_target_on_time(api: Client, runtime: Runtime) -> None:
+    sqs = runtime.client("sqs")
+    target = sqs.create_queue(QueueName=f"target-{uuid.uuid4().hex[:8]}")["QueueUrl"]
+    name = f"q{uuid.uuid4().hex[:10]}"
+    api.call("PUT", f"/v1/queues/{name}", {"target": {"type": "sqs", "queue_url": target}})
+    [created] = post(api, name, {"body": {"to": "sqs"}, "delay": 2})
+    deadline = time.time() + 20
+    messages: list[dict[str, Any]] = []
+    while not messages and time.time() < deadline:
+        got = sqs.receive_message(QueueUrl=target, WaitTimeSeconds=1, AttributeNames=["SentTimestamp"])
+        messages = got.get("Messages", [])
+    [message] = messages
+    assert json.loads(message["Body"])["body"] == {"to": "sqs"}
+    assert_on_time(int(message["Attributes"]["SentTimestamp"]) / 1000, due_epoch(created))
+
+
+def test_cancel_before_due_means_no_delivery(api: Client, receiver: Receiver) -> None:
+    queue = http_queue(api, receiver, "/cancelled")
+    [created] = post(api, queue, {"body": 1, "delay": 2})
+    status, _ = api.call("DELETE", f"/v1/queues/{queue}/messages/{created['id']}")
+    time.sleep(4)
+    assert status == 204
+    assert receiver.wait_for("/cancelled", timeout=0.1) == []
+
+
+def test_reschedule_moves_delivery(api: Client, receiver: Receiver) -> None:
+    queue = http_queue(api, receiver, "/moved")
+    [created] = post(api, queue, {"body": 1, "delay": 2})
+    status, patched = api.call("PATCH", f"/v1/queues/{queue}/messages/{created['id']}", {"delay": 5})
+    got = receiver.wait_for("/moved", timeout=15)
+    time.sleep(1)
+    assert status == 200 and len(receiver.wait_for("/moved", timeout=0.1)) == 1
+    assert_on_time(got[0].at, due_epoch(patched))
+
+
+def test_retries_follow_the_backoff(api: Client, receiver: Receiver) -> None:
+    receiver.script["/flaky"] = [503, 503]
+    queue = http_queue(api, receiver, "/flaky", retry={"max_attempts": 3, "backoff_base": 1, "backoff_max": 10})
+    [created] = post(api, queue, {"body": 1, "delay": 1})
+    attempts = receiver.wait_for("/flaky", count=3, timeout=20)
+    gaps = [b.at - a.at for a, b in itertools.pairwise(attempts)]
+    _, doc = api.call("GET", f"/v1/queues/{queue}/messages/{created['id']}")
+    assert [a.headers["Hourglass-Attempt"] for a in attempts] == ["1", "2", "3"]
+    assert 1.0 <= gaps[0] < 1.1 + LATE_LIMIT and 2.0 <= gaps[1] < 2.2 + LATE_LIMIT
+    assert (doc["status"], doc["attempts"]) == ("delivered", 3)
+
+
+def test_later_endpoints_create_query_and_call_back(api: Client, receiver: Receiver) -> None:
+    task = {"topic": "order", "delay": 1, "retry": 2, "callback": receiver.url + "/later", "content": "hello"}
+    status, created = api.call("POST", "/create", task)
+    _, queried = api.call("POST", "/query", {"id": created["id"]})
+    [got] = receiver.wait_for("/later")
+    assert status == 200
+    assert (queried["topic"], queried["max_retry"], queried["content"]) == ("order", 2, "hello")
+    assert got.body == {"id": created["id"], "topic": "order", "content": "hello"}
+
+
+def test_later_delete_stops_the_callback(api: Client, receiver: Receiver) -> None:
+    task = {"topic": "t", "delay": 2, "retry": 0, "callback": receiver.url + "/later-deleted", "content": "x"}
+    _, created = api.call("POST", "/create", task)
+    status, body = api.call("POST", "/delete", {"id": created["id"]})
+    time.sleep(3.5)
+    assert (status, body) == (200, {})
+    assert receiver.wait_for("/later-deleted", timeout=0.1) == []
+
+
+def test_bad_request_gets_a_4xx_naming_the_field(api: Client, receiver: Receiver) -> None:
+    queue = http_queue(api, receiver, "/bad")
+    status, doc = api.call("POST", f"/v1/queues/{queue}/messages", {"messages": [{"body": 1, "delay": -5}]})
+    assert status == 400
+    assert "messages[0].delay" in doc["error"]["message"]
+
+
+def test_body_that_is_not_json_is_a_400(api: Client, receiver: Receiver) -> None:
+    queue = http_queue(api, receiver, "/notjson")
+    status, doc = api.call("POST", f"/v1/queues/{queue}/messages", raw=b"{not json")
+    assert (status, doc["error"]["code"]) == (400, "invalid_request")
+
+
+def test_health_reports_ok(api: Client) -> None:
+    assert api.call("GET", "/health") == (200, {"status": "ok"})

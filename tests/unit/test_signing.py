@@ -1,0 +1,54 @@
+"""HMAC-SHA256 callback signatures."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+
+from hourglass.core.signing import sign, verify
+
+T = 1795255200  # 2026-11-21T10:00:00Z
+BODY = b'{"order":42}'
+
+
+def test_signature_format_matches_the_contract():
+    expected = hmac.new(b"secret", f"{T}.".encode() + BODY, hashlib.sha256).hexdigest()
+    assert sign("secret", BODY, T) == f"t={T},v1={expected}"
+
+
+def test_round_trip_verifies():
+    assert verify("secret", BODY, sign("secret", BODY, T), now=T)
+
+
+def test_tampered_body_fails():
+    assert not verify("secret", b'{"order":43}', sign("secret", BODY, T), now=T)
+
+
+def test_wrong_secret_fails():
+    assert not verify("other", BODY, sign("secret", BODY, T), now=T)
+
+
+def test_tampered_timestamp_fails():
+    header = sign("secret", BODY, T).replace(f"t={T}", f"t={T + 1}")
+    assert not verify("secret", BODY, header, now=T)
+
+
+def test_within_tolerance_verifies():
+    header = sign("secret", BODY, T)
+    assert verify("secret", BODY, header, now=T + 300)
+    assert verify("secret", BODY, header, now=T - 300)
+
+
+def test_outside_tolerance_fails():
+    header = sign("secret", BODY, T)
+    assert not verify("secret", BODY, header, now=T + 301)
+    assert not verify("secret", BODY, header, now=T - 301)
+
+
+def test_custom_tolerance():
+    assert not verify("secret", BODY, sign("secret", BODY, T), now=T + 10, tolerance=5)
+
+
+def test_malformed_headers_fail():
+    for header in ["", "garbage", "t=abc,v1=00", f"v1={'0' * 64}", f"t={T}", f"t={T},v1=é", "t=1=2,,"]:
+        assert not verify("secret", BODY, header, now=T), header
