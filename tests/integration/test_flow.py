@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from hourglass.service.sweep import Sweeper
+
 from tests.integration.conftest import Harness
 
 HTTP_QUEUE = {"target": {"type": "http", "url": "http://127.0.0.1:9/hook"}, "retry": {"max_attempts": 3}}
@@ -199,3 +201,13 @@ def test_later_task_is_called_back_and_queryable(harness: Harness) -> None:
     assert status == 200
     assert harness.receiver.requests[0]["body"] == {"id": created["id"], "topic": "order", "content": "hi"}
     assert (queried["topic"], queried["max_retry"], queried["content"]) == ("order", 3, "hi")
+
+
+def test_sweep_out_of_time_stops_and_the_next_run_continues(harness: Harness) -> None:
+    make_queue(harness)
+    post(harness, {"body": 1, "delay": 600})
+    harness.clock.advance(400)
+    cut_short = Sweeper(harness.ctx).run(time_left=lambda: 5.0)
+    resumed = Sweeper(harness.ctx).run()
+    assert (cut_short.complete, cut_short.handed_off) == (False, 0)
+    assert resumed.handed_off == 1
