@@ -28,7 +28,7 @@ def use_dummy_credentials(region: str) -> None:
 def quiet_emulator_logs() -> None:
     """moto logs every request and warns on each resource type it skips; the runtime reports both."""
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    logging.getLogger("moto.cloudformation.parsing").setLevel(logging.ERROR)
+    logging.getLogger("moto").setLevel(logging.ERROR)
     warnings.filterwarnings("ignore", module="moto")
     warnings.filterwarnings("ignore", message=".*moto's CloudFormation.*")
 

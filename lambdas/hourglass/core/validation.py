@@ -130,6 +130,11 @@ def _only(doc: Mapping[str, Any], allowed: frozenset[str], prefix: str) -> None:
             raise ValidationError(f"{prefix}{key}", "is not a known field")
 
 
+def plain(value: float) -> str:
+    """A bound as a person writes it: 31536000, not 3.1536e+07."""
+    return str(int(value)) if float(value).is_integer() else f"{value}"
+
+
 def number(value: object, field: str, *, low: float, high: float, allow_none: bool = False) -> float | None:
     if value is None and allow_none:
         return None
@@ -137,7 +142,7 @@ def number(value: object, field: str, *, low: float, high: float, allow_none: bo
         raise ValidationError(field, "must be a number")
     as_float = float(value) if abs(value) < 1e300 else math.inf
     if not math.isfinite(as_float) or not low <= as_float <= high:
-        raise ValidationError(field, f"must be between {low:g} and {high:g}")
+        raise ValidationError(field, f"must be between {plain(low)} and {plain(high)}")
     return as_float
 
 
@@ -247,7 +252,7 @@ def _check_horizon(
 ) -> None:
     effective = delay if delay is not None else (deliver_at - now).total_seconds() if deliver_at else None
     if effective is not None and effective > settings.max_delay:
-        raise ValidationError(field, f"is beyond the queue's max_delay of {settings.max_delay:g} s")
+        raise ValidationError(field, f"is beyond the queue's max_delay of {plain(settings.max_delay)} s")
 
 
 def new_message(doc: object, index: int, settings: QueueSettings, now: datetime) -> NewMessage:
