@@ -39,3 +39,30 @@ synth: $(STAMP) check-node
 
 clean:
 	rm -rf $(VENV) .hourglass cdk.out
+
+# --- The PySpark pipeline (pipeline/README.md). The jobs talk to the `make dev` stack unless
+# AWS_ENDPOINT_URL names another endpoint; its lookahead/shards settings are passed on.
+ROWS ?= 100000
+SAMPLE ?= pipeline/out/sample.csv
+INPUT ?= $(SAMPLE)
+OUT ?= pipeline/out/report
+SPARK_ENDPOINT ?= $(or $(AWS_ENDPOINT_URL),http://127.0.0.1:$(or $(HOURGLASS_EMULATOR_PORT),4566))
+SPARK_API ?= http://127.0.0.1:$(or $(HOURGLASS_API_PORT),8080)
+# The local runtime accepts loopback callbacks (HOURGLASS_ALLOW_PRIVATE_CALLBACKS defaults to 1 there).
+SCHEDULE_ARGS ?= --allow-private-callbacks
+STACK_ARGS = $(if $(HOURGLASS_LOOKAHEAD),--lookahead $(HOURGLASS_LOOKAHEAD)) \
+	$(if $(HOURGLASS_HANDOFF_SAFETY),--handoff-safety $(HOURGLASS_HANDOFF_SAFETY)) \
+	$(if $(HOURGLASS_SHARDS),--shards $(HOURGLASS_SHARDS))
+
+.PHONY: spark-sample
+
+spark-sample: $(STAMP) check-java
+	$(BIN)/python -m pipeline sample --rows $(ROWS) --out $(SAMPLE)
+
+spark-schedule: $(STAMP) check-java
+	@if [ "$(INPUT)" = "$(SAMPLE)" ]; then $(BIN)/python -m pipeline sample --create-queues $(SPARK_API); fi
+	$(BIN)/python -m pipeline schedule --input $(INPUT) --endpoint-url $(SPARK_ENDPOINT) $(STACK_ARGS) \
+		$(SCHEDULE_ARGS) --rejects pipeline/out/rejects.csv --summary pipeline/out/schedule-summary.json
+
+spark-report: $(STAMP) check-java
+	$(BIN)/python -m pipeline report --endpoint-url $(SPARK_ENDPOINT) --out $(OUT)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import aws_cdk as cdk
 
+from stacks.analytics_stack import AnalyticsStack
 from stacks.hourglass_stack import HourglassSettings, HourglassStack
 
 STACK_ID = "Hourglass"
+ANALYTICS_STACK_ID = "HourglassAnalytics"
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
@@ -49,7 +51,14 @@ def settings_from_context(app: cdk.App) -> HourglassSettings:
 
 
 def build(app: cdk.App) -> HourglassStack:
-    return HourglassStack(app, STACK_ID, settings=settings_from_context(app))
+    stack = HourglassStack(app, STACK_ID, settings=settings_from_context(app))
+    # EMR Serverless for the PySpark pipeline, only on request; scheduling (write) access on a second request.
+    if _bool(app, "hourglass:analytics", False):
+        schedules = _bool(app, "hourglass:analytics_schedule", False)
+        AnalyticsStack(
+            app, ANALYTICS_STACK_ID, table=stack.table, timer_queue=stack.timer_queue if schedules else None
+        )
+    return stack
 
 
 def main() -> None:

@@ -20,6 +20,8 @@ class RuntimeConfig:
     shards: int = 8
     region: str = "us-east-1"
     dispatcher_workers: int = 4
+    # Seconds a received timer stays hidden from other pollers; None keeps the queue's own (360 s).
+    poll_visibility: int | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> RuntimeConfig:
@@ -36,7 +38,13 @@ class RuntimeConfig:
             shards=int(env.get("HOURGLASS_SHARDS", "8")),
             region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1",
             dispatcher_workers=int(env.get("HOURGLASS_DISPATCHER_WORKERS", "4")),
+            poll_visibility=int(env["HOURGLASS_POLL_VISIBILITY"]) if env.get("HOURGLASS_POLL_VISIBILITY") else None,
         )
+
+    @property
+    def delivery_lease(self) -> float | None:
+        """A delivery lease that ends well before a timer comes back after its dispatcher died."""
+        return None if self.poll_visibility is None else max(1.0, self.poll_visibility / 2)
 
     def cdk_context(self) -> dict[str, object]:
         return {

@@ -1,4 +1,4 @@
-"""Stand-ins for Lambda's SQS event source and the EventBridge schedule, as threads."""
+"""Stand-ins for Lambda's SQS event source, asynchronous Invoke and the EventBridge schedule, as threads."""
 
 from __future__ import annotations
 
@@ -25,9 +25,19 @@ class LambdaContext:
 class QueuePoller:
     """Receives up to 10 messages, invokes the handler, deletes all but the reported failures."""
 
-    def __init__(self, sqs: Any, queue_url: str, handler: Handler, *, workers: int, stop: threading.Event) -> None:
+    def __init__(
+        self,
+        sqs: Any,
+        queue_url: str,
+        handler: Handler,
+        *,
+        workers: int,
+        stop: threading.Event,
+        visibility: int | None = None,
+    ) -> None:
         self.sqs = sqs
         self.queue_url = queue_url
+        self.visibility = visibility
         self.handler = handler
         self.stop = stop
         self.threads = [threading.Thread(target=self._loop, name=f"poller-{i}", daemon=True) for i in range(workers)]
@@ -50,9 +60,10 @@ class QueuePoller:
                 self.stop.wait(1.0)
 
     def poll_once(self) -> int:
-        answer = self.sqs.receive_message(
-            QueueUrl=self.queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=1, AttributeNames=["All"]
-        )
+        receive: dict[str, Any] = {"QueueUrl": self.queue_url, "MaxNumberOfMessages": 10, "WaitTimeSeconds": 1}
+        if self.visibility is not None:
+            receive["VisibilityTimeout"] = self.visibility
+        answer = self.sqs.receive_message(**receive, AttributeNames=["All"])
         messages = answer.get("Messages", [])
         if not messages:
             return 0
@@ -104,3 +115,24 @@ class Schedule:
             except Exception as exc:
                 log("schedule_error", error=str(exc))
             self.stop.wait(max(0.0, self.interval - (time.monotonic() - started)))
+
+
+class ThreadInvoker:
+    """Lambda's asynchronous Invoke (InvocationType=Event): each event runs the handler in a new thread."""
+
+    def __init__(self, handler: Handler, *, timeout: float = 60.0) -> None:
+        self.handler = handler
+        self.timeout = timeout
+        self.invocations = 0
+        self._lock = threading.Lock()
+
+    def invoke(self, event: dict[str, Any]) -> None:
+        with self._lock:
+            self.invocations += 1
+        threading.Thread(target=self._run, args=(event,), name="invoke", daemon=True).start()
+
+    def _run(self, event: dict[str, Any]) -> None:
+        try:
+            self.handler(event, LambdaContext(self.timeout))
+        except Exception as exc:
+            log("invoke_error", error=str(exc))

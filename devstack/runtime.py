@@ -27,7 +27,7 @@ from devstack import deploy
 from devstack.config import RuntimeConfig
 from devstack.emulator import Emulator, use_dummy_credentials
 from devstack.gateway import Gateway
-from devstack.pollers import QueuePoller, Schedule
+from devstack.pollers import QueuePoller, Schedule, ThreadInvoker
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / ".hourglass"
@@ -66,6 +66,7 @@ class Runtime:
     context: Context | None = None
     pollers: QueuePoller | None = None
     schedule: Schedule | None = None
+    invoker: ThreadInvoker | None = None
     stop_event: threading.Event = field(default_factory=threading.Event)
     ready: bool = False
 
@@ -78,6 +79,7 @@ class Runtime:
         endpoint = self.emulator.endpoint_url
         assembly = cached_synth(config.cdk_context())
         self.outputs = deploy.deploy(assembly, endpoint_url=endpoint, region=config.region)
+        self._disable_emulated_event_sources()
         self.settings = Settings.from_env(self._lambda_environment())
         self.context = self._build_context(endpoint)
         api = Api(self.context)
@@ -91,11 +93,15 @@ class Runtime:
             lambda event, _: dispatcher_handler.handle(dispatcher, event),
             workers=config.dispatcher_workers,
             stop=self.stop_event,
+            visibility=config.poll_visibility,
         )
         self.pollers.start()
         context = self.context
+        # Fan-out workers of a busy sweep run the same handler, in threads.
+        self.invoker = ThreadInvoker(lambda event, worker: sweeper_handler.handle(context, event, worker))
+        invoke = self.invoker.invoke
         self.schedule = Schedule(
-            lambda event, lambda_context: sweeper_handler.handle(context, event, lambda_context),
+            lambda event, lambda_context: sweeper_handler.handle(context, event, lambda_context, invoke=invoke),
             config.sweep_interval,
             stop=self.stop_event,
         )
@@ -108,6 +114,17 @@ class Runtime:
         return boto3.client(
             service, endpoint_url=self.emulator.endpoint_url, region_name=self.config.region, config=AWS_CONFIG
         )
+
+    def _disable_emulated_event_sources(self) -> None:
+        """The pollers stand in for Lambda's SQS event source; the emulator's own must not run too.
+
+        moto's mapping receives the timer queue's visible messages on every send to try a Docker
+        invocation: under load that pushes timers past maxReceiveCount into the DLQ.
+        """
+        functions = self.client("lambda")
+        for mapping in functions.list_event_source_mappings().get("EventSourceMappings", []):
+            if mapping.get("State") != "Disabled":
+                functions.update_event_source_mapping(UUID=mapping["UUID"], Enabled=False)
 
     def _lambda_environment(self) -> dict[str, str]:
         """The ingest function's environment as deployed, with the local overrides on top."""
@@ -123,6 +140,8 @@ class Runtime:
         )
         if self.config.api_key:
             env["HOURGLASS_API_KEY"] = self.config.api_key
+        if self.config.delivery_lease is not None:
+            env["HOURGLASS_DELIVERY_LEASE"] = str(self.config.delivery_lease)
         return env
 
     def _build_context(self, endpoint: str) -> Context:

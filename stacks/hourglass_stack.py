@@ -87,6 +87,9 @@ class HourglassStack(Stack):
             visibility_timeout=Duration.seconds(VISIBILITY_TIMEOUT_FACTOR * DISPATCHER.timeout.to_seconds()),
             max_receive_count=MAX_RECEIVE_COUNT,
         )
+        # For stacks built on this one (the optional analytics stack).
+        self.table = store.table
+        self.timer_queue = timer.queue
         workers = Workers(
             self,
             "Workers",
@@ -111,6 +114,24 @@ class HourglassStack(Stack):
                 resources=[self.format_arn(service="sqs", resource="*")],
             )
         )
+        # A scheduled sweep with more due than one invocation can claim invokes the sweeper itself
+        # as workers. A policy of its own: in the role's default policy the function's ARN would
+        # make a dependency cycle (the function depends on that policy).
+        iam.Policy(
+            self,
+            "SweeperFanOut",
+            roles=[workers.sweeper.role] if workers.sweeper.role else [],
+            statements=[
+                iam.PolicyStatement(
+                    sid="InvokeSweepWorkers",
+                    actions=["lambda:InvokeFunction"],
+                    resources=[workers.sweeper.function_arn],
+                )
+            ],
+        )
+        # Ingest and the sweeper send packed timers: update the dispatcher that reads them first.
+        for sender in (workers.ingest, workers.sweeper):
+            sender.node.add_dependency(workers.dispatcher)
 
         # Wiring: the timer queue drives the dispatcher (the event source grants consumption),
         # a schedule drives the sweeper.

@@ -37,6 +37,10 @@ class TimerQueueError(HourglassError):
     """The SQS timer queue refused a request after retries."""
 
 
+class InvokeError(HourglassError):
+    """Lambda refused to queue a sweep worker invocation."""
+
+
 class DeliveryError(HourglassError):
     """A delivery attempt failed; `retryable` says whether trying again may help."""
 

@@ -23,6 +23,14 @@ class Settings:
     api_key: str | None = None
     bucket_seconds: int = 60
     handoff_safety: float = 30.0
+    # How long a delivery attempt owns its message; must stay below the timer queue's visibility
+    # timeout, so that a timer redelivered after a dispatcher died finds the lease over.
+    delivery_lease: float = 120.0
+    # Due entries one sweeper invocation claims within its time limit; a scheduled sweep that
+    # expects more splits the shards among worker invocations (docs/capacity.md).
+    sweep_capacity: int = 20_000
+    # The function sweep workers are invoked as; unset, the sweeper invokes itself (its own name).
+    sweeper_function: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -37,11 +45,18 @@ class Settings:
             allow_private_callbacks=env.get("HOURGLASS_ALLOW_PRIVATE_CALLBACKS", "0") == "1",
             api_key=env.get("HOURGLASS_API_KEY") or None,
             handoff_safety=float(env.get("HOURGLASS_HANDOFF_SAFETY", "30")),
+            delivery_lease=float(env.get("HOURGLASS_DELIVERY_LEASE", "120")),
+            sweep_capacity=int(env.get("HOURGLASS_SWEEP_CAPACITY", "20000")),
+            sweeper_function=env.get("HOURGLASS_SWEEPER_FUNCTION") or None,
         )
         settings.check()
         return settings
 
     def check(self) -> None:
+        if not 0 < self.delivery_lease <= 3600:
+            raise ValidationError("HOURGLASS_DELIVERY_LEASE", "must be between 0 and 3600 seconds")
+        if self.sweep_capacity < 1:
+            raise ValidationError("HOURGLASS_SWEEP_CAPACITY", "must be at least 1")
         if not 1 <= self.shards <= 1000:
             raise ValidationError("HOURGLASS_SHARDS", "must be between 1 and 1000")
         if not self.sweep_interval < self.lookahead <= MAX_TIMER_DELAY:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -118,8 +119,9 @@ class Harness:
         return [json.loads(m["Body"]) for m in got.get("Messages", [])]
 
 
-@pytest.fixture
-def harness(clock: FakeClock) -> Iterator[Harness]:
+@contextmanager
+def harness_for(clock: FakeClock) -> Iterator[Harness]:
+    """A fresh in-process AWS and service context; for callers that are not pytest fixtures."""
     with mock_aws():
         ddb = boto3.client("dynamodb", region_name="us-east-1")
         sqs = boto3.client("sqs", region_name="us-east-1")
@@ -139,3 +141,9 @@ def harness(clock: FakeClock) -> Iterator[Harness]:
             check_url=lambda url, allow_private: None,
         )
         yield Harness(ctx=ctx, api=Api(ctx), clock=clock, sqs=sqs, ddb=ddb, receiver=receiver)
+
+
+@pytest.fixture
+def harness(clock: FakeClock) -> Iterator[Harness]:
+    with harness_for(clock) as started:
+        yield started

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
+from datetime import datetime
 from typing import Any
 
 from hourglass.core.model import (
@@ -39,6 +40,16 @@ def queue_key(name: str) -> Item:
 
 def dedup_key(queue: str, dedup_id: str) -> Item:
     return {"pk": {"S": queue}, "sk": {"S": DEDUP_PREFIX + dedup_id}}
+
+
+def dedup_to_item(queue: str, dedup_id: str, message_id: str, until: datetime) -> Item:
+    """The record that makes `dedup_id` point at `message_id` until `until`; TTL removes it later."""
+    return {
+        **dedup_key(queue, dedup_id),
+        "message_id": s(message_id),
+        "dedup_until": n(to_ms(until)),
+        "expire_at": n(int(until.timestamp()) + 3600),
+    }
 
 
 def s(value: str) -> dict[str, str]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -15,6 +15,7 @@ from hourglass.adapters import aws
 from hourglass.adapters.items import (
     MESSAGE_PREFIX,
     dedup_key,
+    dedup_to_item,
     message_from_item,
     message_key,
     message_to_item,
@@ -30,7 +31,9 @@ from hourglass.core.timestamps import to_ms
 from hourglass.errors import StaleVersionError, StoreError, ValidationError
 
 DUE_INDEX = "due"
-STATE_KEY = {"pk": {"S": "@sweeper"}, "sk": {"S": "#state"}}
+SWEEPER_PK = "@sweeper"
+STATE_KEY = {"pk": {"S": SWEEPER_PK}, "sk": {"S": "#state"}}
+SHARD_PREFIX = "#shard#"
 BATCH_WRITE = 25
 Meter = Callable[[str, dict[str, Any]], None]
 
@@ -44,9 +47,32 @@ class DueEntry:
 
 
 @dataclass(frozen=True)
+class ShardProgress:
+    """How far a fan-out worker swept one shard (every due time up to `watermark`), and what it read."""
+
+    watermark: int
+    due: int = 0
+    run: int = 0
+    complete: bool = True
+
+
+@dataclass(frozen=True)
 class SweepState:
+    """The watermarks (every shard is swept up to `watermark`) and what the last scheduled run saw."""
+
     watermark: int
     recovery_watermark: int
+    shards: Mapping[int, ShardProgress] = field(default_factory=dict)
+    last_due: int = 0
+    last_end: int = 0
+    last_run: int = 0
+    last_workers: int = 1
+    last_complete: bool = True
+
+    def start_of(self, shard: int) -> int:
+        """Everything in `shard` due up to this has been swept: the global or the shard's own watermark."""
+        progress = self.shards.get(shard)
+        return max(self.watermark, progress.watermark) if progress else self.watermark
 
 
 def _conditional_failed(exc: ClientError) -> bool:
@@ -112,12 +138,7 @@ class Store:
     ) -> str | None:
         """Store `message` unless its dedup id was used within `window`; then return the first id."""
         assert message.dedup_id is not None
-        dedup = {
-            **dedup_key(message.queue, message.dedup_id),
-            "message_id": s(message.id),
-            "dedup_until": n(to_ms(now + window)),
-            "expire_at": n(int((now + window).timestamp()) + 3600),
-        }
+        dedup = dedup_to_item(message.queue, message.dedup_id, message.id, now + window)
         try:
             self._call(
                 "transact_write_items",
@@ -332,14 +353,79 @@ class Store:
                 return
 
     def load_sweep_state(self, default: SweepState) -> SweepState:
-        got = self._guard("get_item", TableName=self.table, Key=STATE_KEY, ConsistentRead=True)
-        if "Item" not in got:
-            return default
-        item = got["Item"]
-        return SweepState(int(item["watermark"]["N"]), int(item["recovery_watermark"]["N"]))
+        """The state item and the shard items of fan-out workers, in one strongly consistent Query."""
+        items: list[dict[str, Any]] = []
+        start: dict[str, Any] | None = None
+        while True:
+            kwargs: dict[str, Any] = {
+                "TableName": self.table,
+                "KeyConditionExpression": "pk = :p",
+                "ExpressionAttributeValues": {":p": s(SWEEPER_PK)},
+                "ConsistentRead": True,
+            }
+            if start:
+                kwargs["ExclusiveStartKey"] = start
+            page = self._guard("query", **kwargs)
+            items.extend(page.get("Items", []))
+            start = page.get("LastEvaluatedKey")
+            if not start:
+                break
+        shards = {
+            int(item["sk"]["S"].removeprefix(SHARD_PREFIX)): ShardProgress(
+                watermark=int(item["watermark"]["N"]),
+                due=int(item.get("due", {}).get("N", "0")),
+                run=int(item.get("run", {}).get("N", "0")),
+                complete=bool(item.get("complete", {}).get("BOOL", True)),
+            )
+            for item in items
+            if item["sk"]["S"].startswith(SHARD_PREFIX)
+        }
+        state = next((item for item in items if item["sk"] == STATE_KEY["sk"]), None)
+        if state is None:
+            return replace(default, shards=shards)
+        return SweepState(
+            int(state["watermark"]["N"]),
+            int(state["recovery_watermark"]["N"]),
+            shards=shards,
+            last_due=int(state.get("last_due", {}).get("N", "0")),
+            last_end=int(state.get("last_end", {}).get("N", "0")),
+            last_run=int(state.get("last_run", {}).get("N", "0")),
+            last_workers=int(state.get("last_workers", {}).get("N", "1")),
+            last_complete=bool(state.get("last_complete", {}).get("BOOL", True)),
+        )
 
     def save_sweep_state(self, state: SweepState) -> None:
-        """Move the watermarks forward only: a slower concurrent sweeper never moves them back."""
+        """Move the watermarks forward only: a slower concurrent sweeper never moves them back.
+
+        One write when both move forward (the usual case); otherwise each on its own.
+        """
+        try:
+            self._call(
+                "update_item",
+                TableName=self.table,
+                Key=STATE_KEY,
+                UpdateExpression=(
+                    "SET watermark = :w, recovery_watermark = :r, last_due = :d, last_end = :e, "
+                    "last_run = :run, last_workers = :k, last_complete = :c"
+                ),
+                ConditionExpression=(
+                    "(attribute_not_exists(watermark) OR watermark <= :w) AND "
+                    "(attribute_not_exists(recovery_watermark) OR recovery_watermark <= :r)"
+                ),
+                ExpressionAttributeValues={
+                    ":w": n(state.watermark),
+                    ":r": n(state.recovery_watermark),
+                    ":d": n(state.last_due),
+                    ":e": n(state.last_end),
+                    ":run": n(state.last_run),
+                    ":k": n(state.last_workers),
+                    ":c": {"BOOL": state.last_complete},
+                },
+            )
+            return
+        except ClientError as exc:
+            if not _conditional_failed(exc):
+                raise StoreError(f"DynamoDB UpdateItem (state) failed: {exc}") from exc
         for attr, value in (("watermark", state.watermark), ("recovery_watermark", state.recovery_watermark)):
             try:
                 self._call(
@@ -353,6 +439,28 @@ class Store:
             except ClientError as exc:
                 if not _conditional_failed(exc):
                     raise StoreError(f"DynamoDB UpdateItem (state) failed: {exc}") from exc
+
+    def save_shard_progress(self, progress: Mapping[int, ShardProgress]) -> None:
+        """Record a fan-out worker's progress per shard, forward only (one small item per shard)."""
+        for shard, done in progress.items():
+            try:
+                self._call(
+                    "update_item",
+                    TableName=self.table,
+                    Key={"pk": s(SWEEPER_PK), "sk": s(f"{SHARD_PREFIX}{shard}")},
+                    UpdateExpression="SET watermark = :w, due = :d, #run = :run, complete = :c",
+                    ConditionExpression="attribute_not_exists(watermark) OR watermark <= :w",
+                    ExpressionAttributeNames={"#run": "run"},
+                    ExpressionAttributeValues={
+                        ":w": n(done.watermark),
+                        ":d": n(done.due),
+                        ":run": n(done.run),
+                        ":c": {"BOOL": done.complete},
+                    },
+                )
+            except ClientError as exc:
+                if not _conditional_failed(exc):
+                    raise StoreError(f"DynamoDB UpdateItem (shard state) failed: {exc}") from exc
 
 
 def _encode_cursor(key: dict[str, Any]) -> str:

@@ -1,4 +1,4 @@
-"""Sweeper Lambda: one sweep per EventBridge tick, stopping before the Lambda timeout."""
+"""Sweeper Lambda: one sweep per EventBridge tick or fan-out worker event, stopping before the timeout."""
 
 from __future__ import annotations
 
@@ -6,8 +6,10 @@ from dataclasses import asdict
 from functools import cache
 from typing import Any
 
+from hourglass.adapters.worker_invoker import WorkerInvoker
+from hourglass.core import fanout
 from hourglass.service.context import Context
-from hourglass.service.sweep import Sweeper
+from hourglass.service.sweep import Invoke, Sweeper
 from hourglass.settings import Settings
 
 
@@ -16,12 +18,30 @@ def _context() -> Context:
     return Context.from_settings(Settings.from_env())
 
 
-def handle(ctx: Context, event: dict[str, Any] | None, context: Any) -> dict[str, Any]:
+@cache
+def _invoker(function_name: str) -> WorkerInvoker:
+    return WorkerInvoker(function_name)
+
+
+def handle(ctx: Context, event: dict[str, Any] | None, context: Any, invoke: Invoke | None = None) -> dict[str, Any]:
+    """`{"shards": [...], "until": ms, "run": id}` is a fan-out worker; anything else a scheduled run."""
+
     def time_left() -> float:
         return context.get_remaining_time_in_millis() / 1000 if context is not None else 60.0
 
-    shards = (event or {}).get("shards")
-    return asdict(Sweeper(ctx, shards=shards).run(time_left))
+    event = event or {}
+    if "shards" in event:
+        worker = fanout.parse_worker(event, ctx.settings.shards)
+        sweeper = Sweeper(ctx, shards=worker.shards, until=worker.until, run_id=worker.run)
+    else:
+        sweeper = Sweeper(ctx, invoke=invoke or _self_invoke(ctx, context))
+    return asdict(sweeper.run(time_left))
+
+
+def _self_invoke(ctx: Context, context: Any) -> Invoke | None:
+    """Workers are this same function: its name comes from the Lambda context (or the settings)."""
+    name = ctx.settings.sweeper_function or getattr(context, "function_name", None)
+    return _invoker(name).invoke if isinstance(name, str) and name else None
 
 
 def handler(event: dict[str, Any] | None = None, context: Any = None) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from hourglass.adapters.items import n, s
-from hourglass.adapters.timer_queue import Scheduled, Timer
+from hourglass.adapters.timer_queue import Scheduled, Timer, read_timers
 from hourglass.core import delivery, retry, schedule
 from hourglass.core.model import (
     LATER_NAMESPACE,
@@ -23,13 +23,14 @@ from hourglass.core.model import (
     Status,
 )
 from hourglass.core.timestamps import from_ms, to_ms
-from hourglass.errors import DeliveryError, StaleVersionError, StoreError, ValidationError
+from hourglass.errors import DeliveryError, StaleVersionError, StoreError, TimerQueueError, ValidationError
 from hourglass.logs import log
 from hourglass.service.context import Context
 
 # A timer can beat the ingest write it belongs to (the timer is sent first); give the write time.
 MISSING_GRACE = timedelta(seconds=60)
-DELIVERY_LEASE = timedelta(seconds=120)
+# Timers of one invocation handled at once: most of each one's time is the sleep until it is due.
+DISPATCH_WORKERS = 32
 
 
 @dataclass(frozen=True)
@@ -45,23 +46,44 @@ class Dispatcher:
         self._queues: dict[str, tuple[datetime, Queue | None]] = {}
 
     def run_batch(self, bodies: list[tuple[str, str]]) -> list[str]:
-        """Processes (record id, body) pairs concurrently; returns the ids that failed."""
-        if not bodies:
-            return []
-        with ThreadPoolExecutor(max_workers=min(10, len(bodies))) as pool:
-            results = list(pool.map(lambda pair: self.process(pair[1]), bodies))
-        return [record_id for (record_id, _), result in zip(bodies, results, strict=True) if not result.ok]
+        """Processes (record id, body) pairs, every timer of every pack concurrently, earliest due first.
+
+        Returns the ids of the records with a timer that failed: SQS redelivers the whole record and
+        the timers that did succeed are then skipped (their version has moved on).
+        """
+        failed: set[str] = set()
+        work: list[tuple[str, Timer]] = []
+        for record_id, body in bodies:
+            try:
+                work.extend((record_id, timer) for timer in read_timers(body))
+            except ValidationError as exc:
+                failed.add(record_id)
+                self._poison(exc)
+        work.sort(key=lambda pair: pair[1].due_ms)
+        if work:
+            with ThreadPoolExecutor(max_workers=min(DISPATCH_WORKERS, len(work))) as pool:
+                results = list(pool.map(lambda pair: self.process_timer(pair[1]), work))
+            failed.update(record_id for (record_id, _), result in zip(work, results, strict=True) if not result.ok)
+        return list(dict.fromkeys(record_id for record_id, _ in bodies if record_id in failed))
 
     def process(self, body: str) -> Result:
+        """One timer message, one timer after the other; the first failure is the result."""
         try:
-            timer = Timer.from_json(body)
+            timers = read_timers(body)
         except ValidationError as exc:
-            log("poison_timer", error=str(exc))
-            self.ctx.metrics.count("Poison")
-            return Result(False, "poison")
+            return self._poison(exc)
+        results = [self.process_timer(timer) for timer in timers]
+        return next((result for result in results if not result.ok), results[0])
+
+    def _poison(self, exc: ValidationError) -> Result:
+        log("poison_timer", error=str(exc))
+        self.ctx.metrics.count("Poison")
+        return Result(False, "poison")
+
+    def process_timer(self, timer: Timer) -> Result:
         try:
             return self._process(timer)
-        except (StoreError, DeliveryError) as exc:
+        except (StoreError, DeliveryError, TimerQueueError) as exc:
             log("dispatch_failed", id=timer.id, queue=timer.queue, error=str(exc))
             return Result(False, "error")
 
@@ -91,26 +113,37 @@ class Dispatcher:
 
     def _begin(self, timer: Timer, now: datetime) -> Message:
         """pending(v) -> delivering, or take over a delivering message whose lease ran out."""
-        message = self.store.transition(
+        lease = now + timedelta(seconds=self.ctx.settings.delivery_lease)
+        try:
+            pending = {":pending": s(Status.PENDING.value), ":v": n(timer.version)}
+            return self._start(timer, "#st = :pending AND version = :v", pending, lease)
+        except StaleVersionError:
+            expired = {":delivering": s(Status.DELIVERING.value), ":now": n(to_ms(now))}
+            message = self._start(timer, "#st = :delivering AND claimed_until < :now", expired, lease)
+        # The dispatcher that held the lease died; it may have reached the target first.
+        self.ctx.metrics.count("Redelivered", queue=message.queue)
+        log("taken_over", id=message.id, queue=message.queue, attempt=message.attempts)
+        return message
+
+    def _start(self, timer: Timer, condition: str, values: dict[str, Any], lease: datetime) -> Message:
+        return self.store.transition(
             timer.queue,
             timer.id,
-            condition="(#st = :pending AND version = :v) OR (#st = :delivering AND claimed_until < :now)",
-            values={
-                ":pending": s(Status.PENDING.value),
-                ":delivering": s(Status.DELIVERING.value),
-                ":v": n(timer.version),
-                ":now": n(to_ms(now)),
-            },
-            updates={"status": s(Status.DELIVERING.value), "claimed_until": n(to_ms(now + DELIVERY_LEASE))},
+            condition=condition,
+            values=values,
+            updates={"status": s(Status.DELIVERING.value), "claimed_until": n(to_ms(lease))},
             increment=("attempts",),
             remove=("sweep_pk", "sweep_sk"),
         )
-        return message
 
     def _not_startable(self, timer: Timer, now: datetime) -> Result:
         current = self.store.get_message(timer.queue, timer.id)
         if current is None and now - from_ms(timer.sent_ms) < MISSING_GRACE:
             return Result(False, "not_yet_written")
+        if current is not None and current.status is Status.DELIVERING:
+            # Leased by an attempt under way. Acknowledging would lose the message if that
+            # dispatcher dies and its own timer came back before the lease ran out.
+            return Result(False, "in_flight")
         self.ctx.metrics.count("Skipped", queue=timer.queue)
         return Result(True, "skipped")
 

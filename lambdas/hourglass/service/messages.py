@@ -7,8 +7,10 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from hourglass.adapters.store import DueEntry
 from hourglass.adapters.timer_queue import Scheduled, Timer
 from hourglass.core import schedule, validation
+from hourglass.core.admission import admit
 from hourglass.core.ids import new_id
 from hourglass.core.lifecycle import can_cancel, can_edit
 from hourglass.core.model import (
@@ -27,7 +29,14 @@ from hourglass.core.model import (
 )
 from hourglass.core.schedule import SweepKeys
 from hourglass.core.timestamps import to_ms
-from hourglass.errors import ConflictError, NotFoundError, StaleVersionError, TimerQueueError, ValidationError
+from hourglass.errors import (
+    ConflictError,
+    NotFoundError,
+    StaleVersionError,
+    StoreError,
+    TimerQueueError,
+    ValidationError,
+)
 from hourglass.logs import log
 from hourglass.service.context import Context
 
@@ -86,23 +95,7 @@ class Messages:
         return self._store_new(messages, now)
 
     def _new_message(self, queue: Queue, request: NewMessage, now: datetime) -> Message:
-        due = schedule.due_time(
-            now, delay=request.delay, deliver_at=request.deliver_at, default_delay=queue.settings.default_delay
-        )
-        ttl = request.ttl if request.ttl is not None else queue.settings.ttl
-        expires = now + timedelta(seconds=ttl) if ttl is not None else None
-        return Message(
-            id=new_id(),
-            queue=queue.name,
-            body=request.body,
-            status=Status.EXPIRED if expires is not None and due > expires else Status.PENDING,
-            created_at=now,
-            due_at=due,
-            expires_at=expires,
-            dedup_id=request.dedup_id,
-            target=request.target,
-            queue_epoch=queue.created_at,
-        )
+        return admit(queue, request, now, new_id())
 
     def _keys(self, message: Message) -> SweepKeys:
         return schedule.sweep_keys(
@@ -136,6 +129,8 @@ class Messages:
         handoff = {m.id for _, m in plain if self._hands_off(m, now)}
         timers.extend(self._timer(m, now) for _, m in plain if m.id in handoff)
         fallback = self._send_or_fallback(timers) if timers else False
+        if fallback:
+            self._release([m for m, duplicate in results.values() if not duplicate and m.claimed_until])
         entries = []
         for index, message in plain:
             waits_for_sweep = message.status is Status.PENDING and (message.id not in handoff or fallback)
@@ -156,6 +151,17 @@ class Messages:
             return True
         self.ctx.metrics.count("HandedOff", len(timers))
         return False
+
+    def _release(self, leased: list[Message]) -> None:
+        """Gives back the leases of stored messages whose timers SQS refused: the next sweep takes them."""
+        for message in leased:
+            assert message.claimed_until is not None
+            entry = DueEntry(message.queue, message.id, message.version, to_ms(message.due_at))
+            try:
+                self.store.release(entry, lease_until=message.claimed_until)
+            except StoreError as exc:
+                # The lease then runs out and the recovery sweep hands the message off.
+                log("release_failed", id=message.id, queue=message.queue, error=str(exc))
 
     def _store_dedup(self, message: Message, now: datetime, timers: list[Scheduled]) -> tuple[Message, bool]:
         hands_off = self._hands_off(message, now)

@@ -1,20 +1,38 @@
-"""The sweep: claims due messages from the sparse due index and hands them to the timer queue."""
+"""The sweep: claims due messages from the sparse due index and hands them to the timer queue.
+
+A scheduled run sweeps every shard itself, or, when more is due than one invocation can claim,
+splits the shards among worker invocations of the sweeper (see docs/design.md, "Fan-out").
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any, TypeVar
 
-from hourglass.adapters.store import DueEntry, SweepState
+from hourglass.adapters.store import DueEntry, ShardProgress, SweepState
 from hourglass.adapters.timer_queue import Scheduled, Timer
-from hourglass.core import schedule
+from hourglass.core import fanout, schedule
 from hourglass.core.timestamps import from_ms, to_ms
+from hourglass.errors import InvokeError
 from hourglass.logs import log
 from hourglass.service.context import Context
 
 INITIAL_LOOKBACK = timedelta(minutes=10)
-SEND_CHUNK = 100
+# Claims gathered (across the shards of a bucket) before they are sent: packs fill up, and a
+# sweeper that dies strands at most this many until their leases end.
+SEND_CHUNK = 500
+# Claims are conditional writes of ~5-10 ms each: made concurrently, one invocation claims
+# thousands per second instead of hundreds.
+CLAIM_WORKERS = 16
+CLAIM_CHUNK = 64
+# A sweep stops starting buckets when its invocation has less time left than this (seconds).
+TIME_MARGIN = 10
+
+Invoke = Callable[[dict[str, Any]], None]
+T = TypeVar("T")
 
 
 @dataclass
@@ -26,13 +44,30 @@ class SweepReport:
     recovered: int = 0
     complete: bool = True
     watermark: int = 0
+    out_of_time: bool = False
+    workers: int = 1
+    shard_reads: dict[int, int] = field(default_factory=dict)
 
 
 class Sweeper:
-    def __init__(self, ctx: Context, *, shards: Iterable[int] | None = None) -> None:
+    def __init__(
+        self,
+        ctx: Context,
+        *,
+        shards: Iterable[int] | None = None,
+        invoke: Invoke | None = None,
+        until: int | None = None,
+        run_id: int = 0,
+    ) -> None:
+        """With `shards`, a fan-out worker sweeping only those up to `until`; else a scheduled run."""
         self.ctx = ctx
         self.store = ctx.store
+        self.worker = shards is not None
         self.shards = list(shards) if shards is not None else list(range(ctx.settings.shards))
+        self.invoke = invoke
+        self.until = until
+        self.run_id = run_id
+        self._pool: ThreadPoolExecutor | None = None
 
     def run(self, time_left: Callable[[], float] = lambda: 60.0) -> SweepReport:
         """One sweep: main window then recovery; stops early when `time_left()` gets short."""
@@ -40,61 +75,144 @@ class Sweeper:
         start_ms = to_ms(now - INITIAL_LOOKBACK)
         state = self.store.load_sweep_state(SweepState(start_ms, start_ms))
         report = SweepReport()
-        main_end = schedule.main_sweep_end(now, self.ctx.settings.lookahead)
-        watermark = self._sweep(state.watermark, main_end, now, report, time_left, recovery=False)
-        recovery_end = min(schedule.recovery_sweep_end(now), watermark)
-        recovery = state.recovery_watermark
-        if recovery < recovery_end and report.complete:
-            recovery = self._sweep(recovery, recovery_end, now, report, time_left, recovery=True)
-        self.store.save_sweep_state(SweepState(watermark, recovery))
-        report.watermark = watermark
-        log("sweep", **{k: v for k, v in vars(report).items()})
+        with ThreadPoolExecutor(max_workers=CLAIM_WORKERS) as self._pool:
+            if self.worker:
+                self._run_worker(state, now, report, time_left)
+            else:
+                self._run_scheduled(state, now, report, time_left)
+        log("sweep", **{k: v for k, v in vars(report).items() if k != "shard_reads"})
         for name, value in (("HandedOff", report.handed_off), ("Recovered", report.recovered)):
             self.ctx.metrics.count(name, value)
         return report
 
+    def _run_worker(
+        self, state: SweepState, now: datetime, report: SweepReport, time_left: Callable[[], float]
+    ) -> None:
+        """Sweeps its shards and records their progress; the next scheduled run moves the watermark."""
+        end = self.until if self.until is not None else schedule.main_sweep_end(now, self.ctx.settings.lookahead)
+        starts = {shard: state.start_of(shard) for shard in self.shards}
+        reached = self._sweep(starts, end, now, report, time_left, recovery=False)
+        self.store.save_shard_progress(self._progress(starts, reached, report, self.run_id))
+        report.watermark = reached
+
+    def _run_scheduled(
+        self, state: SweepState, now: datetime, report: SweepReport, time_left: Callable[[], float]
+    ) -> None:
+        end = schedule.main_sweep_end(now, self.ctx.settings.lookahead)
+        run_id = to_ms(now)
+        starts = {shard: state.start_of(shard) for shard in self.shards}
+        groups = self._plan(state, starts)
+        own = self._start_workers(groups, end, run_id)
+        own_starts = {shard: starts[shard] for shard in own}
+        reached = self._sweep(own_starts, end, now, report, time_left, recovery=False)
+        main_read = report.read
+        if len(groups) > 1:
+            self.store.save_shard_progress(self._progress(own_starts, reached, report, run_id))
+        # Every shard is swept up to its own start, or up to `reached` if this run swept it.
+        watermark = min(max(start, reached) if shard in own_starts else start for shard, start in starts.items())
+        recovery_end = min(schedule.recovery_sweep_end(now), watermark)
+        recovery = state.recovery_watermark
+        if recovery < recovery_end and report.complete:
+            everywhere = dict.fromkeys(self.shards, recovery)
+            recovery = self._sweep(everywhere, recovery_end, now, report, time_left, recovery=True)
+        self.store.save_sweep_state(
+            SweepState(
+                watermark,
+                recovery,
+                last_due=main_read,
+                last_end=end,
+                last_run=run_id,
+                last_workers=len(groups),
+                last_complete=not report.out_of_time,
+            )
+        )
+        report.watermark = watermark
+        report.workers = len(groups)
+
+    def _plan(self, state: SweepState, starts: Mapping[int, int]) -> list[list[int]]:
+        if self.invoke is None:
+            return [self.shards]
+        estimate, lagging = _previous_load(state, starts)
+        workers = fanout.worker_count(estimate, self.ctx.settings.sweep_capacity, len(self.shards), lagging=lagging)
+        return fanout.split(self.shards, workers)
+
+    def _start_workers(self, groups: list[list[int]], end: int, run_id: int) -> list[int]:
+        """Invokes a worker per group but the first; returns the shards this run sweeps itself."""
+        own = list(groups[0])
+        for group in groups[1:]:
+            try:
+                assert self.invoke is not None
+                self.invoke(fanout.WorkerEvent(tuple(group), end, run_id).to_event())
+            except InvokeError as exc:
+                log("sweep_worker_not_started", shards=group, error=str(exc))
+                own.extend(group)
+        return own
+
+    def _progress(
+        self, starts: Mapping[int, int], reached: int, report: SweepReport, run_id: int
+    ) -> dict[int, ShardProgress]:
+        return {
+            shard: ShardProgress(max(start, reached), report.shard_reads.get(shard, 0), run_id, not report.out_of_time)
+            for shard, start in starts.items()
+        }
+
     def _sweep(
-        self, low: int, high: int, now: datetime, report: SweepReport, time_left: Callable[[], float], *, recovery: bool
+        self,
+        starts: Mapping[int, int],
+        high: int,
+        now: datetime,
+        report: SweepReport,
+        time_left: Callable[[], float],
+        *,
+        recovery: bool,
     ) -> int:
-        """Hand off everything due in (low, high]; returns how far it got without a gap."""
+        """Hand off everything due in (start of its shard, high]; returns how far every shard got without a gap."""
+        low = min(starts.values())
         bucket_seconds = self.ctx.settings.bucket_seconds
         for bucket in schedule.buckets_between(low + 1, high, bucket_seconds):
-            if time_left() < 10:
+            bucket_start = bucket * bucket_seconds * 1000 - 1
+            if time_left() < TIME_MARGIN:
                 report.complete = False
-                bucket_start = bucket * bucket_seconds * 1000 - 1
+                report.out_of_time = True
                 return max(low, bucket_start)
-            earliest_failure = None
-            for shard in self.shards:
-                failed = self._sweep_shard(schedule.bucket_pk(bucket, shard), low, high, now, report, recovery)
-                if failed is not None:
-                    earliest_failure = failed if earliest_failure is None else min(earliest_failure, failed)
+            batch = _Batch(self, now, report, recovery)
+            for shard, start in starts.items():
+                if start < bucket_start + bucket_seconds * 1000:
+                    self._sweep_shard(shard, bucket, start, high, batch)
+            earliest_failure = batch.flush()
             if earliest_failure is not None:
                 report.complete = False
                 return max(low, earliest_failure - 1)
         return high
 
-    def _sweep_shard(
-        self, pk: str, low: int, high: int, now: datetime, report: SweepReport, recovery: bool
-    ) -> int | None:
+    def _sweep_shard(self, shard: int, bucket: int, low: int, high: int, batch: _Batch) -> None:
         entries = self.store.query_due(
-            pk, schedule.sort_key_bound(low + 1, upper=False), schedule.sort_key_bound(high, upper=True)
+            schedule.bucket_pk(bucket, shard),
+            schedule.sort_key_bound(low + 1, upper=False),
+            schedule.sort_key_bound(high, upper=True),
         )
-        batch: list[tuple[DueEntry, datetime]] = []
-        earliest_failure = None
-        for entry in entries:
-            report.read += 1
-            due = from_ms(entry.due_ms)
-            lease = schedule.claim_lease(due, now)
-            if not self.store.claim(entry, now=now, lease_until=lease):
-                continue
-            report.claimed += 1
-            batch.append((entry, lease))
-            if len(batch) >= SEND_CHUNK:
-                earliest_failure = _min(earliest_failure, self._hand_off(batch, now, report, recovery))
-                batch = []
-        if batch:
-            earliest_failure = _min(earliest_failure, self._hand_off(batch, now, report, recovery))
-        return earliest_failure
+        report = batch.report
+        for chunk in _chunks(entries, CLAIM_CHUNK):
+            report.read += len(chunk)
+            report.shard_reads[shard] = report.shard_reads.get(shard, 0) + len(chunk)
+            leases = [schedule.claim_lease(from_ms(entry.due_ms), batch.now) for entry in chunk]
+            for entry, lease, claimed in zip(chunk, leases, self._claim_all(chunk, leases, batch.now), strict=True):
+                if not claimed:
+                    if batch.recovery:
+                        # Still leased (a late claim, or an earlier recovery): its holder may yet die
+                        # before the hand-off, so the recovery watermark waits for the lease to end.
+                        batch.hold(entry.due_ms)
+                    continue
+                report.claimed += 1
+                batch.add(entry, lease)
+
+    def _claim_all(self, entries: list[DueEntry], leases: list[datetime], now: datetime) -> list[bool]:
+        assert self._pool is not None
+
+        def claim(pair: tuple[DueEntry, datetime]) -> bool:
+            return self.store.claim(pair[0], now=now, lease_until=pair[1])
+
+        return list(self._pool.map(claim, zip(entries, leases, strict=True)))
 
     def _hand_off(
         self, batch: list[tuple[DueEntry, datetime]], now: datetime, report: SweepReport, recovery: bool
@@ -119,6 +237,53 @@ class Sweeper:
             else:
                 report.handed_off += 1
         return earliest
+
+
+class _Batch:
+    """Claims of one bucket waiting to be sent, and the earliest due time the watermark must stop before."""
+
+    def __init__(self, sweeper: Sweeper, now: datetime, report: SweepReport, recovery: bool) -> None:
+        self.sweeper = sweeper
+        self.now = now
+        self.report = report
+        self.recovery = recovery
+        self.claims: list[tuple[DueEntry, datetime]] = []
+        self.earliest_failure: int | None = None
+
+    def add(self, entry: DueEntry, lease: datetime) -> None:
+        self.claims.append((entry, lease))
+        if len(self.claims) >= SEND_CHUNK:
+            self.flush()
+
+    def hold(self, due_ms: int) -> None:
+        self.earliest_failure = _min(self.earliest_failure, due_ms)
+
+    def flush(self) -> int | None:
+        if self.claims:
+            failed = self.sweeper._hand_off(self.claims, self.now, self.report, self.recovery)
+            self.earliest_failure = _min(self.earliest_failure, failed)
+            self.claims = []
+        return self.earliest_failure
+
+
+def _previous_load(state: SweepState, starts: Mapping[int, int]) -> tuple[int, bool]:
+    """What the last scheduled run read in its window, and whether it fell behind."""
+    if state.last_workers <= 1:
+        return state.last_due, not state.last_complete
+    reports = [state.shards[s] for s in starts if s in state.shards and state.shards[s].run == state.last_run]
+    lagging = len(reports) < len(starts) or not all(p.complete for p in reports)
+    return sum(p.due for p in reports), lagging
+
+
+def _chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    chunk: list[T] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
 
 
 def _min(a: int | None, b: int | None) -> int | None:

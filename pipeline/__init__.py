@@ -1,0 +1,1 @@
+"""The PySpark data pipeline: bulk scheduling from files and delivery analytics (see pipeline/README.md)."""

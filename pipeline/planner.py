@@ -1,0 +1,112 @@
+"""One input row to one planned message (or a reject reason), with the REST API's own validation."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from urllib.parse import urlsplit
+
+from hourglass.adapters import http_target
+from hourglass.adapters.items import message_to_item
+from hourglass.core import ids, schedule, validation
+from hourglass.core.admission import admit
+from hourglass.core.model import HttpTarget, Queue, Status
+from hourglass.core.timestamps import to_ms
+from hourglass.errors import ValidationError
+
+# validation.new_message names fields after their place in a REST batch; a row has no batch.
+_BATCH_PREFIX = "messages[0]."
+# (queue, id, dedup_id, status, due_ms, sweep_pk, sweep_sk, item, error)
+Plan = tuple[str | None, str | None, str | None, str | None, int | None, str | None, str | None, str | None, str | None]
+
+
+@dataclass(frozen=True)
+class KeySettings:
+    """The stack's due-index layout; rows keyed differently would never be swept."""
+
+    shards: int = 8
+    bucket_seconds: int = 60
+
+
+@dataclass
+class Planner:
+    queues: Mapping[str, Queue]
+    now: datetime
+    source: str
+    keys: KeySettings = KeySettings()
+    allow_private_callbacks: bool = False
+    _checked_hosts: dict[tuple[str, int], str | None] = field(default_factory=dict)
+
+    def plan(self, row: int, text: str | None) -> Plan:
+        named = None
+        try:
+            doc = _document(text)
+            raw = doc.pop("queue", None)
+            named = raw if isinstance(raw, str) else None
+            return self._message(row, validation.queue_name(raw), doc)
+        except ValidationError as exc:
+            return _rejected(_reason(exc), named)
+
+    def _message(self, row: int, name: str, doc: dict[str, object]) -> Plan:
+        queue = self.queues.get(name)
+        if queue is None:
+            raise ValidationError("queue", f"queue {name} does not exist")
+        request = validation.new_message(doc, 0, queue.settings, self.now)
+        if isinstance(request.target, HttpTarget) and not self.allow_private_callbacks:
+            self._check_url(request.target.url)
+        message_id = ids.deterministic_id(name, request.dedup_id or f"row:{self.source}:{row}")
+        message = admit(queue, request, self.now, message_id)
+        sweep = (
+            schedule.sweep_keys(
+                message.id, message.due_at, shards=self.keys.shards, bucket_seconds=self.keys.bucket_seconds
+            )
+            if message.status is Status.PENDING
+            else None
+        )
+        item = json.dumps(message_to_item(message), separators=(",", ":"), ensure_ascii=False)
+        return (
+            name,
+            message.id,
+            message.dedup_id,
+            message.status.value,
+            to_ms(message.due_at),
+            sweep.pk if sweep else None,
+            sweep.sk if sweep else None,
+            item,
+            None,
+        )
+
+    def _check_url(self, url: str) -> None:
+        """The API's private-address check, resolving each host once per worker."""
+        parts = urlsplit(url)
+        key = (parts.hostname or "", parts.port or 0)
+        if key not in self._checked_hosts:
+            try:
+                http_target.check_url(url, allow_private=False)
+                self._checked_hosts[key] = None
+            except ValidationError as exc:
+                self._checked_hosts[key] = exc.message.removeprefix("url: ")
+        problem = self._checked_hosts[key]
+        if problem is not None:
+            raise ValidationError("target", problem)
+
+
+def _document(text: str | None) -> dict[str, object]:
+    try:
+        doc = validation.decode_json(text)
+    except ValidationError as exc:
+        raise ValidationError("row", exc.message.removeprefix("body: request body ")) from exc
+    if not isinstance(doc, dict):
+        raise ValidationError("row", "must be a JSON object")
+    return doc
+
+
+def _rejected(reason: str, queue: str | None = None) -> Plan:
+    return (queue, None, None, None, None, None, None, None, reason)
+
+
+def _reason(exc: ValidationError) -> str:
+    detail = exc.message.removeprefix(f"{exc.field}: ")
+    return f"{exc.field.removeprefix(_BATCH_PREFIX)}: {detail}"

@@ -1,0 +1,62 @@
+"""Message records for analytics, decoded from DynamoDB items with the Lambdas' own item mapping."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from hourglass.adapters.items import MESSAGE_PREFIX, Item, message_from_item
+from pyspark.sql import types as T
+
+SCHEMA = T.StructType(
+    [
+        T.StructField("queue", T.StringType(), False),
+        T.StructField("id", T.StringType(), False),
+        T.StructField("status", T.StringType(), False),
+        T.StructField("created_at", T.TimestampType(), False),
+        T.StructField("due_at", T.TimestampType(), False),
+        T.StructField("delivered_at", T.TimestampType(), True),
+        T.StructField("expires_at", T.TimestampType(), True),
+        T.StructField("attempts", T.IntegerType(), False),
+        T.StructField("last_error", T.StringType(), True),
+        T.StructField("dedup_id", T.StringType(), True),
+        T.StructField("version", T.IntegerType(), False),
+    ]
+)
+Record = tuple[str, str, str, datetime, datetime, datetime | None, datetime | None, int, str | None, str | None, int]
+
+
+def is_message(item: Item) -> bool:
+    """Queue settings, dedup records and sweeper state share the table; only `m#` items are messages."""
+    return item.get("sk", {}).get("S", "").startswith(MESSAGE_PREFIX)
+
+
+def record(item: Item) -> Record:
+    message = message_from_item(item)
+    return (
+        message.queue,
+        message.id,
+        message.status.value,
+        message.created_at,
+        message.due_at,
+        message.delivered_at,
+        message.expires_at,
+        message.attempts,
+        message.last_error,
+        message.dedup_id,
+        message.version,
+    )
+
+
+def records(items: Any) -> Any:
+    """The records of the message items among `items` (an iterable of DynamoDB JSON items)."""
+    return (record(item) for item in items if is_message(item))
+
+
+def export_items(lines: Any) -> Any:
+    """Items of a DynamoDB export to S3 in DynamoDB JSON: one ``{"Item": {...}}`` per line."""
+    for line in lines:
+        text = line.strip() if isinstance(line, str) else line.decode().strip()
+        if text:
+            yield json.loads(text)["Item"]

@@ -1,0 +1,193 @@
+"""Bulk scheduling: validate a CSV / JSON Lines / Parquet file of messages and store them in Hourglass.
+
+    python -m pipeline schedule --input messages.csv --rejects out/rejects.csv --summary out/summary.json
+
+Ids are deterministic (queue + dedup_id, else source name + row number), so a rerun stores nothing twice.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import PurePosixPath
+from typing import Any
+
+from hourglass.core.timestamps import format_rfc3339, parse_rfc3339
+from hourglass.logs import log
+from pyspark import SparkContext, StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+
+from pipeline import deployment, io, table, transforms
+from pipeline.planner import KeySettings
+from pipeline.progress import ROWS, Counters, Reporter
+from pipeline.session import spark_session
+from pipeline.table import Planned, TableWriter, WriteCounts, WriteSettings
+
+# Validation partitions: large enough to amortize a task's start-up.
+ROWS_PER_PARTITION = 25_000
+# Write partitions are smaller: progress is counted as tasks finish, and a retried task redoes less.
+WRITE_ROWS_PER_PARTITION = 2_000
+COUNTERS = (ROWS, *vars(WriteCounts()))
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m pipeline schedule", description=__doc__.splitlines()[0])
+    p.add_argument("--input", required=True, help="file (or Parquet directory); local path or s3:// URL")
+    p.add_argument("--format", choices=io.FORMATS, help="default: from the file name")
+    p.add_argument("--source-name", help="names the file in row-based ids (default: its file name)")
+    p.add_argument("--rejects", default="pipeline/out/rejects.csv", help="CSV of rejected rows: row, queue, reason")
+    p.add_argument("--summary", help="also write the summary JSON here")
+    p.add_argument("--now", type=parse_rfc3339, help="the time delays count from (RFC 3339; default: now)")
+    p.add_argument("--shards", type=int, default=8, help="due-index shards of the stack")
+    p.add_argument("--bucket-seconds", type=int, default=60, help="due-index bucket width of the stack")
+    p.add_argument("--lookahead", type=float, default=300.0, help="seconds handed to the timer queue ahead")
+    p.add_argument("--handoff-safety", type=float, default=30.0)
+    p.add_argument(
+        "--allow-private-callbacks",
+        action="store_true",
+        help="accept callback URLs on loopback/private addresses (the local runtime's default)",
+    )
+    p.add_argument("--dry-run", action="store_true", help="validate and write rejects; store nothing")
+    p.add_argument("--partitions", type=int, help=f"default: one per {ROWS_PER_PARTITION} rows, at least one per core")
+    p.add_argument("--progress-interval", type=float, default=5.0, help="seconds between progress lines")
+    p.add_argument("--master", help="Spark master (default: spark-submit's, else local[*])")
+    deployment.add_arguments(p)
+    return p
+
+
+def run(spark: SparkSession, args: argparse.Namespace) -> dict[str, Any]:
+    started = time.monotonic()
+    now = args.now or datetime.now(UTC)
+    target = deployment.resolve(args, needs_timer_queue=True)
+    fmt = io.input_format(args.input, args.format)
+    source = args.source_name or PurePosixPath(args.input.rstrip("/")).name
+    sc = spark.sparkContext
+    plan, total = _plan(spark, args, target, now, fmt, source)
+    with Reporter(sc, Counters(sc, ()), phase="validate", total=total, interval=args.progress_interval):
+        read = plan.count()
+    validated = time.monotonic()
+    log("validated", rows=read, seconds=round(validated - started, 1))
+
+    rejects = transforms.rejects(plan)
+    io.write_csv(rejects.orderBy("row"), args.rejects)
+    rejected = rejects.count()
+    counters = Counters(sc, COUNTERS)
+    if not args.dry_run:
+        _store(sc, plan, target, now, args, counters, accepted=read - rejected)
+    plan.unpersist()
+
+    counts = counters.values()
+    elapsed = time.monotonic() - started
+    summary = {
+        "input": args.input,
+        "source": source,
+        "format": fmt,
+        "table": target.table,
+        "now": format_rfc3339(now),
+        "dry_run": args.dry_run,
+        "read": read,
+        "scheduled": counts["scheduled"],
+        "duplicate": counts["duplicate"],
+        "rejected": rejected,
+        **{name: counts[name] for name in ("handed_off", "swept", "expired", "handoff_fallback")},
+        "validate_s": round(validated - started, 2),
+        "elapsed_s": round(elapsed, 2),
+        "rows_per_s": round(read / elapsed) if elapsed > 0 else None,
+        "rejects": args.rejects,
+    }
+    if args.summary:
+        io.write_json(args.summary, summary, target)
+    return summary
+
+
+def _plan(
+    spark: SparkSession, args: argparse.Namespace, target: deployment.Deployment, now: datetime, fmt: str, source: str
+) -> tuple[DataFrame, int]:
+    """The persisted plan of every input row (computed by the first action), and the input's row count."""
+    rows = io.read_input(spark, args.input, fmt)
+    partitions = args.partitions or max(
+        spark.sparkContext.defaultParallelism, math.ceil(rows.total / ROWS_PER_PARTITION)
+    )
+    names = rows.queue_names()
+    queues = table.load_queues(target, names)
+    log("queues", found=sorted(queues), missing=sorted(set(names) - set(queues))[:20])
+    plan = transforms.plan_messages(
+        rows.documents(partitions),
+        queues,
+        now=now,
+        source=source,
+        keys=KeySettings(shards=args.shards, bucket_seconds=args.bucket_seconds),
+        allow_private_callbacks=args.allow_private_callbacks,
+    )
+    return plan.persist(StorageLevel.MEMORY_AND_DISK), rows.total
+
+
+def _store(
+    sc: SparkContext,
+    plan: DataFrame,
+    target: deployment.Deployment,
+    now: datetime,
+    args: argparse.Namespace,
+    counters: Counters,
+    *,
+    accepted: int,
+) -> None:
+    """Writes the accepted rows in small partitions; progress is counted as each one finishes."""
+    settings = WriteSettings(lookahead=args.lookahead, handoff_safety=args.handoff_safety)
+    partitions = max(2 * sc.defaultParallelism, math.ceil(accepted / WRITE_ROWS_PER_PARTITION))
+    writes = transforms.mark_repeats(transforms.accepted(plan)).repartition(partitions)
+    with Reporter(sc, counters, phase="write", total=accepted, interval=args.progress_interval):
+        writes.foreachPartition(_partition_writer(target, now, settings, counters))
+
+
+def _partition_writer(
+    target: deployment.Deployment, now: datetime, settings: WriteSettings, counters: Counters
+) -> Callable[[Iterator[Any]], None]:
+    """Stores the first row of every id (later rows are duplicates) with one TableWriter per partition."""
+
+    def write_partition(rows: Iterator[Any]) -> None:
+        started = time.monotonic()
+        seen = repeats = 0
+
+        def firsts() -> Iterator[Planned]:
+            nonlocal seen, repeats
+            for row in rows:
+                seen += 1
+                if row.repeat:
+                    repeats += 1
+                else:
+                    yield Planned.from_row(row)
+
+        counts = TableWriter(target, now, settings).write_all(firsts())
+        counts.duplicate += repeats
+        counters.add({ROWS: seen, **vars(counts)})
+        log("partition_written", rows=seen, seconds=round(time.monotonic() - started, 2), **vars(counts))
+
+    return write_partition
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    spark = spark_session("hourglass-schedule", args.master)
+    try:
+        summary = run(spark, args)
+    except (io.InputError, deployment.DeploymentError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        spark.stop()
+    log("summary", **summary)
+    print(
+        f"read {summary['read']}, scheduled {summary['scheduled']} (handed off {summary['handed_off']}), "
+        f"duplicate {summary['duplicate']}, rejected {summary['rejected']} in {summary['elapsed_s']} s "
+        f"({summary['rows_per_s']} rows/s); rejects in {summary['rejects']}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,244 @@
+"""The jobs' DynamoDB side: queue settings, parallel segment scans and the bulk writer of new messages.
+
+The writer follows ingest (docs/design.md): existing ids and live dedup records are duplicates;
+messages due within lookahead + safety get their timer message first and are then written without
+due-index keys; the rest are written with them and the sweeper hands them off. If SQS refuses the
+timers, those messages are written with due-index keys instead, as ingest does.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from botocore.exceptions import ClientError
+from hourglass.adapters.items import Item, dedup_key, dedup_to_item, message_key, s
+from hourglass.adapters.store import BATCH_WRITE, Store
+from hourglass.adapters.timer_queue import Scheduled, Timer, TimerQueue
+from hourglass.core import schedule, validation
+from hourglass.core.model import Queue, Status
+from hourglass.core.timestamps import from_ms, to_ms
+from hourglass.errors import StoreError, TimerQueueError, ValidationError
+from hourglass.service.messages import DEDUP_WINDOW
+
+from pipeline.deployment import Deployment
+
+BATCH_GET = 100
+PROJECTION_NAMES = {"#p": "pk", "#s": "sk", "#m": "message_id", "#u": "dedup_until"}
+MESSAGE_FILTER = {"FilterExpression": "begins_with(sk, :m)", "ExpressionAttributeValues": {":m": s("m#")}}
+
+
+def load_queues(deployment: Deployment, names: Iterable[str]) -> dict[str, Queue]:
+    """The settings of every named queue that exists (invalid names are left to row validation)."""
+    store = Store(deployment.table, client=deployment.client("dynamodb"))
+    found: dict[str, Queue] = {}
+    for name in sorted(set(names)):
+        try:
+            validation.queue_name(name)
+        except ValidationError:
+            continue
+        queue = store.get_queue(name, consistent=True)
+        if queue is not None:
+            found[name] = queue
+    return found
+
+
+def scan_segment(deployment: Deployment, segment: int, segments: int) -> Iterator[Item]:
+    """The message items of one segment of a parallel Scan."""
+    pages = (
+        deployment.client("dynamodb")
+        .get_paginator("scan")
+        .paginate(TableName=deployment.table, Segment=segment, TotalSegments=segments, **MESSAGE_FILTER)
+    )
+    for page in pages:
+        yield from page.get("Items", [])
+
+
+# ------------------------------------------------------------------------------------ writer
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A validated row to store: its item (DynamoDB JSON text, no due-index keys) and those keys."""
+
+    queue: str
+    id: str
+    dedup_id: str | None
+    status: str
+    due_ms: int
+    sweep_pk: str | None
+    sweep_sk: str | None
+    item: str
+
+    @classmethod
+    def from_row(cls, row: Any) -> Planned:
+        return cls(row.queue, row.id, row.dedup_id, row.status, row.due_ms, row.sweep_pk, row.sweep_sk, row.item)
+
+
+@dataclass(frozen=True)
+class WriteSettings:
+    lookahead: float = 300.0
+    handoff_safety: float = 30.0
+    chunk: int = 50
+    attempts: int = 10
+    backoff_base: float = 0.05
+    backoff_max: float = 5.0
+
+
+@dataclass
+class WriteCounts:
+    scheduled: int = 0
+    handed_off: int = 0
+    swept: int = 0
+    expired: int = 0
+    duplicate: int = 0
+    handoff_fallback: int = 0
+
+    def add(self, other: WriteCounts) -> None:
+        for name, value in vars(other).items():
+            setattr(self, name, getattr(self, name) + value)
+
+
+@dataclass
+class TableWriter:
+    """Writes chunks of planned messages; every call is safe to repeat (ids are deterministic)."""
+
+    deployment: Deployment
+    now: datetime
+    settings: WriteSettings = WriteSettings()
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+    sleep: Callable[[float], None] = time.sleep
+    client: Any = None
+    timers: Any = None
+    counts: WriteCounts = field(default_factory=WriteCounts)
+
+    def __post_init__(self) -> None:
+        self.client = self.client or self.deployment.client("dynamodb")
+        if self.timers is None and self.deployment.timer_queue_url:
+            self.timers = TimerQueue(self.deployment.timer_queue_url, client=self.deployment.client("sqs"))
+
+    def write_all(self, rows: Iterable[Planned]) -> WriteCounts:
+        chunk: list[Planned] = []
+        for row in rows:
+            chunk.append(row)
+            if len(chunk) >= self.settings.chunk:
+                self.write(chunk)
+                chunk = []
+        if chunk:
+            self.write(chunk)
+        return self.counts
+
+    def write(self, chunk: Sequence[Planned]) -> None:
+        new = self._new(chunk)
+        self.counts.duplicate += len(chunk) - len(new)
+        wall = self.clock()
+        handoff = [p for p in new if p.status == Status.PENDING.value and self._hands_off(p, wall)]
+        fallback = bool(handoff) and not self._send_timers(handoff, wall)
+        handed = set() if fallback else {p.id for p in handoff}
+        requests = []
+        for planned in new:
+            item: Item = json.loads(planned.item)
+            if planned.sweep_pk and planned.sweep_sk and planned.id not in handed:
+                item["sweep_pk"], item["sweep_sk"] = s(planned.sweep_pk), s(planned.sweep_sk)
+            requests.append({"PutRequest": {"Item": item}})
+            if planned.dedup_id:
+                dedup = dedup_to_item(planned.queue, planned.dedup_id, planned.id, self.now + DEDUP_WINDOW)
+                requests.append({"PutRequest": {"Item": dedup}})
+        self._batch_write(requests)
+        expired = sum(p.status == Status.EXPIRED.value for p in new)
+        self.counts.scheduled += len(new)
+        self.counts.handed_off += len(handed)
+        self.counts.expired += expired
+        self.counts.swept += len(new) - len(handed) - expired
+        self.counts.handoff_fallback += len(handoff) if fallback else 0
+
+    def _hands_off(self, planned: Planned, wall: datetime) -> bool:
+        due = from_ms(planned.due_ms)
+        return schedule.hands_off_now(due, wall, self.settings.lookahead, self.settings.handoff_safety)
+
+    def _send_timers(self, handoff: Sequence[Planned], wall: datetime) -> bool:
+        scheduled = [
+            Scheduled(
+                Timer(p.queue, p.id, int(json.loads(p.item)["version"]["N"]), p.due_ms, to_ms(wall)),
+                schedule.timer_delay(from_ms(p.due_ms), wall),
+            )
+            for p in handoff
+        ]
+        try:
+            self.timers.send_all(scheduled)
+        except TimerQueueError:
+            return False
+        return True
+
+    # ----------------------------------------------------------------------- existence check
+
+    def _new(self, chunk: Sequence[Planned]) -> list[Planned]:
+        """The rows whose message does not exist and whose dedup id is not live for another message."""
+        keys = [message_key(p.queue, p.id) for p in chunk]
+        keys += [dedup_key(p.queue, p.dedup_id) for p in chunk if p.dedup_id]
+        found = self._batch_get(keys)
+        now_ms = to_ms(self.now)
+        new = []
+        for planned in chunk:
+            if (planned.queue, "m#" + planned.id) in found:
+                continue
+            dedup = found.get((planned.queue, "d#" + planned.dedup_id)) if planned.dedup_id else None
+            live = dedup is not None and int(dedup["dedup_until"]["N"]) >= now_ms
+            if live and dedup is not None and dedup["message_id"]["S"] != planned.id:
+                continue
+            new.append(planned)
+        return new
+
+    def _batch_get(self, keys: list[Item]) -> dict[tuple[str, str], Item]:
+        found: dict[tuple[str, str], Item] = {}
+        for start in range(0, len(keys), BATCH_GET):
+            request: dict[str, Any] = {
+                self.deployment.table: {
+                    "Keys": keys[start : start + BATCH_GET],
+                    "ConsistentRead": True,
+                    "ProjectionExpression": "#p, #s, #m, #u",
+                    "ExpressionAttributeNames": PROJECTION_NAMES,
+                }
+            }
+            for attempt in range(self.settings.attempts):
+                answer = self._call("batch_get_item", RequestItems=request)
+                for item in answer.get("Responses", {}).get(self.deployment.table, []):
+                    found[(item["pk"]["S"], item["sk"]["S"])] = item
+                request = answer.get("UnprocessedKeys") or {}
+                if not request:
+                    break
+                self._backoff(attempt)
+            else:
+                raise StoreError("BatchGetItem kept returning UnprocessedKeys")
+        return found
+
+    # ------------------------------------------------------------------------------ writing
+
+    def _batch_write(self, requests: list[dict[str, Any]]) -> None:
+        for start in range(0, len(requests), BATCH_WRITE):
+            pending = {self.deployment.table: requests[start : start + BATCH_WRITE]}
+            for attempt in range(self.settings.attempts):
+                pending = self._call("batch_write_item", RequestItems=pending).get("UnprocessedItems") or {}
+                if not pending:
+                    break
+                self._backoff(attempt)
+            else:
+                left = len(pending.get(self.deployment.table, []))
+                raise StoreError(f"BatchWriteItem left {left} items unprocessed after {self.settings.attempts} tries")
+
+    def _backoff(self, attempt: int) -> None:
+        """Exponential backoff with full jitter, so throttled partitions do not retry in step."""
+        ceiling = min(self.settings.backoff_max, self.settings.backoff_base * 2**attempt)
+        self.sleep(random.uniform(0, ceiling))
+
+    def _call(self, operation: str, **kwargs: Any) -> dict[str, Any]:
+        try:
+            answer: dict[str, Any] = getattr(self.client, operation)(**kwargs)
+        except ClientError as exc:
+            raise StoreError(f"DynamoDB {operation} failed: {exc}") from exc
+        return answer

@@ -1,0 +1,55 @@
+"""Fault injection: the integration harness wired through fault-injecting client proxies, and an HTTP emulator."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from moto.server import ThreadedMotoServer
+
+from devstack.emulator import quiet_emulator_logs
+from tests.conftest import FakeClock
+from tests.faults.proxies import FaultyClient
+from tests.integration.conftest import Harness, harness_for
+
+
+@dataclass
+class Faults:
+    ddb: FaultyClient
+    sqs: FaultyClient
+
+
+@pytest.fixture
+def faults(harness: Harness) -> Faults:
+    """The harness's store and timer queue now talk to AWS through fault-injecting proxies."""
+    ddb = FaultyClient(harness.ctx.store.client)
+    sqs = FaultyClient(harness.ctx.timers.client)
+    harness.ctx.store.client = ddb
+    harness.ctx.timers.client = sqs
+    return Faults(ddb=ddb, sqs=sqs)
+
+
+@pytest.fixture(scope="session")
+def moto_endpoint() -> Iterator[str]:
+    """An AWS emulator over HTTP on loopback, shared by the tests that need a real endpoint."""
+    quiet_emulator_logs()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+@pytest.fixture
+def harness(clock: FakeClock) -> Iterator[Harness]:
+    with harness_for(clock) as started:
+        yield started
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    from tests.faults.test_total_queue import REPORTS
+
+    for line in REPORTS:
+        terminalreporter.write_line(line)

@@ -1,0 +1,155 @@
+"""A sweeper dying between claim and send, and timer-queue sends failing: nothing stays stranded."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from hourglass.core.schedule import RECOVERY_GRACE
+
+from tests.faults.conftest import Faults
+from tests.faults.proxies import Crash, timer_for, timer_ids
+from tests.integration.conftest import Harness
+from tests.integration.test_flow import get, make_queue, post
+
+
+def status_of(h: Harness, *ids: str) -> list[str]:
+    return [get(h, i)["status"] for i in ids]
+
+
+def deliver_everything_due(h: Harness) -> None:
+    """What the schedule does over time: sweep, hand the timers to the dispatcher."""
+    h.sweep()
+    h.dispatch(h.timers())
+
+
+def test_sweeper_dying_after_claiming_is_recovered_once_the_lease_expires(harness: Harness, faults: Faults) -> None:
+    make_queue(harness)
+    start = harness.clock.now
+    ids = [m["id"] for m in post(harness, *({"body": i, "delay": 600} for i in range(3)))]
+    harness.clock.advance(400)
+    faults.sqs.crash("send_message_batch")
+    with pytest.raises(Crash):
+        harness.sweep()
+    stranded = [i for i in ids if harness.ctx.store.get_message("orders", i).claimed_until]  # type: ignore[union-attr]
+    harness.clock.advance(60)
+    harness.sweep()
+    harness.dispatch(harness.timers())
+    harness.clock.now = start + timedelta(seconds=600 + RECOVERY_GRACE + 60)
+    recovery = harness.sweep()
+    harness.dispatch(harness.timers())
+    delivered = [r["headers"]["Hourglass-Message-Id"] for r in harness.receiver.requests]
+    assert stranded and recovery.recovered == len(stranded)
+    assert sorted(delivered) == sorted(ids)
+
+
+def test_recovery_sweep_dying_after_claiming_is_recovered_by_a_later_one(harness: Harness, faults: Faults) -> None:
+    make_queue(harness)
+    [created] = post(harness, {"body": 1, "delay": 600})
+    harness.clock.advance(400)
+    faults.sqs.crash("send_message_batch", times=2)
+    with pytest.raises(Crash):
+        harness.sweep()
+    harness.clock.advance(200 + RECOVERY_GRACE)
+    with pytest.raises(Crash):
+        harness.sweep()  # the recovery sweep claims it again, then dies too
+    for _ in range(6):
+        harness.clock.advance(60)
+        deliver_everything_due(harness)
+    assert status_of(harness, created["id"]) == ["delivered"]
+
+
+def test_late_claim_by_a_sweeper_that_then_dies_is_recovered(harness: Harness, faults: Faults) -> None:
+    make_queue(harness)
+    [created] = post(harness, {"body": 1, "delay": 600})
+    harness.clock.advance(600 + 100)  # the sweeper was down: it claims long after the due time
+    faults.sqs.crash("send_message_batch")
+    with pytest.raises(Crash):
+        harness.sweep()
+    for _ in range(8):
+        harness.clock.advance(60)
+        deliver_everything_due(harness)
+    assert status_of(harness, created["id"]) == ["delivered"]
+
+
+def test_sweep_send_failing_for_some_entries_releases_them_and_holds_the_watermark(
+    harness: Harness, faults: Faults
+) -> None:
+    make_queue(harness)
+    ids = [m["id"] for m in post(harness, *({"body": i, "delay": 600 + i} for i in range(4)))]
+    harness.clock.advance(400)
+    faults.sqs.fail_entries(timer_for(ids[1], ids[3]))
+    first = harness.sweep()
+    sent_first = sorted(timer_ids(harness.timers()))
+    stored = [harness.ctx.store.get_message("orders", i) for i in ids]
+    faults.sqs.heal()
+    second = harness.sweep()
+    sent_second = sorted(timer_ids(harness.timers()))
+    assert (first.send_failed, second.handed_off) == (2, 2)
+    assert sent_first == sorted([ids[0], ids[2]]) and sent_second == sorted([ids[1], ids[3]])
+    assert [m.claimed_until is None for m in stored if m is not None] == [False, True, False, True]
+    assert first.watermark < 600 * 1000 + harness.clock.now.timestamp() * 1000
+
+
+def test_sweep_send_failing_entirely_is_retried_by_the_next_sweep(harness: Harness, faults: Faults) -> None:
+    make_queue(harness)
+    ids = [m["id"] for m in post(harness, *({"body": i, "delay": 600} for i in range(12)))]
+    harness.clock.advance(400)
+    faults.sqs.fail("send_message_batch", times=None)
+    failed = harness.sweep()
+    nothing = harness.timers()
+    faults.sqs.heal()
+    harness.clock.advance(30)
+    deliver_everything_due(harness)
+    assert (failed.send_failed, nothing) == (12, [])
+    assert status_of(harness, *ids) == ["delivered"] * 12
+
+
+def test_ingest_send_failing_falls_back_to_the_due_index_and_is_delivered(harness: Harness, faults: Faults) -> None:
+    make_queue(harness)
+    faults.sqs.fail("send_message_batch", times=None)
+    ids = [m["id"] for m in post(harness, *({"body": i, "delay": 20} for i in range(3)))]
+    faults.sqs.heal()
+    harness.clock.advance(10)
+    deliver_everything_due(harness)
+    assert status_of(harness, *ids) == ["delivered"] * 3
+    assert harness.ctx.metrics.counts["HandoffFallback"] == 3
+
+
+def test_ingest_partial_send_failure_delivers_every_message_once(harness: Harness, faults: Faults) -> None:
+    make_queue(harness)
+    calls = iter(range(1000))
+    faults.sqs.fail_entries(lambda entry: next(calls) % 2 == 0)  # every other entry, on every try
+    ids = [m["id"] for m in post(harness, *({"body": i, "delay": 20} for i in range(6)))]
+    faults.sqs.heal()
+    for _ in range(3):
+        harness.clock.advance(30)
+        deliver_everything_due(harness)
+    delivered = [r["headers"]["Hourglass-Message-Id"] for r in harness.receiver.requests]
+    assert status_of(harness, *ids) == ["delivered"] * 6
+    assert sorted(delivered) == sorted(ids)
+
+
+def test_ingest_fallback_after_the_sweep_passed_is_delivered_by_the_recovery_sweep(
+    harness: Harness, faults: Faults
+) -> None:
+    make_queue(harness)
+    harness.sweep()  # the watermark is now at now + lookahead
+    faults.sqs.fail("send_message_batch", times=None)
+    [created] = post(harness, {"body": 1, "delay": 60})
+    faults.sqs.heal()
+    for _ in range(6):
+        harness.clock.advance(60)
+        deliver_everything_due(harness)
+    doc = get(harness, created["id"])
+    assert doc["status"] == "delivered"
+
+
+def test_ingest_fallback_with_dedup_ids_is_released_for_the_next_sweep(harness: Harness, faults: Faults) -> None:
+    make_queue(harness)
+    faults.sqs.fail("send_message_batch", times=None)
+    ids = [m["id"] for m in post(harness, *({"body": i, "delay": 20, "dedup_id": f"d{i}"} for i in range(3)))]
+    faults.sqs.heal()
+    harness.clock.advance(10)
+    deliver_everything_due(harness)
+    assert status_of(harness, *ids) == ["delivered"] * 3

@@ -1,0 +1,267 @@
+"""A Jepsen-style total-queue check: thousands of messages through the local runtime while faults are
+injected; every acknowledged message must come out, nothing else may, and nothing early or after a cancel."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import statistics
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import free_port
+from tests.faults.callback import Callback, Request
+from tests.faults.processes import LocalRuntime
+
+FAST = {
+    "HOURGLASS_SWEEP_INTERVAL": "1",
+    "HOURGLASS_LOOKAHEAD": "4",
+    "HOURGLASS_HANDOFF_SAFETY": "1",
+    "HOURGLASS_POLL_VISIBILITY": "6",
+    "HOURGLASS_DISPATCHER_WORKERS": "6",
+    # moto answers a due-index query by scanning the whole table: one shard keeps the emulator's cost down
+    "HOURGLASS_SHARDS": "1",
+    "HOURGLASS_LOG_LEVEL": "WARNING",
+}
+# Faults whose recovery the design bounds to seconds. Failed sends at ingest or of a retry's timer, and
+# process kills between a claim and its send, wait for the recovery sweep (minutes): the soak covers them.
+QUICK_ODDS = {
+    "seed": 7,
+    "throttle": 0.02,
+    "sweep_send_fails": 0.05,
+    "sweep_entry_fails": 0.03,
+    "crash_before_post": 0.004,
+    "crash_after_post": 0.004,
+}
+SOAK_ODDS = {**QUICK_ODDS, "any_send_fails": 0.01}
+REPORTS: list[str] = []
+
+
+@dataclass
+class Plan:
+    """What the client did: its acknowledged messages, cancels and what each callback script expects."""
+
+    due: dict[str, float] = field(default_factory=dict)
+    outcome: dict[str, str] = field(default_factory=dict)
+    cancelled_at: dict[str, float] = field(default_factory=dict)
+    cancel_refused: set[str] = field(default_factory=set)
+    unacknowledged_posts: int = 0
+
+
+def epoch(rfc3339: str) -> float:
+    return datetime.fromisoformat(rfc3339.replace("Z", "+00:00")).timestamp()
+
+
+def script(rng: random.Random) -> tuple[dict[str, Any], str]:
+    """A callback behaviour and the outcome it leads to."""
+    roll = rng.random()
+    if roll < 0.08:
+        return {"answers": [503]}, "delivered"
+    if roll < 0.11:
+        return {"answers": [429, 500]}, "delivered"
+    if roll < 0.14:
+        return {"answers": [404]}, "failed"
+    if roll < 0.16:
+        return {"answers": [500, 500, 500]}, "failed"
+    if roll < 0.19:
+        return {"hold": 0.3}, "delivered"
+    return {}, "delivered"
+
+
+def delay(rng: random.Random, horizon: float) -> dict[str, Any]:
+    roll = rng.random()
+    if roll < 0.1:
+        return {}
+    if roll < 0.45:
+        return {"delay": round(rng.uniform(0, 4), 3)}
+    if roll < 0.9:
+        return {"delay": round(rng.uniform(4, horizon), 3)}
+    at = datetime.now(UTC) + timedelta(seconds=rng.uniform(5, horizon))
+    return {"deliver_at": at.isoformat(timespec="milliseconds").replace("+00:00", "Z")}
+
+
+def schedule(runtime: LocalRuntime, queue: str, count: int, horizon: float, rng: random.Random) -> Plan:
+    plan = Plan()
+    for start in range(0, count, 100):
+        batch, outcomes = [], []
+        for n in range(start, min(count, start + 100)):
+            behaviour, outcome = script(rng)
+            # A fifth carry a dedup id: a retried POST must not store those twice.
+            dedup = {"dedup_id": f"m{n}"} if n % 5 == 0 else {}
+            batch.append({"body": {"n": n, **behaviour}, **dedup, **delay(rng, horizon)})
+            outcomes.append(outcome)
+        for _ in range(10):  # a refused or cut-off POST is retried
+            posted = time.monotonic()
+            status, doc = runtime.call("POST", f"/v1/queues/{queue}/messages", {"messages": batch})
+            print(f"POST {start}: {status} in {time.monotonic() - posted:.2f} s")
+            if status == 201:
+                break
+            plan.unacknowledged_posts += 1
+            time.sleep(0.5)
+        assert status == 201, doc
+        for created, outcome in zip(doc["messages"], outcomes, strict=True):
+            plan.due[created["id"]] = epoch(created["due_at"])
+            plan.outcome[created["id"]] = outcome
+        cancel_some(runtime, queue, plan, [m["id"] for m in doc["messages"]], rng)
+    return plan
+
+
+def cancel_some(runtime: LocalRuntime, queue: str, plan: Plan, ids: list[str], rng: random.Random) -> None:
+    for message_id in rng.sample(ids, k=len(ids) // 10):
+        status, _ = runtime.call("DELETE", f"/v1/queues/{queue}/messages/{message_id}")
+        if status == 204:
+            plan.cancelled_at[message_id] = time.time()
+        elif status == 409:
+            plan.cancel_refused.add(message_id)
+
+
+def drain(runtime: LocalRuntime, callback: Callback, plan: Plan, timeout: float) -> None:
+    """Waits until every message that should be delivered was, and every failing one was tried."""
+    wanted = {i for i, o in plan.outcome.items() if o == "delivered" and i not in plan.cancelled_at}
+    tried = {i for i, o in plan.outcome.items() if o == "failed" and i not in plan.cancelled_at}
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        seen = {r.id for r in callback.snapshot()}
+        if not (wanted - callback.succeeded()) and not (tried - seen):
+            break
+        time.sleep(0.5)
+    time.sleep(2)  # let stragglers (retries of failing callbacks, late duplicates) land
+
+
+@dataclass
+class Verdict:
+    scheduled: int
+    lost: list[str]
+    unexpected: list[str]
+    duplicated: int
+    lateness: list[float]
+
+    def line(self, faults: dict[str, float], elapsed: float) -> str:
+        ordered = sorted(self.lateness) or [0.0]
+        p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+        injected = ", ".join(f"{k} {int(v)}" for k, v in sorted(faults.items()) if v and k[0].islower())
+        return (
+            f"total queue: {self.scheduled} scheduled in {elapsed:.0f} s; lost {len(self.lost)}, "
+            f"unexpected {len(self.unexpected)}, duplicated {self.duplicated} "
+            f"(redelivered after a takeover {int(faults.get('Redelivered', 0))}); lateness p50 "
+            f"{statistics.median(ordered) * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms, max {ordered[-1] * 1000:.0f} ms; "
+            f"faults injected: {injected}"
+        )
+
+
+def came_out(outcome: str, got: list[Request], status: str | None) -> bool:
+    if outcome == "delivered":
+        return status == "delivered" and any(200 <= r.status < 300 for r in got)
+    # A dispatcher that died after the failing answer makes the next attempt's answer the one that counts.
+    return bool(got) and status in ("failed", "delivered")
+
+
+def judge(plan: Plan, requests: list[Request], statuses: dict[str, str]) -> Verdict:
+    by_id: dict[str, list[Request]] = {}
+    for request in requests:
+        by_id.setdefault(request.id, []).append(request)
+    unexpected = [r.id for r in requests if r.id not in plan.due]
+    unexpected += [r.id for r in requests if r.id in plan.due and r.at < plan.due[r.id]]
+    unexpected += [r.id for r in requests if r.at > plan.cancelled_at.get(r.id, float("inf"))]
+    lost = []
+    for message_id, outcome in plan.outcome.items():
+        got = by_id.get(message_id, [])
+        if message_id in plan.cancelled_at:
+            if statuses.get(message_id) != "cancelled":
+                unexpected.append(message_id)
+        elif not came_out(outcome, got, statuses.get(message_id)):
+            lost.append(message_id)
+    successes = Counter(r.id for r in requests if 200 <= r.status < 300)
+    duplicated = sum(count - 1 for count in successes.values())
+    first = {i: min(r.at for r in got) - plan.due[i] for i, got in by_id.items() if i in plan.due}
+    return Verdict(len(plan.due), lost, unexpected, duplicated, list(first.values()))
+
+
+def final_statuses(runtime: LocalRuntime, queue: str) -> dict[str, str]:
+    statuses: dict[str, str] = {}
+    cursor = None
+    while True:
+        suffix = f"&cursor={cursor}" if cursor else ""
+        status, page = runtime.call("GET", f"/v1/queues/{queue}/messages?limit=1000{suffix}")
+        assert status == 200, page
+        statuses.update({m["id"]: m["status"] for m in page["messages"]})
+        cursor = page["next_cursor"]
+        if cursor is None:
+            return statuses
+
+
+def faults_of(path: Path) -> dict[str, float]:
+    return dict(json.loads(path.read_text())) if path.exists() else {}
+
+
+@pytest.fixture
+def callback() -> Iterator[Callback]:
+    started = Callback().start()
+    yield started
+    started.stop()
+
+
+def chaos_runtime(endpoint: str, tmp_path: Path, odds: dict[str, Any]) -> LocalRuntime:
+    env = {**FAST, "HOURGLASS_CHAOS": json.dumps(odds), "HOURGLASS_CHAOS_STATS": str(tmp_path / "faults.json")}
+    return LocalRuntime(endpoint, free_port(), tmp_path, env=env, module="tests.faults.chaos")
+
+
+def test_total_queue_under_faults(moto_endpoint: str, tmp_path: Path, callback: Callback) -> None:
+    runtime = chaos_runtime(moto_endpoint, tmp_path, QUICK_ODDS).start()
+    started = time.monotonic()
+    try:
+        status, _ = runtime.call(
+            "PUT",
+            "/v1/queues/total",
+            {"target": {"type": "http", "url": callback.url}, "retry": {"max_attempts": 4, "backoff_base": 0.5}},
+        )
+        assert status in (200, 201)
+        plan = schedule(runtime, "total", count=2000, horizon=30, rng=random.Random(7))
+        drain(runtime, callback, plan, timeout=60)
+        statuses = final_statuses(runtime, "total")
+        verdict = judge(plan, callback.snapshot(), statuses)
+    finally:
+        runtime.stop()
+    faults = faults_of(tmp_path / "faults.json")
+    REPORTS.append(verdict.line(faults, time.monotonic() - started))
+    assert sum(v for k, v in faults.items() if k[0].islower()) > 0, "no fault was injected"
+    lost = Counter(statuses.get(i, "absent") for i in verdict.lost)
+    now = time.time()
+    print("LOST", sorted((round(now - plan.due[i]), plan.outcome[i], statuses.get(i)) for i in verdict.lost)[:80])
+    assert (verdict.lost, verdict.unexpected) == ([], []), f"lost by status: {lost}"
+
+
+@pytest.mark.skipif(os.environ.get("HOURGLASS_SOAK") != "1", reason="soak: run with `make soak`")
+def test_total_queue_soak_with_process_kills(moto_endpoint: str, tmp_path: Path, callback: Callback) -> None:
+    """Longer, every fault including SIGKILLs of the runtime; the drain waits out the recovery sweep."""
+    runtime = chaos_runtime(moto_endpoint, tmp_path, SOAK_ODDS).start()
+    started = time.monotonic()
+    rng = random.Random(11)
+    try:
+        status, _ = runtime.call("PUT", "/v1/queues/soak", {"target": {"type": "http", "url": callback.url}})
+        assert status in (200, 201)
+        plans = []
+        for _ in range(int(os.environ.get("HOURGLASS_SOAK_ROUNDS", "5"))):
+            plans.append(schedule(runtime, "soak", count=4000, horizon=120, rng=rng))
+            time.sleep(rng.uniform(5, 30))
+            runtime.kill()
+            runtime.start()
+        plan = Plan()
+        for part in plans:
+            plan.due.update(part.due)
+            plan.outcome.update(part.outcome)
+            plan.cancelled_at.update(part.cancelled_at)
+        drain(runtime, callback, plan, timeout=600)
+        verdict = judge(plan, callback.snapshot(), final_statuses(runtime, "soak"))
+    finally:
+        runtime.stop()
+    REPORTS.append("soak " + verdict.line(faults_of(tmp_path / "faults.json"), time.monotonic() - started))
+    assert (verdict.lost, verdict.unexpected) == ([], [])

@@ -1,0 +1,86 @@
+"""One row to one planned message, with exactly the REST API's validation and deterministic ids."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+from hourglass.core import validation
+from hourglass.core.model import Queue
+from hourglass.errors import ValidationError
+
+from pipeline import cells
+from pipeline.planner import Planner
+
+NOW = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
+QUEUES = {"orders": Queue("orders", validation.queue_settings({"max_delay": 3600}), NOW)}
+
+
+def plan(doc: object, row: int = 1, source: str = "in.csv", allow_private: bool = False) -> tuple[object, ...]:
+    return Planner(QUEUES, NOW, source, allow_private_callbacks=allow_private).plan(row, json.dumps(doc))
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {"body": 1, "delay": -1},
+        {"body": 1, "delay": 1, "deliver_at": "2026-11-21T11:00:00Z"},
+        {"body": 1, "deliver_at": "tomorrow"},
+        {"body": 1, "ttl": 0},
+        {"body": 1, "dedup_id": ""},
+        {"body": 1, "target": {"type": "sqs"}},
+        {"body": 1, "colour": "red"},
+        {"delay": 1},
+    ],
+)
+def test_reason_is_the_rest_apis_message_for_the_same_field(doc: dict[str, object]) -> None:
+    with pytest.raises(ValidationError) as api:
+        validation.message_batch({"messages": [doc]}, QUEUES["orders"].settings, NOW)
+
+    reason = plan({"queue": "orders", **doc})[-1]
+
+    assert reason == api.value.message.replace("messages[0].", "", 1)
+
+
+def test_same_row_of_the_same_source_gets_the_same_id() -> None:
+    first, again, other_row, other_file = (
+        plan({"queue": "orders", "body": 1}),
+        plan({"queue": "orders", "body": 2}),
+        plan({"queue": "orders", "body": 1}, row=2),
+        plan({"queue": "orders", "body": 1}, source="other.csv"),
+    )
+
+    assert first[1] == again[1]
+    assert len({first[1], other_row[1], other_file[1]}) == 3
+
+
+def test_private_callback_is_refused_unless_allowed() -> None:
+    doc = {"queue": "orders", "body": 1, "target": {"type": "http", "url": "http://127.0.0.1:9/hook"}}
+
+    assert plan(doc)[-1] == "target: host '127.0.0.1' resolves to a private or reserved address"
+    assert plan(doc, allow_private=True)[-1] is None
+
+
+def test_row_that_is_not_an_object_is_rejected() -> None:
+    assert Planner(QUEUES, NOW, "x").plan(1, "[1]")[-1] == "row: must be a JSON object"
+
+
+def test_expiry_before_due_time_plans_an_expired_message() -> None:
+    planned = plan({"queue": "orders", "body": 1, "delay": 60, "ttl": 30})
+
+    assert planned[3] == "expired"
+    assert planned[5] is None
+
+
+def test_csv_cells_keep_unparseable_values_as_text_for_validation() -> None:
+    doc = json.loads(cells.document({"queue": "orders", "body": "{oops", "delay": "1e999", "ttl": "true"}))
+
+    assert doc == {"queue": "orders", "body": "{oops", "delay": "1e999", "ttl": "true"}
+    assert plan(doc)[-1] == "delay: must be a number"
+
+
+def test_csv_numbers_and_json_bodies_are_typed() -> None:
+    doc = json.loads(cells.document({"queue": "q", "body": '{"a": [1]}', "delay": "2.5", "dedup_id": "7"}))
+
+    assert doc == {"queue": "q", "body": {"a": [1]}, "delay": 2.5, "dedup_id": "7"}

@@ -1,0 +1,125 @@
+"""The delivery report end to end: from the deployed table (parallel Scan) and from a DynamoDB export."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hourglass.adapters.items import message_to_item, queue_to_item
+from hourglass.core import validation
+from hourglass.core.model import Message, Queue, Status
+from hourglass.core.timestamps import format_rfc3339
+from pyspark.sql import SparkSession
+
+from pipeline import report_job
+from tests.pipeline.conftest import Stack
+
+pytestmark = [pytest.mark.spark, pytest.mark.filterwarnings("ignore:Tried to parse:UserWarning")]
+
+NOW = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
+TABLES = ("status_by_queue", "status_by_hour", "lateness_by_queue", "lateness_by_hour", "attempts", "failures", "stuck")
+
+
+def message(queue: str, name: str, status: Status, due: datetime, **fields: Any) -> Message:
+    return Message(id=name, queue=queue, body={"n": name}, status=status, created_at=due, due_at=due, **fields)
+
+
+def messages() -> list[Message]:
+    """rpt-a: ten delivered 0.1 .. 1.0 s late and one waiting; rpt-b: three failed and two stuck."""
+    base = NOW - timedelta(hours=1)
+    delivered = [
+        message("rpt-a", f"a{i}", Status.DELIVERED, base, attempts=1, delivered_at=base + timedelta(seconds=i / 10))
+        for i in range(1, 11)
+    ]
+    return [
+        *delivered,
+        message("rpt-a", "a-later", Status.PENDING, NOW + timedelta(hours=1)),
+        *(
+            message("rpt-b", f"b{i}", Status.FAILED, base, attempts=5, last_error=error)
+            for i, error in enumerate(["HTTP 500", "HTTP 500", "timeout"])
+        ),
+        message("rpt-b", "b-stuck", Status.PENDING, NOW - timedelta(minutes=30)),
+        message("rpt-b", "b-stuck-2", Status.DELIVERING, NOW - timedelta(minutes=11), attempts=1),
+        message("rpt-b", "b-recent", Status.PENDING, NOW - timedelta(minutes=5)),
+    ]
+
+
+def table_rows(out: Path, name: str, queue: str) -> list[dict[str, str]]:
+    with (out / "csv" / f"{name}.csv").open() as rows:
+        return [row for row in csv.DictReader(rows) if row.get("queue") == queue]
+
+
+def report(spark: SparkSession, stack: Stack, out: Path, *source: str) -> dict[str, Any]:
+    args = report_job.parser().parse_args(
+        [*source, "--out", str(out), "--now", format_rfc3339(NOW), "--endpoint-url", stack.endpoint]
+    )
+    return report_job.run(spark, args)
+
+
+@pytest.fixture(scope="module")
+def from_table(spark: SparkSession, stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    stack.store().put_messages((m, None) for m in messages())
+    out = tmp_path_factory.mktemp("report")
+    report(spark, stack, out)
+    return out
+
+
+def test_writes_every_table_as_parquet_and_csv(from_table: Path) -> None:
+    for name in TABLES:
+        assert (from_table / "csv" / f"{name}.csv").is_file()
+        assert list((from_table / "parquet" / name).glob("*.parquet"))
+
+
+def test_writes_the_charts_and_a_markdown_report_that_embeds_them(from_table: Path) -> None:
+    document = (from_table / "report.md").read_text()
+
+    for chart in ("charts/lateness.png", "charts/deliveries.png"):
+        assert (from_table / chart).read_bytes().startswith(b"\x89PNG")
+        assert f"]({chart})" in document
+    assert "| rpt-a | 10 | 0.500 | 0.900 | 1.000 | 1.000 |" in document
+
+
+def test_lateness_percentiles_of_a_queue(from_table: Path) -> None:
+    (row,) = table_rows(from_table, "lateness_by_queue", "rpt-a")
+
+    assert row == {"queue": "rpt-a", "delivered": "10", "p50_s": "0.5", "p90_s": "0.9", "p99_s": "1.0", "max_s": "1.0"}
+
+
+def test_status_counts_of_a_queue(from_table: Path) -> None:
+    (row,) = table_rows(from_table, "status_by_queue", "rpt-b")
+
+    assert (row["failed"], row["pending"], row["delivering"], row["total"]) == ("3", "2", "1", "6")
+
+
+def test_top_failure_reasons(from_table: Path) -> None:
+    rows = table_rows(from_table, "failures", "rpt-b")
+
+    assert [(r["last_error"], r["messages"], r["rank"]) for r in rows] == [
+        ("HTTP 500", "2", "1"),
+        ("timeout", "1", "2"),
+    ]
+
+
+def test_stuck_messages_are_listed(from_table: Path) -> None:
+    assert [r["id"] for r in table_rows(from_table, "stuck", "rpt-b")] == ["b-stuck", "b-stuck-2"]
+
+
+def test_export_gives_the_same_report(spark: SparkSession, stack: Stack, tmp_path: Path) -> None:
+    data = tmp_path / "export" / "AWSDynamoDB" / "01234-abcd" / "data"
+    data.mkdir(parents=True)
+    (data.parent / "manifest-summary.json").write_text("{}")
+    settings = Queue("rpt-a", validation.queue_settings({}), NOW)
+    items = [queue_to_item(settings), *(message_to_item(m) for m in messages())]
+    with gzip.open(data / "part-0.json.gz", "wt") as lines:
+        lines.writelines(json.dumps({"Item": item}) + "\n" for item in items)
+
+    summary = report(spark, stack, tmp_path / "out", "--export", str(tmp_path / "export"))
+
+    assert summary["messages"] == len(messages())
+    assert summary["lateness_s"] == {"delivered": 10, "p50_s": 0.5, "p90_s": 0.9, "p99_s": 1.0, "max_s": 1.0}
+    assert summary["stuck"] == 2

@@ -1,0 +1,42 @@
+"""Timer packs: timers due within a second share one SQS message; old single-timer bodies still read."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hourglass.adapters.timer_queue import MAX_PACK, PACK_SPAN_MS, Scheduled, Timer, pack_to_json, packs, read_timers
+from hourglass.errors import ValidationError
+
+
+def timer(i: int, due_ms: int) -> Timer:
+    return Timer(queue="q", id=f"id{i}", version=1, due_ms=due_ms, sent_ms=5)
+
+
+def scheduled(*dues: int) -> list[Scheduled]:
+    return [Scheduled(timer(i, due), delay_seconds=due // 1000) for i, due in enumerate(dues)]
+
+
+def test_a_pack_reads_back_as_its_timers() -> None:
+    timers = [timer(1, 1000), timer(2, 1500), timer(3, 1999)]
+    assert read_timers(pack_to_json(timers)) == timers
+
+
+def test_a_single_timer_body_is_the_old_format() -> None:
+    assert json.loads(pack_to_json([timer(1, 1000)])) == json.loads(timer(1, 1000).to_json())
+
+
+def test_timers_due_within_the_span_share_a_pack() -> None:
+    grouped = packs(scheduled(3000, 1000, 1000 + PACK_SPAN_MS - 1, 1000 + PACK_SPAN_MS))
+    assert [[s.timer.due_ms for s in pack] for pack in grouped] == [[1000, 1999], [2000], [3000]]
+
+
+def test_a_pack_holds_at_most_max_pack_timers() -> None:
+    grouped = packs(scheduled(*[1000] * (MAX_PACK + 1)))
+    assert [len(pack) for pack in grouped] == [MAX_PACK, 1]
+
+
+@pytest.mark.parametrize("body", ['{"q":"q","id":"a","v":1,"due":1,"sent":1,"more":[["q","b"]]}', "[]", "x"])
+def test_a_malformed_pack_is_refused(body: str) -> None:
+    with pytest.raises(ValidationError):
+        read_timers(body)
