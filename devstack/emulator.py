@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 from moto.server import ThreadedMotoServer
 
+from devstack import moto_speed
+
 DUMMY_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing",
     "AWS_SECRET_ACCESS_KEY": "testing",
@@ -23,6 +25,12 @@ def use_dummy_credentials(region: str) -> None:
         os.environ.setdefault(key, value)
     os.environ.setdefault("AWS_DEFAULT_REGION", region)
     os.environ.setdefault("AWS_REGION", region)
+
+
+def prepare_embedded_moto() -> None:
+    """Before starting moto in this process: quiet logs, and the SQS send fix of `moto_speed`."""
+    quiet_emulator_logs()
+    moto_speed.install()
 
 
 def quiet_emulator_logs() -> None:
@@ -45,7 +53,7 @@ class Emulator:
 
     @classmethod
     def start(cls, port: int) -> Emulator:
-        quiet_emulator_logs()
+        prepare_embedded_moto()
         if not port_is_free(port):
             raise RuntimeError(
                 f"port {port} is in use: stop what runs there, set HOURGLASS_EMULATOR_PORT, "

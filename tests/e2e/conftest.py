@@ -17,7 +17,7 @@ import pytest
 from moto.server import ThreadedMotoServer
 
 from devstack.config import RuntimeConfig
-from devstack.emulator import port_is_free, quiet_emulator_logs
+from devstack.emulator import port_is_free, prepare_embedded_moto
 from devstack.runtime import Runtime
 
 LATENESS: list[float] = []
@@ -105,7 +105,7 @@ class Client:
 
 @pytest.fixture(scope="session")
 def moto_server() -> Iterator[str]:
-    quiet_emulator_logs()
+    prepare_embedded_moto()
     port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 import pytest
 from moto.server import ThreadedMotoServer
 
-from devstack.emulator import quiet_emulator_logs
+from devstack.emulator import prepare_embedded_moto
 from tests.conftest import FakeClock
 from tests.faults.proxies import FaultyClient
 from tests.integration.conftest import Harness, harness_for
@@ -34,7 +35,7 @@ def faults(harness: Harness) -> Faults:
 @pytest.fixture(scope="session")
 def moto_endpoint() -> Iterator[str]:
     """An AWS emulator over HTTP on loopback, shared by the tests that need a real endpoint."""
-    quiet_emulator_logs()
+    prepare_embedded_moto()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
@@ -49,7 +50,5 @@ def harness(clock: FakeClock) -> Iterator[Harness]:
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    from tests.faults.test_total_queue import REPORTS
-
-    for line in REPORTS:
+    for line in getattr(sys.modules.get("tests.faults.test_total_queue"), "REPORTS", []):
         terminalreporter.write_line(line)

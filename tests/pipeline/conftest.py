@@ -15,7 +15,7 @@ from moto.server import ThreadedMotoServer
 from pyspark.sql import SparkSession
 
 from devstack.deploy import deploy, synth
-from devstack.emulator import quiet_emulator_logs
+from devstack.emulator import prepare_embedded_moto
 from pipeline.deployment import Deployment
 from pipeline.session import spark_session
 
@@ -56,7 +56,7 @@ class Stack:
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """The Hourglass stack synthesized and deployed through CloudFormation into a 127.0.0.1 moto server."""
-    quiet_emulator_logs()
+    prepare_embedded_moto()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     try:
