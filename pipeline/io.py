@@ -120,9 +120,9 @@ def with_row_numbers(table: DataFrame) -> tuple[DataFrame, int]:
 def read_export(spark: SparkSession, path: str, deployment: Deployment | None = None) -> DataFrame:
     """Message records from a DynamoDB export (DynamoDB JSON lines, gzip or not)."""
     if path.startswith("s3://"):
-        keys = _s3_export_files(path, deployment)
+        keys = s3_export_files(path, deployment)
         located = spark.sparkContext.parallelize(keys, max(1, len(keys)))
-        items = located.flatMap(lambda key: records.export_items(_s3_lines(deployment, key)))
+        items = located.flatMap(lambda key: records.export_items(s3_lines(deployment, key)))
     else:
         files = [str(p) for p in _local_export_files(Path(path))]
         if not files:
@@ -150,7 +150,8 @@ def _s3_client(deployment: Deployment | None) -> Any:
     return (deployment or Deployment(table="")).client("s3")
 
 
-def _s3_export_files(url: str, deployment: Deployment | None) -> list[str]:
+def s3_export_files(url: str, deployment: Deployment | None) -> list[str]:
+    """The export's data files under an ``s3://bucket/prefix`` (manifests left out)."""
     bucket, prefix = _split_s3(url)
     pages = _s3_client(deployment).get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
     keys = [o["Key"] for page in pages for o in page.get("Contents", []) if _export_data_file(o["Key"].rsplit("/")[-1])]
@@ -159,11 +160,14 @@ def _s3_export_files(url: str, deployment: Deployment | None) -> list[str]:
     return [f"s3://{bucket}/{key}" for key in keys]
 
 
-def _s3_lines(deployment: Deployment | None, url: str) -> Iterator[bytes]:
+def s3_lines(deployment: Deployment | None, url: str) -> Iterator[bytes]:
+    """The lines of one S3 object, gunzipped when its name ends in .gz, streamed."""
     bucket, key = _split_s3(url)
     body = _s3_client(deployment).get_object(Bucket=bucket, Key=key)["Body"]
-    stream = gzip.GzipFile(fileobj=body) if key.endswith(".gz") else body
-    yield from stream.iter_lines() if hasattr(stream, "iter_lines") else stream
+    if key.endswith(".gz"):
+        yield from gzip.GzipFile(fileobj=body)
+    else:
+        yield from body.iter_lines()
 
 
 # ---------------------------------------------------------------------------------- outputs

@@ -75,10 +75,14 @@ def run(spark: SparkSession, args: argparse.Namespace) -> dict[str, Any]:
     out = io.Output(args.out, located)
     collected: dict[str, list[Any]] = {}
     for name, frame in tables.items():
+        # Written twice and read back for report.md: computed once.
+        frame.persist(StorageLevel.MEMORY_AND_DISK)
         out.write_table(frame, name)
         limit = report_md.MAX_ROWS if name in ("stuck", "status_by_hour", "lateness_by_hour") else None
         collected[name] = (frame.limit(limit) if limit else frame).collect()
     stuck_total = tables["stuck"].count()
+    for frame in tables.values():
+        frame.unpersist()
     messages.unpersist()
 
     out.write_bytes("charts/lateness.png", charts.lateness_histogram(collected["lateness_histogram"]))

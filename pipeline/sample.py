@@ -20,9 +20,11 @@ from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from botocore.exceptions import BotoCoreError, ClientError
 from hourglass.core.timestamps import format_rfc3339, parse_rfc3339
 
 from pipeline import cells
+from pipeline.deployment import Deployment
 
 # name, weight, settings (the REST body of PUT /v1/queues/{name})
 QUEUES: tuple[tuple[str, int, dict[str, Any]], ...] = (
@@ -34,7 +36,13 @@ QUEUES: tuple[tuple[str, int, dict[str, Any]], ...] = (
 )
 # Some deliver_at values carry an offset other than Z, as real exports do.
 _PLUS_TWO = timezone(timedelta(hours=2))
-SQS_TARGET = '{"type":"sqs","queue_url":"https://sqs.us-east-1.amazonaws.com/123456789012/sample-target"}'
+# Deliveries of the sample land in these SQS queues of the emulator (created by --create-queues).
+TARGET_QUEUE = "hourglass-sample-target"
+PRIORITY_QUEUE = "hourglass-sample-priority"
+SQS_TARGET = json.dumps(
+    {"type": "sqs", "queue_url": f"https://sqs.us-east-1.amazonaws.com/123456789012/{PRIORITY_QUEUE}"},
+    separators=(",", ":"),
+)
 BAD_ROWS: tuple[dict[str, str], ...] = (
     {"queue": "orderz", "body": "{}", "delay": "5"},
     {"queue": "bad queue!", "body": "{}", "delay": "5"},
@@ -132,18 +140,29 @@ def _json_row(row: dict[str, str]) -> dict[str, Any]:
     return json.loads(cells.document(row))
 
 
-def create_queues(api_url: str, api_key: str | None) -> list[str]:
-    """PUTs each sample queue that does not exist yet (existing settings are left alone)."""
+def create_queues(api_url: str, api_key: str | None, endpoint_url: str | None) -> list[str]:
+    """PUTs each sample queue that does not exist yet (existing settings are left alone).
+
+    With the emulator's endpoint, the SQS queues the sample delivers to are created too and become
+    the queues' target, so a `make dev` run delivers instead of failing for want of a target.
+    """
+    target = _target_queues(endpoint_url) if endpoint_url else None
     created = []
     for name, _, settings in QUEUES:
         url = f"{api_url.rstrip('/')}/v1/queues/{name}"
         if _call("GET", url, None, api_key) == 200:
             continue
-        status = _call("PUT", url, settings, api_key)
+        status = _call("PUT", url, {**settings, **({"target": target} if target else {})}, api_key)
         if status not in (200, 201):
             raise RuntimeError(f"PUT {url} answered {status}")
         created.append(name)
     return created
+
+
+def _target_queues(endpoint_url: str) -> dict[str, str]:
+    sqs = Deployment(table="", endpoint_url=endpoint_url).client("sqs")
+    sqs.create_queue(QueueName=PRIORITY_QUEUE)
+    return {"type": "sqs", "queue_url": sqs.create_queue(QueueName=TARGET_QUEUE)["QueueUrl"]}
 
 
 def _call(method: str, url: str, body: Any, api_key: str | None) -> int:
@@ -166,11 +185,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--start", help="RFC 3339 time deliver_at values are relative to (default: now)")
     p.add_argument("--bad-fraction", type=float, default=0.01)
     p.add_argument("--create-queues", metavar="API_URL", help="create the sample's queues through this REST API")
+    p.add_argument(
+        "--endpoint-url",
+        default=os.environ.get("AWS_ENDPOINT_URL"),
+        help="with --create-queues: the emulator where the sample's SQS target queues are created",
+    )
     args = p.parse_args(argv)
     if args.create_queues:
         try:
-            created = create_queues(args.create_queues, os.environ.get("HOURGLASS_API_KEY"))
-        except (OSError, RuntimeError) as exc:
+            created = create_queues(args.create_queues, os.environ.get("HOURGLASS_API_KEY"), args.endpoint_url)
+        except (OSError, RuntimeError, BotoCoreError, ClientError) as exc:
             print(
                 f"error: cannot create the sample queues at {args.create_queues} (is `make dev` running?): {exc}",
                 file=sys.stderr,

@@ -99,10 +99,6 @@ class WriteCounts:
     duplicate: int = 0
     handoff_fallback: int = 0
 
-    def add(self, other: WriteCounts) -> None:
-        for name, value in vars(other).items():
-            setattr(self, name, getattr(self, name) + value)
-
 
 @dataclass
 class TableWriter:

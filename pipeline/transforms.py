@@ -80,7 +80,7 @@ def plan_messages(
 
     @F.udf(PLAN_FIELDS, useArrow=False)  # type: ignore[misc]
     def plan(row: int, doc: str | None) -> Any:
-        # One planner per worker process: its resolved-host cache then outlives a single row.
+        # Built once per task (not per row): the queue settings and the resolved-host cache are reused.
         planner = planners.get(0)
         if planner is None:
             planner = Planner(shared.value, now, source, keys, allow_private_callbacks)

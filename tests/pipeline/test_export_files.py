@@ -1,0 +1,54 @@
+"""Reading a DynamoDB export from S3: data files found under the prefix, lines streamed and decoded."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from hourglass.adapters.items import message_key
+from moto import mock_aws
+
+from pipeline import io, records
+from pipeline.deployment import Deployment
+
+EXPORT = "s3://exports/AWSDynamoDB/0123-abc"
+ITEMS = [{**message_key("q", f"m{i}"), "id": {"S": f"m{i}"}} for i in range(3)]
+
+
+@pytest.fixture
+def bucket() -> Iterator[Any]:
+    with mock_aws():
+        s3 = boto3.client("s3", region_name="us-east-1")
+        s3.create_bucket(Bucket="exports")
+        prefix = "AWSDynamoDB/0123-abc"
+        lines = "".join(json.dumps({"Item": item}) + "\n" for item in ITEMS)
+        s3.put_object(Bucket="exports", Key=f"{prefix}/data/a.json.gz", Body=gzip.compress(lines[:-1].encode()))
+        s3.put_object(Bucket="exports", Key=f"{prefix}/data/b.json", Body=b"\n")
+        s3.put_object(Bucket="exports", Key=f"{prefix}/manifest-summary.json", Body=b"{}")
+        s3.put_object(Bucket="exports", Key=f"{prefix}/_started", Body=b"")
+        yield s3
+
+
+def test_only_data_files_are_read(bucket: Any) -> None:
+    files = io.s3_export_files(EXPORT, Deployment(table=""))
+
+    assert files == [f"{EXPORT}/data/a.json.gz", f"{EXPORT}/data/b.json"]
+
+
+def test_gzipped_lines_decode_to_the_items(bucket: Any) -> None:
+    located = Deployment(table="")
+
+    items = [
+        item for url in io.s3_export_files(EXPORT, located) for item in records.export_items(io.s3_lines(located, url))
+    ]
+
+    assert items == ITEMS
+
+
+def test_an_empty_prefix_is_an_input_error(bucket: Any) -> None:
+    with pytest.raises(io.InputError, match="no export data files"):
+        io.s3_export_files("s3://exports/nothing-here", Deployment(table=""))
