@@ -233,6 +233,45 @@ def test_no_policy_statement_grants_a_wildcard_action(template: Template) -> Non
             assert "*" not in action, statement
 
 
+def test_no_policy_statement_grants_every_resource(template: Template) -> None:
+    assert [s for s in _statements(template) if s["Resource"] == "*" or "*" in s["Resource"]] == []
+
+
+def _role_actions(template: Template, handler: str) -> set[str]:
+    _, fn = function(template, handler)
+    role = {"Ref": fn["Properties"]["Role"]["Fn::GetAtt"][0]}
+    policies = template.find_resources("AWS::IAM::Policy").values()
+    statements = [
+        s for p in policies if role in p["Properties"]["Roles"] for s in p["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    return {a for s in statements for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
+
+
+def test_only_the_dispatcher_consumes_the_timer_queue(template: Template) -> None:
+    consuming = {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility"}
+    by_role = {handler: _role_actions(template, handler) & consuming for handler in HANDLERS}
+    assert by_role == {
+        "hourglass.handlers.api.handler": set(),
+        "hourglass.handlers.sweeper.handler": set(),
+        "hourglass.handlers.dispatcher.handler": consuming,
+    }
+
+
+def test_no_function_may_manage_tables_or_queues(template: Template) -> None:
+    managing = (
+        "dynamodb:CreateTable",
+        "dynamodb:DeleteTable",
+        "dynamodb:UpdateTable",
+        "sqs:DeleteQueue",
+        "sqs:PurgeQueue",
+        "sqs:SetQueueAttributes",
+        "sqs:CreateQueue",
+        "iam:",
+    )
+    actions = set().union(*(_role_actions(template, handler) for handler in HANDLERS))
+    assert [a for a in actions if a.startswith(managing)] == []
+
+
 def test_dispatcher_may_send_to_any_queue_of_the_account(template: Template) -> None:
     _, dispatcher = function(template, "hourglass.handlers.dispatcher.handler")
     role_id = dispatcher["Properties"]["Role"]["Fn::GetAtt"][0]

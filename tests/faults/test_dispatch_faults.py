@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from hourglass.adapters.http_target import HttpReply
+from hourglass.core.timestamps import parse_rfc3339
 from hourglass.service.dispatch import Dispatcher
 
 from tests.faults.conftest import Faults
@@ -122,3 +123,27 @@ def test_early_timer_whose_resend_fails_fails_alone_in_its_batch(harness: Harnes
     failed = Dispatcher(harness.ctx).run_batch(batch)
     assert failed == [timers[far["id"]]["record"]]
     assert get(harness, soon["id"])["status"] == "delivered"
+
+
+def test_timer_that_beats_its_write_is_looked_at_again_within_seconds(harness: Harness, faults: Faults) -> None:
+    make_queue(harness)
+    early: list[str] = []
+    # the dispatcher gets the hand-off timer between the ingest's send and its write
+    faults.ddb.before("batch_write_item", lambda: early.extend(harness.dispatch(harness.timers())))
+    [created] = post(harness, {"body": 1})
+    harness.dispatch(harness.timers())
+    doc = get(harness, created["id"])
+    assert (early, doc["status"], delivered_ids(harness)) == ([], "delivered", [created["id"]])
+    assert parse_rfc3339(doc["delivered_at"]) - parse_rfc3339(doc["due_at"]) <= timedelta(seconds=2)
+
+
+def test_write_landing_between_a_failed_start_and_the_lookup_is_still_delivered(
+    harness: Harness, faults: Faults
+) -> None:
+    make_queue(harness)
+    [created] = post(harness, {"body": 1, "delay": 5})
+    # what `pending(v1) -> delivering` sees when the item is not there yet; the lookup then finds it written
+    faults.ddb.fail("update_item", code="ConditionalCheckFailedException", status=400)
+    harness.dispatch(harness.timers())
+    harness.dispatch(harness.timers())
+    assert get(harness, created["id"])["status"] == "delivered"

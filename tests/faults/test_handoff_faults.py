@@ -153,3 +153,19 @@ def test_ingest_fallback_with_dedup_ids_is_released_for_the_next_sweep(harness: 
     harness.clock.advance(10)
     deliver_everything_due(harness)
     assert status_of(harness, *ids) == ["delivered"] * 3
+
+
+def test_retry_whose_timer_is_not_sent_is_handed_off_by_the_recovery_sweep(harness: Harness, faults: Faults) -> None:
+    make_queue(harness)
+    harness.receiver.answers = [503]
+    [created] = post(harness, {"body": 1, "delay": 5})
+    timers = harness.timers()
+    faults.sqs.fail("send_message_batch", times=None)  # the retry's timer, sent by the dispatcher
+    harness.dispatch(timers)
+    faults.sqs.heal()
+    waiting = get(harness, created["id"])
+    for _ in range(6):
+        harness.clock.advance(60)
+        deliver_everything_due(harness)
+    assert (waiting["status"], waiting["attempts"], harness.timers()) == ("pending", 1, [])
+    assert (get(harness, created["id"])["status"], len(harness.receiver.requests)) == ("delivered", 2)

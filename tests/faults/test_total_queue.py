@@ -24,7 +24,8 @@ from tests.faults.processes import LocalRuntime
 FAST = {
     "HOURGLASS_SWEEP_INTERVAL": "1",
     "HOURGLASS_LOOKAHEAD": "4",
-    "HOURGLASS_HANDOFF_SAFETY": "1",
+    # longer than a POST takes here, or a sweep could pass a due time before its write lands
+    "HOURGLASS_HANDOFF_SAFETY": "3",
     "HOURGLASS_POLL_VISIBILITY": "6",
     "HOURGLASS_DISPATCHER_WORKERS": "6",
     # moto answers a due-index query by scanning the whole table: one shard keeps the emulator's cost down
@@ -43,6 +44,7 @@ QUICK_ODDS = {
 }
 SOAK_ODDS = {**QUICK_ODDS, "any_send_fails": 0.01}
 REPORTS: list[str] = []
+FINAL = ("delivered", "failed", "cancelled", "expired")
 
 
 @dataclass
@@ -53,7 +55,7 @@ class Plan:
     outcome: dict[str, str] = field(default_factory=dict)
     cancelled_at: dict[str, float] = field(default_factory=dict)
     cancel_refused: set[str] = field(default_factory=set)
-    unacknowledged_posts: int = 0
+    indeterminate: set[int] = field(default_factory=set)  # bodies of POSTs that got no 201
 
 
 def epoch(rfc3339: str) -> float:
@@ -88,23 +90,24 @@ def delay(rng: random.Random, horizon: float) -> dict[str, Any]:
     return {"deliver_at": at.isoformat(timespec="milliseconds").replace("+00:00", "Z")}
 
 
-def schedule(runtime: LocalRuntime, queue: str, count: int, horizon: float, rng: random.Random) -> Plan:
-    plan = Plan()
-    for start in range(0, count, 100):
+def schedule(
+    runtime: LocalRuntime, queue: str, count: int, horizon: float, rng: random.Random, plan: Plan | None = None
+) -> Plan:
+    plan = plan or Plan()
+    first = len(plan.due) + len(plan.indeterminate)
+    for start in range(first, first + count, 100):
         batch, outcomes = [], []
-        for n in range(start, min(count, start + 100)):
+        for n in range(start, min(first + count, start + 100)):
             behaviour, outcome = script(rng)
-            # A fifth carry a dedup id: a retried POST must not store those twice.
-            dedup = {"dedup_id": f"m{n}"} if n % 5 == 0 else {}
+            # A few carry a dedup id (moto copies the whole table for each transaction they cost).
+            dedup = {"dedup_id": f"m{n}"} if n % 100 == 0 else {}
             batch.append({"body": {"n": n, **behaviour}, **dedup, **delay(rng, horizon)})
             outcomes.append(outcome)
-        for _ in range(10):  # a refused or cut-off POST is retried
-            posted = time.monotonic()
+        for _ in range(10):  # a refused or cut-off POST is retried; what it may have stored is indeterminate
             status, doc = runtime.call("POST", f"/v1/queues/{queue}/messages", {"messages": batch})
-            print(f"POST {start}: {status} in {time.monotonic() - posted:.2f} s")
             if status == 201:
                 break
-            plan.unacknowledged_posts += 1
+            plan.indeterminate.update(m["body"]["n"] for m in batch)
             time.sleep(0.5)
         assert status == 201, doc
         for created, outcome in zip(doc["messages"], outcomes, strict=True):
@@ -123,17 +126,22 @@ def cancel_some(runtime: LocalRuntime, queue: str, plan: Plan, ids: list[str], r
             plan.cancel_refused.add(message_id)
 
 
-def drain(runtime: LocalRuntime, callback: Callback, plan: Plan, timeout: float) -> None:
-    """Waits until every message that should be delivered was, and every failing one was tried."""
+def drain(runtime: LocalRuntime, callback: Callback, queue: str, plan: Plan, timeout: float) -> dict[str, str]:
+    """Waits until every message that should be delivered was, every failing one was tried and every
+    acknowledged one is in a final state; returns the final statuses."""
     wanted = {i for i, o in plan.outcome.items() if o == "delivered" and i not in plan.cancelled_at}
     tried = {i for i, o in plan.outcome.items() if o == "failed" and i not in plan.cancelled_at}
     deadline = time.monotonic() + timeout
+    statuses: dict[str, str] = {}
     while time.monotonic() < deadline:
-        seen = {r.id for r in callback.snapshot()}
-        if not (wanted - callback.succeeded()) and not (tried - seen):
+        time.sleep(1)
+        if wanted - callback.succeeded() or tried - {r.id for r in callback.snapshot()}:
+            continue
+        statuses = final_statuses(runtime, queue)
+        if all(statuses.get(i) in FINAL for i in plan.due):
             break
-        time.sleep(0.5)
-    time.sleep(2)  # let stragglers (retries of failing callbacks, late duplicates) land
+    time.sleep(2)  # let late duplicates land
+    return final_statuses(runtime, queue)
 
 
 @dataclass
@@ -168,7 +176,7 @@ def judge(plan: Plan, requests: list[Request], statuses: dict[str, str]) -> Verd
     by_id: dict[str, list[Request]] = {}
     for request in requests:
         by_id.setdefault(request.id, []).append(request)
-    unexpected = [r.id for r in requests if r.id not in plan.due]
+    unexpected = [r.id for r in requests if r.id not in plan.due and r.body["n"] not in plan.indeterminate]
     unexpected += [r.id for r in requests if r.id in plan.due and r.at < plan.due[r.id]]
     unexpected += [r.id for r in requests if r.at > plan.cancelled_at.get(r.id, float("inf"))]
     lost = []
@@ -225,8 +233,7 @@ def test_total_queue_under_faults(moto_endpoint: str, tmp_path: Path, callback: 
         )
         assert status in (200, 201)
         plan = schedule(runtime, "total", count=2000, horizon=30, rng=random.Random(7))
-        drain(runtime, callback, plan, timeout=60)
-        statuses = final_statuses(runtime, "total")
+        statuses = drain(runtime, callback, "total", plan, timeout=60)
         verdict = judge(plan, callback.snapshot(), statuses)
     finally:
         runtime.stop()
@@ -234,8 +241,6 @@ def test_total_queue_under_faults(moto_endpoint: str, tmp_path: Path, callback: 
     REPORTS.append(verdict.line(faults, time.monotonic() - started))
     assert sum(v for k, v in faults.items() if k[0].islower()) > 0, "no fault was injected"
     lost = Counter(statuses.get(i, "absent") for i in verdict.lost)
-    now = time.time()
-    print("LOST", sorted((round(now - plan.due[i]), plan.outcome[i], statuses.get(i)) for i in verdict.lost)[:80])
     assert (verdict.lost, verdict.unexpected) == ([], []), f"lost by status: {lost}"
 
 
@@ -248,20 +253,17 @@ def test_total_queue_soak_with_process_kills(moto_endpoint: str, tmp_path: Path,
     try:
         status, _ = runtime.call("PUT", "/v1/queues/soak", {"target": {"type": "http", "url": callback.url}})
         assert status in (200, 201)
-        plans = []
+        plan = Plan()
         for _ in range(int(os.environ.get("HOURGLASS_SOAK_ROUNDS", "5"))):
-            plans.append(schedule(runtime, "soak", count=4000, horizon=120, rng=rng))
+            schedule(runtime, "soak", count=1500, horizon=90, rng=rng, plan=plan)
             time.sleep(rng.uniform(5, 30))
             runtime.kill()
             runtime.start()
-        plan = Plan()
-        for part in plans:
-            plan.due.update(part.due)
-            plan.outcome.update(part.outcome)
-            plan.cancelled_at.update(part.cancelled_at)
-        drain(runtime, callback, plan, timeout=600)
-        verdict = judge(plan, callback.snapshot(), final_statuses(runtime, "soak"))
+        # what a killed process had claimed comes back with the recovery sweep, minutes later
+        statuses = drain(runtime, callback, "soak", plan, timeout=600)
+        verdict = judge(plan, callback.snapshot(), statuses)
     finally:
         runtime.stop()
     REPORTS.append("soak " + verdict.line(faults_of(tmp_path / "faults.json"), time.monotonic() - started))
-    assert (verdict.lost, verdict.unexpected) == ([], [])
+    lost = Counter(statuses.get(i, "absent") for i in verdict.lost)
+    assert (verdict.lost, verdict.unexpected) == ([], []), f"lost by status: {lost}"

@@ -95,7 +95,7 @@ class Harness:
         for queue in backend.queues.values():
             for message in queue._messages:
                 message.delayed_until = 0.0
-        out = []
+        out: list[dict[str, Any]] = []
         while True:
             got = self.sqs.receive_message(QueueUrl=self.ctx.settings.timer_queue_url, MaxNumberOfMessages=10)
             messages = got.get("Messages", [])

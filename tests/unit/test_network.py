@@ -28,6 +28,9 @@ from hourglass.core.network import is_forbidden_address
         "::ffff:127.0.0.1",
         "::ffff:10.0.0.1",
         "::ffff:169.254.169.254",
+        "100.64.0.1",
+        "198.18.0.1",
+        "2001:db8::1",
     ],
 )
 def test_forbidden_addresses(address):

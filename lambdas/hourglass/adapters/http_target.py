@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import socket
 import ssl
+import threading
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -59,7 +61,11 @@ def post(
     connect_timeout: float = 5.0,
     read_timeout: float = 10.0,
 ) -> HttpReply:
-    """POST once; raises OSError / ValidationError / http.client errors on transport failure."""
+    """POST once; raises OSError / ValidationError / http.client errors on transport failure.
+
+    The whole exchange gets `connect_timeout + read_timeout`: per-read timeouts alone let a server
+    that drips its answer hold the dispatcher for as long as it likes.
+    """
     parts = urlsplit(url)
     host = parts.hostname or ""
     port = parts.port or (443 if parts.scheme == "https" else 80)
@@ -70,7 +76,10 @@ def post(
     else:
         connection = http.client.HTTPConnection(address, port, timeout=connect_timeout)
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    deadline = threading.Timer(connect_timeout + read_timeout, _cut, args=(connection,))
+    deadline.daemon = True
     try:
+        deadline.start()
         connection.connect()
         if connection.sock is not None:
             connection.sock.settimeout(read_timeout)
@@ -85,4 +94,12 @@ def post(
         data = response.read(MAX_RESPONSE)
         return HttpReply(status=response.status, headers={k.lower(): v for k, v in response.getheaders()}, body=data)
     finally:
+        deadline.cancel()
         connection.close()
+
+
+def _cut(connection: http.client.HTTPConnection) -> None:
+    """Ends an exchange that outlived its time: the blocked read returns and the call fails."""
+    if connection.sock is not None:
+        with contextlib.suppress(OSError):
+            connection.sock.shutdown(socket.SHUT_RDWR)

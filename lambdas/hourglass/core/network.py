@@ -1,4 +1,5 @@
-"""Which callback addresses are private: loopback, private, link-local, multicast, unspecified."""
+"""Which callback addresses are private: loopback, private, link-local, multicast, unspecified, and
+anything else not globally routable (shared address space, protocol assignments, documentation)."""
 
 from __future__ import annotations
 
@@ -16,4 +17,5 @@ def is_forbidden_address(address: str) -> bool:
         or ip.is_multicast
         or ip.is_unspecified
         or ip.is_reserved
+        or not ip.is_global
     )

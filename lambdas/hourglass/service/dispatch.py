@@ -29,8 +29,14 @@ from hourglass.service.context import Context
 
 # A timer can beat the ingest write it belongs to (the timer is sent first); give the write time.
 MISSING_GRACE = timedelta(seconds=60)
+# Such a timer is looked at again after as long as it has waited so far (1 s at least, this at most):
+# far sooner than the queue's visibility timeout, and an orphan timer costs a handful of resends.
+MISSING_RETRY_MAX = 15
 # Timers of one invocation handled at once: most of each one's time is the sleep until it is due.
 DISPATCH_WORKERS = 32
+# The attempt starts (pending -> delivering, one conditional write) this long before the due time,
+# so the write's latency is not added to the delivery's lateness; the delivery waits for the due time.
+BEGIN_LEAD = timedelta(milliseconds=250)
 
 
 @dataclass(frozen=True)
@@ -93,13 +99,15 @@ class Dispatcher:
         if schedule.is_early(due, now):
             self.ctx.timers.send_all([Scheduled(replace(timer, sent_ms=to_ms(now)), schedule.timer_delay(due, now))])
             return Result(True, "redelayed")
-        self.ctx.sleep(schedule.seconds_until(due, now))
+        self.ctx.sleep(schedule.seconds_until(due - BEGIN_LEAD, now))
         now = self.ctx.clock()
         try:
             message = self._begin(timer, now)
         except StaleVersionError:
             return self._not_startable(timer, now)
         queue = self._queue(message)
+        self.ctx.sleep(schedule.seconds_until(due, self.ctx.clock()))
+        now = self.ctx.clock()
         if message.queue != LATER_NAMESPACE and (queue is None or queue.created_at != message.queue_epoch):
             return self._finish(message, Status.CANCELLED, now, "queue deleted")
         if message.expires_at is not None and now > message.expires_at:
@@ -138,8 +146,13 @@ class Dispatcher:
 
     def _not_startable(self, timer: Timer, now: datetime) -> Result:
         current = self.store.get_message(timer.queue, timer.id)
-        if current is None and now - from_ms(timer.sent_ms) < MISSING_GRACE:
-            return Result(False, "not_yet_written")
+        # Not written yet, or written just after the failed start (which now would succeed).
+        unwritten = current is None and now - from_ms(timer.sent_ms) < MISSING_GRACE
+        if unwritten or (current is not None and current.status is Status.PENDING and current.version == timer.version):
+            # The first send time stays in the timer, so the grace still counts from it.
+            waited = (now - from_ms(timer.sent_ms)).total_seconds()
+            self.ctx.timers.send_all([Scheduled(timer, int(min(MISSING_RETRY_MAX, max(1, waited))))])
+            return Result(True, "not_yet_written")
         if current is not None and current.status is Status.DELIVERING:
             # Leased by an attempt under way. Acknowledging would lose the message if that
             # dispatcher dies and its own timer came back before the lease ran out.

@@ -25,9 +25,11 @@ INITIAL_LOOKBACK = timedelta(minutes=10)
 # sweeper that dies strands at most this many until their leases end.
 SEND_CHUNK = 500
 # Claims are conditional writes of ~5-10 ms each: made concurrently, one invocation claims
-# thousands per second instead of hundreds.
+# thousands per second instead of hundreds. Each thread takes a run of CLAIMS_PER_THREAD, so a
+# handful of due entries does not become a burst of concurrent writes.
 CLAIM_WORKERS = 16
-CLAIM_CHUNK = 64
+CLAIMS_PER_THREAD = 8
+CLAIM_CHUNK = CLAIM_WORKERS * CLAIMS_PER_THREAD
 # A sweep stops starting buckets when its invocation has less time left than this (seconds).
 TIME_MARGIN = 10
 
@@ -209,10 +211,13 @@ class Sweeper:
     def _claim_all(self, entries: list[DueEntry], leases: list[datetime], now: datetime) -> list[bool]:
         assert self._pool is not None
 
-        def claim(pair: tuple[DueEntry, datetime]) -> bool:
-            return self.store.claim(pair[0], now=now, lease_until=pair[1])
+        def claim(start: int) -> list[bool]:
+            end = start + CLAIMS_PER_THREAD
+            pairs = zip(entries[start:end], leases[start:end], strict=True)
+            return [self.store.claim(entry, now=now, lease_until=lease) for entry, lease in pairs]
 
-        return list(self._pool.map(claim, zip(entries, leases, strict=True)))
+        runs = self._pool.map(claim, range(0, len(entries), CLAIMS_PER_THREAD))
+        return [claimed for run in runs for claimed in run]
 
     def _hand_off(
         self, batch: list[tuple[DueEntry, datetime]], now: datetime, report: SweepReport, recovery: bool
