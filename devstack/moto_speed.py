@@ -1,60 +1,73 @@
-"""Keeps the in-process moto server fast: its SQS send computes every queue attribute per message.
+"""Keeps the in-process moto server fast: its SQS code builds every queue attribute per message.
 
-moto 5.2's `send_message` reads `queue.attributes["ContentBasedDeduplication"]`, and building that
-dict counts every message in the queue: sends get slower as the timer queue fills (24 msgs/s at
-2,000 queued). The patch answers that one key directly and builds the rest only when asked.
+moto 5.2 reads one attribute (`ContentBasedDeduplication` on send, `MessageRetentionPeriod` on
+receive) through `queue.attributes`, a dict whose `ApproximateNumberOf*` entries count every message
+in the queue: sends and receives slow down as the timer queue fills (24 msgs/s at 2,000 queued).
+The patch returns a mapping that computes only the attributes asked for, the way moto does.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from moto.core.utils import camelcase_to_underscores
 from moto.sqs import models
 
-_CHEAP = "ContentBasedDeduplication"
+
+def _names(queue: Any) -> list[str]:
+    """The attribute names moto's `Queue.attributes` would hold, in its order."""
+    names = list(queue.BASE_ATTRIBUTES)
+    if queue.fifo_queue:
+        names += queue.FIFO_ATTRIBUTES
+    if queue.kms_master_key_id:
+        names += queue.KMS_ATTRIBUTES
+    if queue.policy:
+        names.append("Policy")
+    if queue.redrive_policy:
+        names.append("RedrivePolicy")
+    return names
+
+
+def _value(queue: Any, name: str) -> Any:
+    if name == "Policy":
+        return queue.policy
+    if name == "RedrivePolicy":
+        return json.dumps(queue.redrive_policy)
+    value = getattr(queue, camelcase_to_underscores(name))
+    return str(value).lower() if isinstance(value, bool) else value
 
 
 class QueueAttributes(Mapping[str, Any]):
-    """moto's attribute dict, built on first use; the dedup flag is read without building it."""
+    """moto's attribute dict, each value computed when read."""
 
-    def __init__(self, queue: Any, build: Any) -> None:
+    def __init__(self, queue: Any) -> None:
         self._queue = queue
-        self._build = build
-        self._built: dict[str, Any] | None = None
-
-    def _all(self) -> dict[str, Any]:
-        if self._built is None:
-            self._built = self._build(self._queue)
-        return self._built
-
-    def get(self, key: str, default: Any = None) -> Any:
-        if key == _CHEAP and self._built is None:
-            if not self._queue.fifo_queue:
-                return default
-            return str(getattr(self._queue, camelcase_to_underscores(_CHEAP))).lower()
-        return self._all().get(key, default)
+        self._names = _names(queue)
 
     def __getitem__(self, key: str) -> Any:
-        return self._all()[key]
+        if key not in self._names:
+            raise KeyError(key)
+        return _value(self._queue, key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._names
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._all())
+        return iter(self._names)
 
     def __len__(self) -> int:
-        return len(self._all())
+        return len(self._names)
+
+
+def _attributes(queue: Any) -> QueueAttributes:
+    return QueueAttributes(queue)
 
 
 def install() -> None:
-    """Idempotent: the property is wrapped once per process."""
+    """Idempotent: the property is replaced once per process."""
     current: Any = models.Queue.__dict__["attributes"]
-    if getattr(current.fget, "_hourglass_lazy", False):
+    if current.fget is _attributes:
         return
-    build = current.fget
-
-    def attributes(queue: Any) -> QueueAttributes:
-        return QueueAttributes(queue, build)
-
-    attributes._hourglass_lazy = True  # type: ignore[attr-defined]
-    models.Queue.attributes = property(attributes)  # type: ignore[method-assign,assignment]
+    models.Queue.attributes = property(_attributes)  # type: ignore[method-assign,assignment]

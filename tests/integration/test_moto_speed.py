@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -42,3 +43,17 @@ def test_install_twice_wraps_once() -> None:
     first = moto_speed.models.Queue.attributes
     moto_speed.install()
     assert moto_speed.models.Queue.attributes is first
+
+
+def test_redrive_and_retention_attributes_read_as_before(sqs: Any) -> None:
+    dlq = sqs.create_queue(QueueName="dead")["QueueUrl"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    policy = {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": 3}
+    url = sqs.create_queue(
+        QueueName="main", Attributes={"RedrivePolicy": json.dumps(policy), "MessageRetentionPeriod": "600"}
+    )["QueueUrl"]
+    sqs.send_message(QueueUrl=url, MessageBody="x")
+    got = sqs.receive_message(QueueUrl=url)["Messages"]
+    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    assert [m["Body"] for m in got] == ["x"]
+    assert json.loads(attributes["RedrivePolicy"]) == policy and attributes["MessageRetentionPeriod"] == "600"
