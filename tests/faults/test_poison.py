@@ -67,7 +67,7 @@ def test_poison_timers_end_in_the_dlq_and_the_rest_is_delivered(
         status, doc = runtime.call("POST", "/v1/queues/poisoned/messages", {"messages": [{"body": round_}] * 5})
         ids |= {m["id"] for m in doc["messages"]}
         time.sleep(2)
-    missing = callback.wait_until(ids, timeout=15)
+    missing = callback.wait_until(ids, timeout=45)
     deadline = time.monotonic() + 60
     while depth(sqs, dlq_url) < len(POISON) and time.monotonic() < deadline:
         time.sleep(0.5)
