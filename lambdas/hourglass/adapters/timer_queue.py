@@ -18,9 +18,11 @@ from hourglass.errors import TimerQueueError, ValidationError
 
 SQS_BATCH = 10
 # A pack is visible TIMER_HEAD_START before its first timer is due and the dispatcher sleeps until
-# each one is: with a span under a second no timer waits longer than schedule.MAX_SLEEP.
+# each one is: with a span under a second no timer waits longer than schedule.MAX_SLEEP. A full
+# batch (10 packs) is at most 100 deliveries, possibly all due at once: about three rounds of a
+# dispatcher invocation's 32 threads (docs/capacity.md).
 PACK_SPAN_MS = 1000
-MAX_PACK = 50
+MAX_PACK = 10
 
 
 @dataclass(frozen=True)
