@@ -1,0 +1,1 @@
+"""Hourglass benchmarks (`make bench`): precision, sweep scaling, cost, throughput, memory, capacity."""

@@ -1,0 +1,146 @@
+"""`python -m bench` (`make bench`): every target, a Markdown table each, the same as JSON in
+bench/results/latest.json. `--quick` runs tiny sizes (the smoke test); `--only` picks targets.
+
+The timing-sensitive targets (precision, whose run also yields the cost figures, then throughput)
+run one after the other; sweep scaling, memory and the capacity model then run side by side, each
+in a process of its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from bench import capacity_sim, cost, memory, precision, sweep_scaling, throughput
+from bench.report import RESULTS, Section, write
+from devstack.emulator import quiet_emulator_logs, use_dummy_credentials
+
+ORDER = ("precision", "sweep_scaling", "cost", "throughput", "memory", "capacity")
+SIDE_BY_SIDE = ("sweep_scaling", "memory", "capacity")
+QUICK_PRECISION = precision.PrecisionConfig(
+    per_target=20, max_delay=9.0, post_window=1.0, sweep_interval=1.0, lookahead=4.0, settle=3.0
+)
+
+
+def side_section(name: str, quick: bool, costs: capacity_sim.Costs | None = None) -> Section:
+    if name == "sweep_scaling":
+        return sweep_scaling.run(sizes=(10, 100), due=20) if quick else sweep_scaling.run()
+    if name == "memory":
+        return memory.run(messages=1_000, sweep_batch=50) if quick else memory.run()
+    return capacity_sim.section(costs, scale=0.002 if quick else 1.0)
+
+
+def run_all(*, quick: bool = False, only: tuple[str, ...] = ORDER, out: Path | None = None) -> dict[str, Any]:
+    """Runs the targets; returns the JSON document it wrote."""
+    quiet_emulator_logs()
+    use_dummy_credentials("us-east-1")
+    started = time.time()
+    sections: dict[str, Section] = {}
+    timings: dict[str, float] = {}
+    if "precision" in only or "cost" in only:
+        t = time.time()
+        try:
+            section, record = precision.run(QUICK_PRECISION if quick else precision.PrecisionConfig())
+            sections["precision"], sections["cost"] = section, cost.section(record)
+        except Exception:
+            sections["precision"], sections["cost"] = _failed("precision"), _failed("cost")
+        timings["precision+cost"] = round(time.time() - t, 1)
+    if "throughput" in only:
+        t = time.time()
+        sizes = {"ingest_posts": 2, "swept": 40, "delivered": 30} if quick else {}
+        try:
+            sections["throughput"] = throughput.run(**sizes)
+        except Exception:
+            sections["throughput"] = _failed("throughput")
+        timings["throughput"] = round(time.time() - t, 1)
+    t = time.time()
+    costs = _measured_costs(sections.get("cost"))
+    running = {name: _start_child(name, quick, costs) for name in SIDE_BY_SIDE if name in only}
+    for name, child in running.items():
+        try:
+            sections[name] = _finish_child(name, child)
+        except Exception:
+            sections[name] = _failed(name)
+    timings["side by side"] = round(time.time() - t, 1)
+    meta = {
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+        "seconds": round(time.time() - started, 1),
+        "timings": timings,
+        "quick": quick,
+        "cpus": os.cpu_count(),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "python": platform.python_version(),
+        "passed": all(s.passed for s in sections.values()),
+    }
+    ordered = [sections[k] for k in ORDER if k in sections]
+    path = write(ordered, meta, out)
+    for section in ordered:
+        print(section.markdown(), flush=True)
+    print(f"bench: {'all budgets met' if meta['passed'] else 'SOME BUDGETS MISSED'} in {meta['seconds']:.0f} s; "
+          f"results in {path}", flush=True)
+    return json.loads(path.read_text())
+
+
+def _failed(name: str) -> Section:
+    """A target that raised: one failed check, and the traceback's end in the notes."""
+    section = Section(name, f"{name}: did not run to the end")
+    section.check("target ran", "no", budget="yes", passed=False)
+    section.notes.append(traceback.format_exc(limit=4)[-1500:].replace("\n", " | "))
+    traceback.print_exc()
+    return section
+
+
+def _measured_costs(section: Section | None) -> capacity_sim.Costs:
+    if section is None:
+        return capacity_sim.Costs()
+    swept = section.data.get("dynamodb", {}).get("swept_per_message") or {}
+    total = float(swept.get("write") or 6.0)
+    return capacity_sim.Costs(table=total - 2.0, index=2.0)
+
+
+def _start_child(name: str, quick: bool, costs: capacity_sim.Costs | None = None) -> subprocess.Popen[str]:
+    args = [sys.executable, "-m", "bench", "--child", name]
+    if quick:
+        args.append("--quick")
+    if costs is not None:
+        args += ["--costs", json.dumps(costs.__dict__)]
+    env = {**os.environ, "HOURGLASS_LOG_LEVEL": "WARNING"}
+    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def _finish_child(name: str, child: subprocess.Popen[str]) -> Section:
+    stdout, stderr = child.communicate(timeout=1800)
+    lines = [line for line in stdout.splitlines() if line.startswith("{")]
+    if child.returncode != 0 or not lines:
+        raise RuntimeError(f"bench target {name} failed:\n{stdout[-2000:]}\n{stderr[-4000:]}")
+    return Section.from_json(name, json.loads(lines[-1]))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes: checks the bench code, not the budgets")
+    parser.add_argument("--only", default=",".join(ORDER), help=f"comma-separated targets of {', '.join(ORDER)}")
+    parser.add_argument("--out", type=Path, default=RESULTS / "latest.json")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--costs", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    os.environ.setdefault("HOURGLASS_LOG_LEVEL", "WARNING")
+    if args.child:
+        use_dummy_credentials("us-east-1")
+        costs = capacity_sim.Costs(**json.loads(args.costs)) if args.costs else None
+        print(json.dumps(side_section(args.child, args.quick, costs).to_json(), default=str), flush=True)
+        return 0
+    doc = run_all(quick=args.quick, only=tuple(args.only.split(",")), out=args.out)
+    return 0 if doc["meta"]["passed"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,195 @@
+"""Target 3, cost: what delivering the precision run's messages took, counted, then priced.
+
+DynamoDB units come from the requests the Store made (bench.capacity_units); SQS requests and
+Lambda invocations from the local runtime, whose pollers, schedule and invoker stand in for Lambda's
+event source, EventBridge and asynchronous Invoke (bench.runtime_meter). Durations are the measured
+handler times, which include the emulator's latency.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from bench.precision import Run
+from bench.report import Section
+from stacks.constructs.workers import DISPATCHER, INGEST, SWEEPER
+
+# Published on-demand prices, us-east-1.
+PRICE_WRITE_UNIT = 0.625 / 1e6
+PRICE_READ_UNIT = 0.125 / 1e6
+PRICE_SQS_REQUEST = 0.40 / 1e6
+PRICE_LAMBDA_REQUEST = 0.20 / 1e6
+PRICE_LAMBDA_GB_SECOND = 0.0000166667
+PRICE_SCHEDULER_INVOCATION = 1.00 / 1e6
+PRICE_STEP_TRANSITION = 25.0 / 1e6
+
+HANDOFF_WRITE_BUDGET = 3.0
+SWEEP_WRITE_BUDGET = 6.0
+SWEEP_READ_BUDGET = 1.0
+SQS_BUDGET = 0.3
+LAMBDA_BUDGET = 0.15
+HOURGLASS_SQS = ("SendMessageBatch", "ReceiveMessage", "DeleteMessageBatch")
+MEMORY_GB = {
+    "ingest": INGEST.memory_mb / 1024,
+    "dispatcher": DISPATCHER.memory_mb / 1024,
+    "sweeper": SWEEPER.memory_mb / 1024,
+    "sweeper worker": SWEEPER.memory_mb / 1024,
+}
+
+
+@dataclass
+class PathUnits:
+    messages: int = 0
+    write: float = 0.0
+    read: float = 0.0
+
+
+def section(run: Run) -> Section:
+    result = Section("cost", "3. Cost per delivered message (counted in the precision run)")
+    paths = _paths(run)
+    shared = _delta(run, "dynamodb")
+    sqs = _delta(run, "sqs")
+    lambdas = _delta(run, "lambdas")
+    delivered = max(1, run.delivered)
+    runs = lambdas.get("sweeper", (0, 0.0))[0]
+    handoff, swept = paths["hand-off"], paths["swept"]
+    due_reads = shared.get("query due", (0.0, 0.0, 0))[1]
+    queue_reads = shared.get("queue settings", (0.0, 0.0, 0))[1]
+    state = shared.get("sweeper state", (0.0, 0.0, 0))
+    per_handoff_write = handoff.write / max(1, handoff.messages)
+    per_swept_write = swept.write / max(1, swept.messages)
+    queue_share = queue_reads / max(1, handoff.messages + swept.messages)
+    per_swept_read = (swept.read + due_reads + state[1]) / max(1, swept.messages) + queue_share
+    hourglass_sqs = sum(sqs.get(name, 0) for name in HOURGLASS_SQS)
+    invocations = sum(count for count, _ in lambdas.values())
+    errors = run.meter.capacity.errors
+
+    result.check("metering errors", len(errors), budget="0", passed=not errors)
+    result.check(
+        "hand-off path: write units per message",
+        per_handoff_write,
+        "WU",
+        budget=f"≤ {HANDOFF_WRITE_BUDGET:g}",
+        passed=handoff.messages > 0 and per_handoff_write <= HANDOFF_WRITE_BUDGET,
+    )
+    result.check("hand-off path: read units per message", handoff.read / max(1, handoff.messages) + queue_share, "RU")
+    result.check(
+        "sweep path: write units per message",
+        per_swept_write,
+        "WU",
+        budget=f"≤ {SWEEP_WRITE_BUDGET:g}",
+        passed=swept.messages > 0 and per_swept_write <= SWEEP_WRITE_BUDGET,
+    )
+    result.check(
+        "sweep path: read units per message",
+        per_swept_read,
+        "RU",
+        budget=f"≤ {SWEEP_READ_BUDGET:g}",
+        passed=swept.messages > 0 and per_swept_read <= SWEEP_READ_BUDGET,
+    )
+    bookkeeping = f"{state[0] / max(1, runs):.2f} WU + {state[1] / max(1, runs):.2f} RU"
+    result.check("sweeper bookkeeping per run (fixed)", bookkeeping)
+    result.check(
+        "SQS requests per message (send, receive, delete)",
+        hourglass_sqs / delivered,
+        budget=f"≤ {SQS_BUDGET:g}",
+        passed=hourglass_sqs / delivered <= SQS_BUDGET,
+    )
+    result.check(
+        "Lambda invocations per message",
+        invocations / delivered,
+        budget=f"≤ {LAMBDA_BUDGET:g}",
+        passed=invocations / delivered <= LAMBDA_BUDGET,
+    )
+    idle_per_hour = sqs.get("ReceiveMessage (empty)", 0) / max(1e-9, run.seconds) * 3600
+    result.check("empty receives of the idle pollers (fixed, per hour)", idle_per_hour)
+    result.check("target SendMessage per SQS-target delivery (the delivery itself)", _target_sends(run, sqs))
+
+    dollars = _dollars(run, paths, shared, sqs, lambdas)
+    for name, value in dollars.items():
+        result.check(f"US$ per million messages: {name}", value)
+    result.check("US$ per million: EventBridge Scheduler, one-time schedules", PRICE_SCHEDULER_INVOCATION * 1e6)
+    result.check(
+        "US$ per million: Step Functions Standard, Wait + delivery task (≥ 2 transitions)",
+        2 * PRICE_STEP_TRANSITION * 1e6,
+    )
+
+    result.data.update(
+        {
+            "messages": {"delivered": run.delivered, "hand_off": handoff.messages, "swept": swept.messages},
+            "dynamodb": {
+                "hand_off_per_message": {"write": per_handoff_write, "read": handoff.read / max(1, handoff.messages)},
+                "swept_per_message": {"write": per_swept_write, "read": per_swept_read},
+                "shared": {k: {"write": v[0], "read": v[1], "requests": v[2]} for k, v in shared.items()},
+                "errors": errors[:10],
+            },
+            "sqs_requests": sqs,
+            "lambda": {k: {"invocations": c, "seconds": round(s, 2)} for k, (c, s) in lambdas.items()},
+            "sweeper_runs": runs,
+            "usd_per_million": dollars,
+        }
+    )
+    result.notes += [
+        f"{run.delivered:,} messages delivered in {run.seconds:.0f} s: {handoff.messages:,} handed off at ingest, "
+        f"{swept.messages:,} swept; {run.posts} POSTs, {runs} sweeper runs, "
+        f"{lambdas.get('dispatcher', (0, 0))[0]} dispatcher invocations.",
+        "Write and read units follow DynamoDB's published rules applied to every request the Store made "
+        "(bench/capacity_units.py); failed conditional writes are included.",
+        "Per-message DynamoDB figures are the message items and the due index; the sweeper's own state is a fixed "
+        "cost per run, shown apart (and included in the dollars).",
+        "Empty receives are the fixed cost of the event source's long polling, per hour whatever the traffic; "
+        "the target SendMessage is the SQS delivery itself: neither is in the per-message SQS figure.",
+        "Sweeper runs are every "
+        f"{run.config.sweep_interval:g} s here (60 s in the stack), so their share per message is far above a "
+        "deployment's; Lambda duration is the measured handler time at each function's memory size.",
+    ]
+    return result
+
+
+def _paths(run: Run) -> dict[str, PathUnits]:
+    keys, _ = run.meter.capacity.snapshot()
+    paths: dict[str, PathUnits] = defaultdict(PathUnits)
+    for (_, sort_key), units in keys.items():
+        posted = run.posted.get(sort_key[2:])
+        if posted is None:
+            continue
+        path = paths[posted.path]
+        path.messages += 1
+        path.write += units.write
+        path.read += units.read
+    return paths
+
+
+def _delta(run: Run, kind: str) -> dict[str, Any]:
+    before, after = run.baseline[kind], run.final[kind]
+    if kind == "sqs":
+        return {k: v - before.get(k, 0) for k, v in after.items()}
+    zero = tuple(0 for _ in next(iter(after.values()), ()))
+    return {k: tuple(a - b for a, b in zip(v, before.get(k, zero), strict=True)) for k, v in after.items()}
+
+
+def _target_sends(run: Run, sqs: dict[str, int]) -> float:
+    sqs_targets = sum(1 for p in run.posted.values() if p.queue == "sqs")
+    return sqs.get("SendMessage", 0) / max(1, sqs_targets)
+
+
+def _dollars(
+    run: Run, paths: dict[str, PathUnits], shared: dict[str, Any], sqs: dict[str, int], lambdas: dict[str, Any]
+) -> dict[str, float]:
+    million = 1e6 / max(1, run.delivered)
+    writes = sum(p.write for p in paths.values()) + sum(v[0] for v in shared.values())
+    reads = sum(p.read for p in paths.values()) + sum(v[1] for v in shared.values())
+    requests = sum(sqs.get(name, 0) for name in HOURGLASS_SQS)
+    invocations = sum(count for count, _ in lambdas.values())
+    gb_seconds = sum(seconds * MEMORY_GB.get(name, 0.5) for name, (_, seconds) in lambdas.items())
+    figures = {
+        "DynamoDB": (writes * PRICE_WRITE_UNIT + reads * PRICE_READ_UNIT) * million,
+        "SQS": requests * PRICE_SQS_REQUEST * million,
+        "Lambda requests": invocations * PRICE_LAMBDA_REQUEST * million,
+        "Lambda duration": gb_seconds * PRICE_LAMBDA_GB_SECOND * million,
+    }
+    figures["Hourglass total"] = sum(figures.values())
+    return {k: round(v, 3) for k, v in figures.items()}
+
