@@ -6,6 +6,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export PYTHONPATH := lambdas:.
+# The CDK's jsii prints a 12-line banner on every synth when Node 20 (end-of-life) is installed;
+# check-node says it once instead.
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION ?= 20
 
 .PHONY: dev test lint synth bench soak spark-schedule spark-report sample clean check-node check-java
 
@@ -19,6 +22,8 @@ $(STAMP): requirements.txt requirements-dev.txt
 
 check-node:
 	@command -v node >/dev/null 2>&1 || { echo "error: Node.js is missing: the CDK (jsii) needs it to synthesize the stack. Install Node.js 18+ (e.g. apt-get install nodejs)."; exit 1; }
+	@node -e 'process.exit(+process.versions.node.split(".")[0] <= 20 ? 1 : 0)' \
+		|| echo "note: Node.js $$(node --version) is end-of-life for the CDK; it still works, but Node 22 or 24 is supported."
 
 check-java:
 	@command -v java >/dev/null 2>&1 || { echo "error: Java is missing: PySpark needs a JRE 17+. Install it (e.g. apt-get install openjdk-17-jre-headless)."; exit 1; }
@@ -31,11 +36,15 @@ test: $(STAMP) check-node check-java
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/mypy -p hourglass -p devstack -p stacks
+	$(BIN)/mypy -p hourglass -p devstack -p stacks -p pipeline -p bench
 	$(BIN)/mypy app.py
 
 synth: $(STAMP) check-node
 	$(BIN)/python app.py
+
+# Benchmarks against the budgets of bench/README.md; tables on stdout, JSON in bench/results/latest.json.
+bench: $(STAMP) check-node
+	$(BIN)/python -m bench
 
 # The total-queue check at length: every fault, SIGKILLs of the runtime, a drain that waits out the
 # recovery sweep. SOAK_ROUNDS rounds of 1,500 messages, each ended by a kill -9; about 5 + 2 x SOAK_ROUNDS minutes.

@@ -110,6 +110,8 @@ class CapacityMeter:
         self.items: dict[Key, Item] = {}
         self.by_key: dict[Key, Units] = defaultdict(Units)
         self.by_use: dict[str, Units] = defaultdict(Units)
+        # What each message item went through, to explain an item that cost more than its path's base.
+        self.trail: dict[Key, list[str]] = defaultdict(list)
         self.indexed_at_ingest: dict[Key, bool] = {}
         self.operations: dict[str, int] = defaultdict(int)
         self.errors: list[str] = []
@@ -161,6 +163,9 @@ class CapacityMeter:
 
     def _write(self, key: Key, after: Item | None, failed: bool, factor: int) -> None:
         before = self.items.get(key)
+        if key[1].startswith("m#"):
+            status = (after or {}).get("status", {}).get("S", "")
+            self.trail[key].append("failed write" if failed else f"write {status}".strip())
         if failed or after is None:
             self._charge(key, write=factor * write_units(item_size(before)))
             return

@@ -9,7 +9,7 @@ handler times, which include the emulator's latency.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from bench.precision import Run
@@ -39,11 +39,17 @@ MEMORY_GB = {
 }
 
 
+# What a message costs on each path when nothing goes wrong (docs/design.md): written, started, done;
+# written with index keys, claimed (index keys removed), started, done.
+BASE_WRITES = {"hand-off": 3.0, "swept": 6.0}
+
+
 @dataclass
 class PathUnits:
     messages: int = 0
     write: float = 0.0
     read: float = 0.0
+    over_base: list[str] = field(default_factory=list)
 
 
 def section(run: Run) -> Section:
@@ -124,6 +130,7 @@ def section(run: Run) -> Section:
                 "swept_per_message": {"write": per_swept_write, "read": per_swept_read},
                 "shared": {k: {"write": v[0], "read": v[1], "requests": v[2]} for k, v in shared.items()},
                 "errors": errors[:10],
+                "over_base": {name: p.over_base[:20] for name, p in paths.items()},
             },
             "sqs_requests": sqs,
             "lambda": {k: {"invocations": c, "seconds": round(s, 2)} for k, (c, s) in lambdas.items()},
@@ -151,7 +158,8 @@ def section(run: Run) -> Section:
 def _paths(run: Run) -> dict[str, PathUnits]:
     keys, _ = run.meter.capacity.snapshot()
     paths: dict[str, PathUnits] = defaultdict(PathUnits)
-    for (_, sort_key), units in keys.items():
+    for key, units in keys.items():
+        sort_key = key[1]
         posted = run.posted.get(sort_key[2:])
         if posted is None:
             continue
@@ -159,6 +167,9 @@ def _paths(run: Run) -> dict[str, PathUnits]:
         path.messages += 1
         path.write += units.write
         path.read += units.read
+        if units.write > BASE_WRITES.get(posted.path, units.write):
+            trail = ", ".join(run.meter.capacity.trail.get(key, []))
+            path.over_base.append(f"{sort_key[2:]}: {units.write:g} WU ({trail})")
     return paths
 
 

@@ -26,7 +26,7 @@ def main() -> int:
     lines = [
         f"hourglass: ready in {time.monotonic() - started:.1f} s",
         f"  REST API        {runtime.api_url}   (GET /health)",
-        f"  AWS emulator    {runtime.emulator.endpoint_url}" + ("" if runtime.emulator.server else "   (external)"),
+        f"  AWS emulator    {runtime.emulator.endpoint_url}" + ("" if runtime.emulator.embedded else "   (external)"),
         f"  table           {runtime.settings.table}",
         f"  timer queue     {runtime.settings.timer_queue_url}",
         f"  timer DLQ       {runtime.outputs.get('TimerDlqUrl', '?')}",

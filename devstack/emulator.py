@@ -1,16 +1,27 @@
-"""The embedded AWS emulator: a moto server on loopback, or one that is already running."""
+"""The embedded AWS emulator: a moto server on loopback in a process of its own, or one already running.
+
+Its own process, so that the emulator does not share the runtime's interpreter lock: under load
+(a bulk schedule while the runtime delivers) the two would otherwise take turns.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import logging
 import os
+import signal
 import socket
+import subprocess
+import sys
+import time
+import urllib.request
 import warnings
 from dataclasses import dataclass
 
-from moto.server import ThreadedMotoServer
+from devstack import moto_atomic, moto_speed
 
-from devstack import moto_speed
+PR_SET_PDEATHSIG = 1
 
 DUMMY_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -28,9 +39,10 @@ def use_dummy_credentials(region: str) -> None:
 
 
 def prepare_embedded_moto() -> None:
-    """Before starting moto in this process: quiet logs, and the SQS send fix of `moto_speed`."""
+    """Before starting moto in this process: quiet logs, the SQS fix of `moto_speed`, and `moto_atomic`."""
     quiet_emulator_logs()
     moto_speed.install()
+    moto_atomic.install()
 
 
 def quiet_emulator_logs() -> None:
@@ -46,28 +58,79 @@ def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
         return sock.connect_ex((host, port)) != 0
 
 
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _die_with_parent() -> None:
+    """In the child: a SIGKILLed runtime must not leave its emulator running (Linux; elsewhere a no-op)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 @dataclass
 class Emulator:
     endpoint_url: str
-    server: ThreadedMotoServer | None = None
+    process: subprocess.Popen[bytes] | None = None
 
     @classmethod
-    def start(cls, port: int) -> Emulator:
-        prepare_embedded_moto()
+    def start(cls, port: int, *, switch_interval: float | None = None, timeout: float = 60.0) -> Emulator:
         if not port_is_free(port):
             raise RuntimeError(
                 f"port {port} is in use: stop what runs there, set HOURGLASS_EMULATOR_PORT, "
                 "or point AWS_ENDPOINT_URL at an emulator that is already running"
             )
-        server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-        server.start()
-        return cls(endpoint_url=f"http://127.0.0.1:{port}", server=server)
+        command = [sys.executable, "-m", "devstack.moto_server", str(port)]
+        if switch_interval is not None:
+            command.append(str(switch_interval))
+        # moto reports its own internal races (a GSI query racing an update) on stderr; botocore retries them.
+        process = subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=_die_with_parent
+        )
+        emulator = cls(endpoint_url=f"http://127.0.0.1:{port}", process=process)
+        emulator._wait_until_up(timeout)
+        return emulator
 
     @classmethod
     def external(cls, endpoint_url: str) -> Emulator:
         return cls(endpoint_url=endpoint_url)
 
+    @property
+    def embedded(self) -> bool:
+        return self.process is not None
+
+    def _wait_until_up(self, timeout: float) -> None:
+        assert self.process is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self.process.poll() is None:
+            try:
+                urllib.request.urlopen(self.endpoint_url + "/moto-api/data.json", timeout=2).close()
+                return
+            except OSError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"the embedded moto server did not start on {self.endpoint_url}")
+
+    def cpu_seconds(self) -> float:
+        """CPU time the emulator's process has used (Linux /proc); NaN when it is not ours."""
+        if self.process is None:
+            return float("nan")
+        try:
+            with open(f"/proc/{self.process.pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            return float("nan")
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def stop(self) -> None:
-        if self.server is not None:
-            self.server.stop()
-            self.server = None
+        if self.process is None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.process = None

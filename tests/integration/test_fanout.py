@@ -6,9 +6,11 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
+import boto3
 import pytest
 from hourglass.adapters.store import SweepState
 from hourglass.adapters.timer_queue import read_timers
+from hourglass.adapters.worker_invoker import WorkerInvoker
 from hourglass.core import schedule
 from hourglass.errors import InvokeError, ValidationError
 from hourglass.handlers import sweeper as sweeper_handler
@@ -144,6 +146,12 @@ def test_a_worker_event_sweeps_only_its_shards_and_leaves_the_watermark(busy: Ha
     in_shard = {i for i in ids if schedule.shard_of(i, SHARDS) == 1}
     assert set(handed_off(busy)) == in_shard and report["handed_off"] == len(in_shard)
     assert state(busy).watermark == before.watermark
+
+
+def test_an_invocation_lambda_refuses_is_an_invoke_error(busy: Harness) -> None:
+    invoker = WorkerInvoker("no-such-function", client=boto3.client("lambda", region_name="us-east-1"))
+    with pytest.raises(InvokeError, match="no-such-function"):
+        invoker.invoke({"shards": [0], "until": 1, "run": 1})
 
 
 @pytest.mark.parametrize(

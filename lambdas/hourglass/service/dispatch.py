@@ -37,6 +37,9 @@ DISPATCH_WORKERS = 32
 # The attempt starts (pending -> delivering, one conditional write) this long before the due time,
 # so the write's latency is not added to the delivery's lateness; the delivery waits for the due time.
 BEGIN_LEAD = timedelta(milliseconds=250)
+# ... but not sooner than this after the timer was sent: a hand-off timer is sent before its item is
+# written, and starting before the write lands costs a failed write and a re-send.
+WRITE_GRACE = timedelta(seconds=1)
 
 
 @dataclass(frozen=True)
@@ -99,7 +102,8 @@ class Dispatcher:
         if schedule.is_early(due, now):
             self.ctx.timers.send_all([Scheduled(replace(timer, sent_ms=to_ms(now)), schedule.timer_delay(due, now))])
             return Result(True, "redelayed")
-        self.ctx.sleep(schedule.seconds_until(due - BEGIN_LEAD, now))
+        start = min(due, max(due - BEGIN_LEAD, from_ms(timer.sent_ms) + WRITE_GRACE))
+        self.ctx.sleep(schedule.seconds_until(start, now))
         now = self.ctx.clock()
         try:
             message = self._begin(timer, now)
@@ -120,29 +124,32 @@ class Dispatcher:
         return self._after_failure(message, queue, outcome, done)
 
     def _begin(self, timer: Timer, now: datetime) -> Message:
-        """pending(v) -> delivering, or take over a delivering message whose lease ran out."""
-        lease = now + timedelta(seconds=self.ctx.settings.delivery_lease)
-        try:
-            pending = {":pending": s(Status.PENDING.value), ":v": n(timer.version)}
-            return self._start(timer, "#st = :pending AND version = :v", pending, lease)
-        except StaleVersionError:
-            expired = {":delivering": s(Status.DELIVERING.value), ":now": n(to_ms(now))}
-            message = self._start(timer, "#st = :delivering AND claimed_until < :now", expired, lease)
-        # The dispatcher that held the lease died; it may have reached the target first.
-        self.ctx.metrics.count("Redelivered", queue=message.queue)
-        log("taken_over", id=message.id, queue=message.queue, attempt=message.attempts)
-        return message
+        """pending(v) -> delivering, or take over a delivering message whose lease ran out.
 
-    def _start(self, timer: Timer, condition: str, values: dict[str, Any], lease: datetime) -> Message:
-        return self.store.transition(
+        One conditional write either way (a failed one costs a write unit too). A timer's version is
+        always a pending one, so the new version is v + 1 exactly when the start was from pending(v);
+        a takeover of delivering(w) gives w + 1, and w > v.
+        """
+        lease = now + timedelta(seconds=self.ctx.settings.delivery_lease)
+        message = self.store.transition(
             timer.queue,
             timer.id,
-            condition=condition,
-            values=values,
+            condition="(#st = :pending AND version = :v) OR (#st = :delivering AND claimed_until < :now)",
+            values={
+                ":pending": s(Status.PENDING.value),
+                ":v": n(timer.version),
+                ":delivering": s(Status.DELIVERING.value),
+                ":now": n(to_ms(now)),
+            },
             updates={"status": s(Status.DELIVERING.value), "claimed_until": n(to_ms(lease))},
             increment=("attempts",),
             remove=("sweep_pk", "sweep_sk"),
         )
+        if message.version != timer.version + 1:
+            # The dispatcher that held the lease died; it may have reached the target first.
+            self.ctx.metrics.count("Redelivered", queue=message.queue)
+            log("taken_over", id=message.id, queue=message.queue, attempt=message.attempts)
+        return message
 
     def _not_startable(self, timer: Timer, now: datetime) -> Result:
         current = self.store.get_message(timer.queue, timer.id)

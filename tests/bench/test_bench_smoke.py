@@ -1,0 +1,51 @@
+"""A tiny run of the whole benchmark: the result has every target and sane figures (not the budgets)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.__main__ import run_all
+
+TARGETS = ("precision", "sweep_scaling", "cost", "throughput", "memory", "capacity")
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    out: Path = tmp_path_factory.mktemp("bench") / "latest.json"
+    doc = run_all(quick=True, out=out)
+    assert out.is_file()
+    return doc
+
+
+def test_every_target_has_a_table(results: dict[str, Any]) -> None:
+    assert all(results[key]["checks"] for key in TARGETS)
+
+
+def test_nothing_is_delivered_early_or_lost(results: dict[str, Any]) -> None:
+    targets = results["precision"]["targets"]
+    assert [(t["early"], t["missing"]) for t in targets.values()] == [(0, 0), (0, 0)]
+
+
+def test_the_sparse_index_reads_about_one_item_per_due_message(results: dict[str, Any]) -> None:
+    rows = results["sweep_scaling"]["rows"]
+    assert all(r["hourglass_items_read"] / r["due"] <= 1.1 for r in rows)
+    assert all(r["scan_items_read"] > r["hourglass_items_read"] for r in rows)
+
+
+def test_write_units_per_path_match_the_design(results: dict[str, Any]) -> None:
+    dynamodb = results["cost"]["dynamodb"]
+    assert dynamodb["errors"] == []
+    assert dynamodb["hand_off_per_message"]["write"] == pytest.approx(3.0)
+    assert dynamodb["swept_per_message"]["write"] == pytest.approx(6.0)
+
+
+def test_throughput_and_memory_figures_are_positive(results: dict[str, Any]) -> None:
+    assert all(stage["per_second"] > 0 for stage in results["throughput"]["stages"].values())
+    assert all(h["peak_rss_mb"] > 0 for h in results["memory"]["handlers"].values())
+
+
+def test_the_capacity_model_ran_every_scenario(results: dict[str, Any]) -> None:
+    assert len(results["capacity"]["rows"]) == 6
