@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from botocore.exceptions import ClientError
-from hourglass.adapters.items import Item, dedup_key, dedup_to_item, message_key, s
+from hourglass.adapters.items import Item, dedup_key, dedup_to_item, message_key, n, s
 from hourglass.adapters.store import BATCH_WRITE, Store
 from hourglass.adapters.timer_queue import Scheduled, Timer, TimerQueue
 from hourglass.core import schedule, validation
@@ -139,6 +139,8 @@ class TableWriter:
         requests = []
         for planned in new:
             item: Item = json.loads(planned.item)
+            # Stored now, as the API stores a message when it is posted; delays still count from `now`.
+            item["created_at"] = n(to_ms(wall))
             if planned.sweep_pk and planned.sweep_sk and planned.id not in handed:
                 item["sweep_pk"], item["sweep_sk"] = s(planned.sweep_pk), s(planned.sweep_sk)
             requests.append({"PutRequest": {"Item": item}})

@@ -113,8 +113,11 @@ def mark_repeats(messages: DataFrame) -> DataFrame:
 
 
 def with_lateness(messages: DataFrame) -> DataFrame:
-    """Adds `hour` (of the due time) and `lateness_s` (delivered_at - due_at, delivered only)."""
-    millis = F.unix_millis("delivered_at") - F.unix_millis("due_at")
+    """Adds `hour` (of the due time) and `lateness_s` (delivered only): delivered_at minus the moment
+    the message became due, which is its due time, or when it was stored if that came later (a
+    deliver_at in the past, a bulk row that fell due while the job was still writing)."""
+    became_due = F.greatest(F.col("due_at"), F.col("created_at"))
+    millis = F.unix_millis("delivered_at") - F.unix_millis(became_due)
     delivered = F.col("status") == Status.DELIVERED.value
     return messages.withColumn("hour", F.date_trunc("hour", "due_at")).withColumn(
         "lateness_s", F.when(delivered, millis / 1000.0)

@@ -146,12 +146,15 @@ def test_row_numbers_follow_the_input_order_across_partitions(spark: SparkSessio
 # ---------------------------------------------------------------------------------- report
 
 MESSAGES = (
-    "queue STRING, id STRING, status STRING, due_at TIMESTAMP, delivered_at TIMESTAMP, attempts INT, last_error STRING"
+    "queue STRING, id STRING, status STRING, due_at TIMESTAMP, delivered_at TIMESTAMP, attempts INT, "
+    "last_error STRING, created_at TIMESTAMP"
 )
 
 
 def messages(spark: SparkSession, *rows: tuple[object, ...]) -> DataFrame:
-    return transforms.with_lateness(spark.createDataFrame(list(rows), MESSAGES))
+    """Rows without a created_at were stored a minute before their due time."""
+    full = [row if len(row) == 8 else (*row, row[3] - timedelta(minutes=1)) for row in rows]
+    return transforms.with_lateness(spark.createDataFrame(full, MESSAGES))
 
 
 def at(seconds: float) -> datetime:
@@ -170,6 +173,14 @@ def test_lateness_percentiles_per_queue_and_hour(spark: SparkSession) -> None:
         got,
         [Row("q", hour, 10, 0.5, 0.9, 1.0, 1.0), Row("q", hour + timedelta(hours=1), 1, 2.0, 2.0, 2.0, 2.0)],
     )
+
+
+def test_lateness_of_a_message_stored_after_its_due_time_counts_from_when_it_was_stored(spark: SparkSession) -> None:
+    stored_late = ("q", "past", "delivered", at(0), at(62.5), 1, None, at(60))
+
+    got = transforms.lateness_stats(messages(spark, stored_late), by=())
+
+    assertDataFrameEqual(got, [Row(delivered=1, p50_s=2.5, p90_s=2.5, p99_s=2.5, max_s=2.5)])
 
 
 def test_status_counts_have_a_column_for_every_status(spark: SparkSession) -> None:
