@@ -58,7 +58,8 @@ clean:
 
 # --- The PySpark pipeline (pipeline/README.md). The jobs talk to the `make dev` stack unless
 # AWS_ENDPOINT_URL names another endpoint; its lookahead/shards settings are passed on.
-# Writes into the local emulator run at ~100 rows/s; use --dry-run (pipeline/README.md) for big files.
+# Writes into the local emulator run at ~650 rows/s while it delivers (100k rows in ~2.5 min); --dry-run
+# (pipeline/README.md) validates only, at ~10k rows/s.
 ROWS ?= 10000
 SAMPLE ?= pipeline/out/sample.csv
 INPUT ?= $(SAMPLE)

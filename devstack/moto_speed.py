@@ -1,19 +1,31 @@
-"""Keeps the in-process moto server fast: its SQS code builds every queue attribute per message.
+"""Keeps the embedded moto server fast where its cost grows with the data and the services' does not.
 
-moto 5.2 reads one attribute (`ContentBasedDeduplication` on send, `MessageRetentionPeriod` on
-receive) through `queue.attributes`, a dict whose `ApproximateNumberOf*` entries count every message
-in the queue: sends and receives slow down as the timer queue fills (24 msgs/s at 2,000 queued).
-The patch returns a mapping that computes only the attributes asked for, the way moto does.
+- SQS: moto 5.2 reads one attribute (`ContentBasedDeduplication` on send, `MessageRetentionPeriod` on
+  receive) through `queue.attributes`, a dict whose `ApproximateNumberOf*` entries count every
+  message in the queue: sends and receives slowed down as the timer queue filled (24 msgs/s at 2,000
+  queued). The patch returns a mapping that computes only the attributes asked for. And every
+  receive and delete walks every message of the queue, delayed ones included, with several calls
+  and a clock read per message (25 deliveries/s with 40k timers waiting): the walks stay, the calls go.
+- DynamoDB: every Query sorted the whole table (`Table.all_items`) before looking at the key
+  condition, 10-17 s a query at 80k items. The patch hands the query only the items its partition
+  key selects (the table's partition, or the index entries with that key), which it then sorts and
+  filters as before.
 """
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from moto.core.utils import camelcase_to_underscores
+from moto.core.utils import camelcase_to_underscores, unix_time_millis
+from moto.dynamodb.models.table import Table
 from moto.sqs import models
+
+from devstack.moto_atomic import TABLE_LOCK
+
+INDEX_NAME_ARG = 7  # Table.query's positional index_name, as DynamoDBBackend.query passes it
 
 
 def _names(queue: Any) -> list[str]:
@@ -65,9 +77,82 @@ def _attributes(queue: Any) -> QueueAttributes:
     return QueueAttributes(queue)
 
 
-def install() -> None:
-    """Idempotent: the property is replaced once per process."""
-    current: Any = models.Queue.__dict__["attributes"]
-    if current.fget is _attributes:
+def _visible_messages(queue: Any) -> list[Any]:
+    """moto's `Queue.messages` (visible and no longer delayed), with one clock read."""
+    now = unix_time_millis()
+    return [m for m in queue._messages if now > m.visible_at and now >= m.delayed_until]
+
+
+def _delete_message(queue: Any, receipt_handle: str) -> None:
+    """moto's `Queue.delete_message`: the same checks and effects, one cheap pass to find the message."""
+    if receipt_handle in queue.deleted_messages:
         return
-    models.Queue.attributes = property(_attributes)  # type: ignore[method-assign,assignment]
+    matched = [
+        m for m in queue._messages if m.receipt_handle == receipt_handle or receipt_handle in m._old_receipt_handles
+    ]
+    if not matched:
+        raise models.ReceiptHandleIsInvalid()
+    for message in matched:
+        queue.pending_messages.discard(message)
+        queue.deleted_messages.update(message.all_receipt_handles)
+    gone = {id(m) for m in matched}
+    queue._messages = [m for m in queue._messages if id(m) not in gone]
+
+
+def _partition(table: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any] | None:
+    """The items a Query's partition key selects; None when the query is not one this can narrow."""
+    index = args[INDEX_NAME_ARG] if len(args) > INDEX_NAME_ARG else kwargs.get("index_name")
+    every = (
+        (item for group in table.items.values() for item in group.values())
+        if table.range_key_attr
+        else iter(table.items.values())
+    )
+    if index:
+        conditions = kwargs.get("hash_key_conditions") or []
+        if not conditions:
+            return None
+        return [item for item in every if _matches(item, conditions)]
+    if args[0] is None:
+        return None
+    group = table.items.get(args[0])
+    if group is None:
+        return []
+    return list(group.values()) if table.range_key_attr else [group]
+
+
+def _matches(item: Any, conditions: list[tuple[str, Any]]) -> bool:
+    for name, want in conditions:
+        value = item.attrs.get(name)
+        if value is None or value != want:
+            return False
+    return True
+
+
+def _narrowed(query: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(query)
+    def narrowed(table: Any, *args: Any, **kwargs: Any) -> Any:
+        with TABLE_LOCK:  # all_items is swapped on the instance for this one call
+            items = _partition(table, args, kwargs)
+            if items is None:
+                return query(table, *args, **kwargs)
+            table.all_items = lambda: items
+            try:
+                return query(table, *args, **kwargs)
+            finally:
+                del table.all_items
+
+    narrowed.__dict__["narrowed"] = True
+    return narrowed
+
+
+def install() -> None:
+    """Idempotent: the patches are applied once per process."""
+    current: Any = models.Queue.__dict__["attributes"]
+    if current.fget is not _attributes:
+        queue: Any = models.Queue
+        queue.attributes = property(_attributes)
+        queue.messages = property(_visible_messages)
+        queue.delete_message = _delete_message
+    table: Any = Table
+    if not getattr(table.query, "narrowed", False):
+        table.query = _narrowed(table.query)

@@ -15,6 +15,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
+from bench import inprocess
 from devstack.emulator import Emulator, free_port, port_is_free
 
 CONTENDERS = 12
@@ -118,3 +119,44 @@ def test_concurrent_receives_hand_each_message_to_one_receiver(emulator: Emulato
     with ThreadPoolExecutor(8) as pool:
         received = Counter(body for bodies in pool.map(drain, range(8)) for body in bodies)
     assert received == Counter(str(i) for i in range(200))
+
+
+@pytest.fixture
+def keyed_table(emulator: Emulator) -> tuple[Any, str]:
+    """40 items in 4 partitions of the message table's layout; every third one is in the due index."""
+    ddb = client(emulator.endpoint_url, "dynamodb")
+    table = inprocess.create_table(ddb, "narrowed-queries", ("version",))
+    for i in range(40):
+        item = {"pk": {"S": f"p{i % 4}"}, "sk": {"S": f"s{i:02d}"}}
+        if i % 3 == 0:
+            item |= {"sweep_pk": {"S": f"b{i % 2}"}, "sweep_sk": {"S": f"{40 - i:02d}"}}
+        ddb.put_item(TableName=table, Item=item)
+    return ddb, table
+
+
+def pages(ddb: Any, table: str, condition: str, values: dict[str, str], **extra: Any) -> list[str]:
+    """Every sk a query returns, following LastEvaluatedKey with pages of 3."""
+    query = {
+        "TableName": table,
+        "KeyConditionExpression": condition,
+        "ExpressionAttributeValues": {name: {"S": value} for name, value in values.items()},
+        "Limit": 3,
+        **extra,
+    }
+    found: list[str] = []
+    while True:
+        answer = ddb.query(**query)
+        found += [item["sk"]["S"] for item in answer["Items"]]
+        if "LastEvaluatedKey" not in answer:
+            return found
+        query["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
+
+
+def test_a_table_query_reads_its_partition_in_key_order(keyed_table: tuple[Any, str]) -> None:
+    found = pages(*keyed_table, "pk = :p AND sk > :s", {":p": "p1", ":s": "s10"})
+    assert found == [f"s{i:02d}" for i in range(13, 40, 4)]
+
+
+def test_an_index_query_reads_only_the_entries_with_its_key_in_index_order(keyed_table: tuple[Any, str]) -> None:
+    found = pages(*keyed_table, "sweep_pk = :b", {":b": "b0"}, IndexName="due")
+    assert found == [f"s{i:02d}" for i in sorted(range(0, 40, 6), key=lambda i: 40 - i)]

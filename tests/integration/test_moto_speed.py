@@ -57,3 +57,38 @@ def test_redrive_and_retention_attributes_read_as_before(sqs: Any) -> None:
     attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
     assert [m["Body"] for m in got] == ["x"]
     assert json.loads(attributes["RedrivePolicy"]) == policy and attributes["MessageRetentionPeriod"] == "600"
+
+
+def test_a_delayed_message_is_not_received_before_its_delay(sqs: Any) -> None:
+    url = sqs.create_queue(QueueName="timers")["QueueUrl"]
+    sqs.send_message(QueueUrl=url, MessageBody="later", DelaySeconds=60)
+    sqs.send_message(QueueUrl=url, MessageBody="now")
+    got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+    assert [m["Body"] for m in got] == ["now"]
+
+
+def test_a_deleted_message_is_gone_and_deleting_it_again_is_fine(sqs: Any) -> None:
+    url = sqs.create_queue(QueueName="work")["QueueUrl"]
+    sqs.send_message_batch(QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": str(i)} for i in range(3)])
+    got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=0)["Messages"]
+    first = next(m for m in got if m["Body"] == "1")
+    for _ in range(2):
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=first["ReceiptHandle"])
+    left = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+    assert sorted(m["Body"] for m in left) == ["0", "2"]
+
+
+def test_an_earlier_receipt_handle_still_deletes_its_message(sqs: Any) -> None:
+    url = sqs.create_queue(QueueName="again")["QueueUrl"]
+    sqs.send_message(QueueUrl=url, MessageBody="x")
+    earlier = sqs.receive_message(QueueUrl=url, VisibilityTimeout=0)["Messages"][0]["ReceiptHandle"]
+    sqs.receive_message(QueueUrl=url, VisibilityTimeout=0)
+    sqs.delete_message(QueueUrl=url, ReceiptHandle=earlier)
+    assert "Messages" not in sqs.receive_message(QueueUrl=url)
+
+
+def test_an_unknown_receipt_handle_is_refused(sqs: Any) -> None:
+    url = sqs.create_queue(QueueName="strict")["QueueUrl"]
+    sqs.send_message(QueueUrl=url, MessageBody="x")
+    with pytest.raises(sqs.exceptions.ReceiptHandleIsInvalid):
+        sqs.delete_message(QueueUrl=url, ReceiptHandle="not-a-handle")
