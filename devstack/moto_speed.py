@@ -9,7 +9,8 @@
 - DynamoDB: every Query sorted the whole table (`Table.all_items`) before looking at the key
   condition, 10-17 s a query at 80k items. The patch hands the query only the items its partition
   key selects (the table's partition, or the index entries with that key), which it then sorts and
-  filters as before.
+  filters as before. Scans still sort the whole table per page, by native values instead of
+  DynamoType comparisons (the same order: a table's key types are fixed).
 """
 
 from __future__ import annotations
@@ -128,6 +129,14 @@ def _matches(item: Any, conditions: list[tuple[str, Any]]) -> bool:
     return True
 
 
+def _all_items(table: Any) -> list[Any]:
+    """moto's `Table.all_items`: every item in (hash key, range key) order."""
+    if not table.range_key_attr:
+        return sorted(table.items.values(), key=lambda item: item.hash_key.cast_value)
+    items = [item for group in table.items.values() for item in group.values()]
+    return sorted(items, key=lambda item: (item.hash_key.cast_value, item.range_key.cast_value))
+
+
 def _narrowed(query: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(query)
     def narrowed(table: Any, *args: Any, **kwargs: Any) -> Any:
@@ -156,3 +165,4 @@ def install() -> None:
     table: Any = Table
     if not getattr(table.query, "narrowed", False):
         table.query = _narrowed(table.query)
+        table.all_items = _all_items

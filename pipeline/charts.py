@@ -26,7 +26,7 @@ def lateness_histogram(bins: Sequence[Any]) -> bytes:
     bars = axes.bar(range(len(counts)), counts, color="#3b6ea5")
     axes.bar_label(bars, labels=[str(c) if c else "" for c in counts], fontsize=8)
     axes.set_xticks(range(len(labels)), labels, rotation=45, ha="right", fontsize=8)
-    axes.set_xlabel("lateness (delivered_at - due_at)")
+    axes.set_xlabel("lateness (delivered_at - max(due_at, created_at))")
     axes.set_ylabel("delivered messages")
     axes.set_title("Lateness of delivered messages")
     return _png(figure)

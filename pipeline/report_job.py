@@ -26,6 +26,12 @@ from pipeline.session import spark_session
 UNITS = ("minute", "hour", "day")
 
 
+LATENESS_NOTE = (
+    "delivered_at - max(due_at, created_at) of delivered messages: from the due time, or from when the "
+    "message was stored if it was already due then."
+)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m pipeline report", description=__doc__.splitlines()[0])
     p.add_argument("--export", help="DynamoDB export (file, directory or s3:// prefix); default: scan the table")
@@ -118,7 +124,7 @@ def _sections(
 
     return [
         section("Messages by status and queue", "status_by_queue"),
-        section("Lateness, all queues (seconds)", "lateness_overall", "delivered_at - due_at of delivered messages."),
+        section("Lateness, all queues (seconds)", "lateness_overall", LATENESS_NOTE),
         section("Lateness by queue (seconds)", "lateness_by_queue"),
         section("Lateness by queue and hour of due time (seconds)", "lateness_by_hour"),
         section("Messages by status, queue and hour of due time", "status_by_hour"),

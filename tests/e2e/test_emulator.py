@@ -160,3 +160,17 @@ def test_a_table_query_reads_its_partition_in_key_order(keyed_table: tuple[Any, 
 def test_an_index_query_reads_only_the_entries_with_its_key_in_index_order(keyed_table: tuple[Any, str]) -> None:
     found = pages(*keyed_table, "sweep_pk = :b", {":b": "b0"}, IndexName="due")
     assert found == [f"s{i:02d}" for i in sorted(range(0, 40, 6), key=lambda i: 40 - i)]
+
+
+def test_a_segmented_scan_in_pages_reads_every_item_once(keyed_table: tuple[Any, str]) -> None:
+    ddb, table = keyed_table
+    found: list[str] = []
+    for segment in range(3):
+        scan: dict[str, Any] = {"TableName": table, "Segment": segment, "TotalSegments": 3, "Limit": 4}
+        while True:
+            answer = ddb.scan(**scan)
+            found += [item["sk"]["S"] for item in answer["Items"]]
+            if "LastEvaluatedKey" not in answer:
+                break
+            scan["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
+    assert sorted(found) == [f"s{i:02d}" for i in range(40)]
