@@ -47,6 +47,11 @@ def test_ingest_handler_rejects_an_unknown_route(lambda_env: dict[str, Any]) -> 
     assert (response["statusCode"], json.loads(response["body"])["error"]["code"]) == (404, "not_found")
 
 
+def test_a_method_a_route_lacks_is_a_405_naming_the_allowed_ones(lambda_env: dict[str, Any]) -> None:
+    response = proxy("PATCH", "/v1/queues/orders")
+    assert (response["statusCode"], response["headers"]["Allow"]) == (405, "PUT, GET, DELETE")
+
+
 def test_dispatcher_handler_delivers_and_reports_poison_as_a_batch_failure(lambda_env: dict[str, Any]) -> None:
     proxy("PUT", "/v1/queues/orders", {"target": {"type": "sqs", "queue_url": lambda_env["target_url"]}})
     proxy("POST", "/v1/queues/orders/messages", {"messages": [{"body": {"n": 1}}]})

@@ -121,16 +121,18 @@ class Api:
         return None
 
     def _route(self, request: Request) -> Response:
-        allowed = False
+        allowed: list[str] = []
         for method, pattern, fn in self.routes:
             match = pattern.match(request.path)
             if match is None:
                 continue
             if method == request.method:
                 return fn(request, *match.groups())
-            allowed = True
+            allowed.append(method)
         if allowed:
-            return error(405, "method_not_allowed", f"{request.method} is not allowed on {request.path}")
+            answer = error(405, "method_not_allowed", f"{request.method} is not allowed on {request.path}")
+            answer["headers"]["Allow"] = ", ".join(allowed)
+            return answer
         return error(404, "not_found", f"no route for {request.path}")
 
     def health(self, request: Request) -> Response:
