@@ -125,7 +125,6 @@ def _runtime_child(messages: int) -> dict[str, Any]:
     from hourglass.core.model import Message, Status
 
     from devstack.config import RuntimeConfig
-    from devstack.emulator import free_port
     from devstack.runtime import Runtime
 
     runtime = Runtime(RuntimeConfig(api_port=0, emulator_port=free_port())).start()

@@ -26,7 +26,7 @@ from bench.receiver import Receiver
 from bench.report import Section, percentile
 from bench.runtime_meter import RuntimeMeter
 from devstack.config import RuntimeConfig
-from devstack.emulator import Emulator, free_port
+from devstack.emulator import free_port
 from devstack.runtime import Runtime
 
 P99_BUDGET = 0.200
@@ -72,11 +72,10 @@ class Run:
 
 
 def run(config: PrecisionConfig) -> tuple[Section, Run]:
-    emulator = Emulator.start(free_port())
     runtime = Runtime(
         RuntimeConfig(
             api_port=0,
-            endpoint_url=emulator.endpoint_url,
+            emulator_port=free_port(),
             sweep_interval=config.sweep_interval,
             lookahead=config.lookahead,
             handoff_safety=config.handoff_safety,
@@ -89,17 +88,16 @@ def run(config: PrecisionConfig) -> tuple[Section, Run]:
     try:
         runtime.start()
         gc.freeze()  # what start-up built (the synthesized stack, SDK models) is not scanned again
-        return _measure(config, runtime, receiver, emulator)
+        return _measure(config, runtime, receiver)
     finally:
         gc.unfreeze()
         runtime.stop()
         receiver.stop()
-        emulator.stop()
 
 
-def _measure(
-    config: PrecisionConfig, runtime: Runtime, receiver: Receiver, emulator: Emulator
-) -> tuple[Section, Run]:
+def _measure(config: PrecisionConfig, runtime: Runtime, receiver: Receiver) -> tuple[Section, Run]:
+    assert runtime.emulator is not None
+    emulator = runtime.emulator
     meter = RuntimeMeter(runtime).attach()
     sqs = runtime.client("sqs")
     target_url = sqs.create_queue(QueueName="bench-target")["QueueUrl"]

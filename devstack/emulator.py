@@ -76,15 +76,13 @@ class Emulator:
     process: subprocess.Popen[bytes] | None = None
 
     @classmethod
-    def start(cls, port: int, *, switch_interval: float | None = None, timeout: float = 60.0) -> Emulator:
+    def start(cls, port: int, *, timeout: float = 60.0) -> Emulator:
         if not port_is_free(port):
             raise RuntimeError(
                 f"port {port} is in use: stop what runs there, set HOURGLASS_EMULATOR_PORT, "
                 "or point AWS_ENDPOINT_URL at an emulator that is already running"
             )
         command = [sys.executable, "-m", "devstack.moto_server", str(port)]
-        if switch_interval is not None:
-            command.append(str(switch_interval))
         # moto reports its own internal races (a GSI query racing an update) on stderr; botocore retries them.
         process = subprocess.Popen(
             command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=_die_with_parent

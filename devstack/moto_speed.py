@@ -103,16 +103,11 @@ def _delete_message(queue: Any, receipt_handle: str) -> None:
 def _partition(table: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any] | None:
     """The items a Query's partition key selects; None when the query is not one this can narrow."""
     index = args[INDEX_NAME_ARG] if len(args) > INDEX_NAME_ARG else kwargs.get("index_name")
-    every = (
-        (item for group in table.items.values() for item in group.values())
-        if table.range_key_attr
-        else iter(table.items.values())
-    )
     if index:
         conditions = kwargs.get("hash_key_conditions") or []
         if not conditions:
             return None
-        return [item for item in every if _matches(item, conditions)]
+        return [item for item in _every_item(table) if _matches(item, conditions)]
     if args[0] is None:
         return None
     group = table.items.get(args[0])
@@ -129,12 +124,18 @@ def _matches(item: Any, conditions: list[tuple[str, Any]]) -> bool:
     return True
 
 
+def _every_item(table: Any) -> Iterator[Any]:
+    """A table's items, unordered: `table.items` maps hash keys to items, or to {range key: item}."""
+    if not table.range_key_attr:
+        return iter(table.items.values())
+    return (item for group in table.items.values() for item in group.values())
+
+
 def _all_items(table: Any) -> list[Any]:
     """moto's `Table.all_items`: every item in (hash key, range key) order."""
     if not table.range_key_attr:
-        return sorted(table.items.values(), key=lambda item: item.hash_key.cast_value)
-    items = [item for group in table.items.values() for item in group.values()]
-    return sorted(items, key=lambda item: (item.hash_key.cast_value, item.range_key.cast_value))
+        return sorted(_every_item(table), key=lambda item: item.hash_key.cast_value)
+    return sorted(_every_item(table), key=lambda item: (item.hash_key.cast_value, item.range_key.cast_value))
 
 
 def _narrowed(query: Callable[..., Any]) -> Callable[..., Any]:

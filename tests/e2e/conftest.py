@@ -17,18 +17,10 @@ import pytest
 from moto.server import ThreadedMotoServer
 
 from devstack.config import RuntimeConfig
-from devstack.emulator import port_is_free, prepare_embedded_moto
+from devstack.emulator import free_port, port_is_free, prepare_embedded_moto
 from devstack.runtime import Runtime
 
 LATENESS: list[float] = []
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass

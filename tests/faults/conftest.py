@@ -12,6 +12,7 @@ from moto.server import ThreadedMotoServer
 
 from devstack.emulator import prepare_embedded_moto
 from tests.conftest import FakeClock
+from tests.faults.callback import Callback
 from tests.faults.proxies import FaultyClient
 from tests.integration.conftest import Harness, harness_for
 
@@ -30,6 +31,14 @@ def faults(harness: Harness) -> Faults:
     harness.ctx.store.client = ddb
     harness.ctx.timers.client = sqs
     return Faults(ddb=ddb, sqs=sqs)
+
+
+@pytest.fixture
+def callback() -> Iterator[Callback]:
+    """A loopback HTTP target that records what it receives."""
+    started = Callback().start()
+    yield started
+    started.stop()
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,7 @@ from typing import Any
 import boto3
 import pytest
 
-from tests.e2e.conftest import free_port
+from devstack.emulator import free_port
 from tests.faults.callback import Callback
 from tests.faults.processes import LocalRuntime
 
@@ -24,13 +24,6 @@ POISON = [
     json.dumps([1, 2, 3]),
 ]
 MAX_RECEIVE_COUNT = 10  # the stack's redrive policy
-
-
-@pytest.fixture
-def callback() -> Iterator[Callback]:
-    started = Callback().start()
-    yield started
-    started.stop()
 
 
 @pytest.fixture

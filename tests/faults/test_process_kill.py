@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import free_port
+from devstack.emulator import free_port
 from tests.faults.callback import Callback
 from tests.faults.processes import LocalRuntime
 
@@ -21,13 +21,6 @@ FAST = {
     "HOURGLASS_HANDOFF_SAFETY": "1",
     "HOURGLASS_POLL_VISIBILITY": "6",
 }
-
-
-@pytest.fixture
-def callback() -> Iterator[Callback]:
-    started = Callback().start()
-    yield started
-    started.stop()
 
 
 @pytest.fixture

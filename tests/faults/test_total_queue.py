@@ -9,7 +9,6 @@ import random
 import statistics
 import time
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import free_port
+from devstack.emulator import free_port
 from tests.faults.callback import Callback, Request
 from tests.faults.processes import LocalRuntime
 
@@ -208,13 +207,6 @@ def final_statuses(runtime: LocalRuntime, queue: str) -> dict[str, str]:
 
 def faults_of(path: Path) -> dict[str, float]:
     return dict(json.loads(path.read_text())) if path.exists() else {}
-
-
-@pytest.fixture
-def callback() -> Iterator[Callback]:
-    started = Callback().start()
-    yield started
-    started.stop()
 
 
 def chaos_runtime(endpoint: str, tmp_path: Path, odds: dict[str, Any]) -> LocalRuntime:

@@ -27,29 +27,13 @@ from hourglass.settings import Settings
 from moto import mock_aws
 from moto.sqs.models import sqs_backends
 
+from bench import inprocess
 from tests.conftest import FakeClock
 
 
 def create_table(ddb: Any) -> str:
-    ddb.create_table(
-        TableName="messages",
-        BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[
-            {"AttributeName": name, "AttributeType": "S"} for name in ("pk", "sk", "sweep_pk", "sweep_sk")
-        ],
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-        GlobalSecondaryIndexes=[
-            {
-                "IndexName": "due",
-                "KeySchema": [
-                    {"AttributeName": "sweep_pk", "KeyType": "HASH"},
-                    {"AttributeName": "sweep_sk", "KeyType": "RANGE"},
-                ],
-                "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["version"]},
-            }
-        ],
-    )
-    return "messages"
+    """The stack's message table: keys and the sparse `due` index projecting `version`."""
+    return inprocess.create_table(ddb, "messages", ("version",))
 
 
 @dataclass
