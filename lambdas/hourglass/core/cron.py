@@ -8,9 +8,10 @@ on plain UTC; the daylight-saving rules live in `recurrence`, which resolves the
 
 from __future__ import annotations
 
+import bisect
 import calendar
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 
 MAX_CRON_LENGTH = 256
@@ -45,7 +46,7 @@ _FIELDS = (
 class CronExpression:
     """A parsed expression; weekdays count from Sunday = 0."""
 
-    text: str
+    text: str = field(compare=False)
     minutes: tuple[int, ...]
     hours: tuple[int, ...]
     days: frozenset[int]
@@ -75,12 +76,15 @@ class CronExpression:
         day = first.date()
         for _ in range(SEARCH_DAYS):
             if self.matches_date(day):
-                for hour in self.hours:
-                    for minute in self.minutes:
-                        wall = datetime.combine(day, time(hour, minute))
-                        if wall >= first:
-                            yield wall
+                yield from self._walls_of(day, first)
             day += timedelta(days=1)
+
+    def _walls_of(self, day: date, first: datetime) -> Iterator[datetime]:
+        later_day = day > first.date()
+        for hour in self.hours[0 if later_day else bisect.bisect_left(self.hours, first.hour) :]:
+            from_minute = 0 if later_day or hour > first.hour else bisect.bisect_left(self.minutes, first.minute)
+            for minute in self.minutes[from_minute:]:
+                yield datetime.combine(day, time(hour, minute))
 
     def is_satisfiable(self) -> bool:
         """Whether some date matches: "0 0 30 2 *" never does."""

@@ -52,9 +52,13 @@ def wall_time(instant: datetime, tz: ZoneInfo) -> datetime:
 
 def parse_local(text: object) -> datetime:
     """A local date-time without an offset ("2026-12-24T09:00:00"); raises ValueError otherwise."""
+    shape = "must be a local date-time such as 2026-12-24T09:00:00"
     if not isinstance(text, str) or len(text) > 64 or "T" not in text.upper():
-        raise ValueError("must be a local date-time such as 2026-12-24T09:00:00")
-    value = datetime.fromisoformat(text.strip())
+        raise ValueError(shape)
+    try:
+        value = datetime.fromisoformat(text.strip())
+    except ValueError as exc:
+        raise ValueError(shape) from exc
     if value.tzinfo is not None:
         raise ValueError("must not have a UTC offset when timezone is given")
     return value
