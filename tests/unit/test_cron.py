@@ -120,9 +120,7 @@ def _field(low: int, high: int) -> st.SearchStrategy[str]:
     return st.lists(_item(low, high), min_size=1, max_size=3).map(",".join)
 
 
-EXPRESSIONS = st.tuples(
-    _field(0, 59), _field(0, 23), _field(1, 31), _field(1, 12), _field(0, 7)
-).map(" ".join)
+EXPRESSIONS = st.tuples(_field(0, 59), _field(0, 23), _field(1, 31), _field(1, 12), _field(0, 7)).map(" ".join)
 
 
 @settings(max_examples=200, deadline=None)
@@ -132,10 +130,14 @@ EXPRESSIONS = st.tuples(
 )
 def test_matches_agree_with_cronsim(expression, start):
     _, _, days, months, weekdays = expression.split()
-    never = weekdays.startswith("*") and not days.startswith("*") and not any(
-        day <= {2: 29, 4: 30, 6: 30, 9: 30, 11: 30}.get(month, 31)
-        for day in _expand(days, 1, 31)
-        for month in _expand(months, 1, 12)
+    never = (
+        weekdays.startswith("*")
+        and not days.startswith("*")
+        and not any(
+            day <= {2: 29, 4: 30, 6: 30, 9: 30, 11: 30}.get(month, 31)
+            for day in _expand(days, 1, 31)
+            for month in _expand(months, 1, 12)
+        )
     )
     if never:
         # cronsim searches forever for these; we refuse them.
