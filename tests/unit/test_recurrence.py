@@ -346,3 +346,24 @@ def test_occurrence_ids_differ_by_queue_name_and_version(other):
 def test_occurrence_ids_differ_by_instant():
     at = datetime(2026, 11, 24, 9, tzinfo=UTC)
     assert SCHEDULE.occurrence_id(at) != SCHEDULE.occurrence_id(at + timedelta(minutes=1))
+
+
+def test_recurrence_rejects_an_unknown_zone():
+    with pytest.raises(ValueError):
+        Recurrence(every=60, timezone="Mars/Olympus")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    seconds=st.integers(60, 10 * 365 * 86400),
+    anchor_us=st.integers(0, 10**15),
+    after_us=st.integers(-(10**14), 10**16),
+)
+def test_every_gives_the_first_anchored_multiple_strictly_after(seconds, anchor_us, after_us):
+    anchor = EPOCH + timedelta(microseconds=anchor_us)
+    after = anchor + timedelta(microseconds=after_us)
+    got = next_occurrence(Recurrence(every=seconds), after, anchor=anchor)
+    assert got is not None
+    steps, remainder = divmod(got - anchor, timedelta(seconds=seconds))
+    assert remainder == timedelta(0) and steps >= 0
+    assert got > after and (steps == 0 or got - timedelta(seconds=seconds) <= after)

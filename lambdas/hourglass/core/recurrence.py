@@ -37,6 +37,7 @@ class Recurrence:
             raise ValueError("give exactly one of cron or every")
         if self.every is not None and self.every < MIN_EVERY:
             raise ValueError(f"every must be at least {MIN_EVERY} seconds")
+        zone(self.timezone)
 
 
 @dataclass(frozen=True)
