@@ -65,9 +65,6 @@ class CronExpression:
             return in_days and in_weekdays
         return in_days or in_weekdays
 
-    def matches(self, wall: datetime) -> bool:
-        return wall.minute in self.minutes and wall.hour in self.hours and self.matches_date(wall.date())
-
     def walls_from(self, start: datetime) -> Iterator[datetime]:
         """Matching naive wall-clock minutes at or after `start`, in order, for up to SEARCH_DAYS days."""
         first = start.replace(second=0, microsecond=0)
