@@ -83,7 +83,8 @@ def allocate(
         starts[index] = start
         cursor = start + spacing.spacing_us
     # Whole milliseconds inside [slot, slot + tolerance]: rounded up at the start, down at the end.
-    return Allocation(tuple(Slot(-(-start // 1000), (start + spacing.tolerance_us) // 1000) for start in starts), cursor)
+    slots = tuple(Slot(-(-start // 1000), (start + spacing.tolerance_us) // 1000) for start in starts)
+    return Allocation(slots, cursor)
 
 
 def window_bound(rate: float, window_s: float) -> float:
