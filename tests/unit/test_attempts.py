@@ -34,7 +34,9 @@ def test_history_prefix_of_one_message_does_not_match_another_with_a_longer_id()
 
 
 def test_document_matches_the_contract():
-    retry = Attempt("m1", 1, T0, T0 + timedelta(seconds=1), AttemptOutcome.RETRY, 503, "HTTP 503", T0 + timedelta(seconds=3))
+    retry = Attempt(
+        "m1", 1, T0, T0 + timedelta(seconds=1), AttemptOutcome.RETRY, 503, "HTTP 503", T0 + timedelta(seconds=3)
+    )
     done = Attempt("m1", 2, T0 + timedelta(seconds=3), T0 + timedelta(seconds=4), AttemptOutcome.DELIVERED, 200)
     assert history_doc([done, retry]) == {
         "attempts": [

@@ -13,7 +13,14 @@ T0 = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
 
 def message(status: Status) -> Message:
     return Message(
-        id="m1", queue="orders", body={"n": 1}, status=status, created_at=T0, due_at=T0, attempts=5, last_error="HTTP 503"
+        id="m1",
+        queue="orders",
+        body={"n": 1},
+        status=status,
+        created_at=T0,
+        due_at=T0,
+        attempts=5,
+        last_error="HTTP 503",
     )
 
 

@@ -49,9 +49,7 @@ def delivery_control(doc: Mapping[str, Any], *, paused: bool = False) -> Deliver
         if raw_concurrency is None
         else validation.integer(raw_concurrency, "max_concurrency", low=MIN_CONCURRENCY, high=MAX_CONCURRENCY)
     )
-    timeout = validation.number(
-        doc.get("timeout", DEFAULT_TIMEOUT), "timeout", low=MIN_TIMEOUT, high=MAX_TIMEOUT
-    )
+    timeout = validation.number(doc.get("timeout", DEFAULT_TIMEOUT), "timeout", low=MIN_TIMEOUT, high=MAX_TIMEOUT)
     assert timeout is not None
     raw_destination = doc.get("failure_destination")
     destination = None if raw_destination is None else validation.target(raw_destination, "failure_destination")
