@@ -2,8 +2,19 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
-from hourglass.core.delivery_control import DeliveryControl, control_doc, delivery_control, from_stored, stored
+from hourglass.core.delivery_control import (
+    PAUSE_READ_MAX_AGE,
+    PAUSE_SETTLE,
+    DeliveryControl,
+    control_doc,
+    delivery_control,
+    from_stored,
+    pause_read_fresh,
+    stored,
+)
 from hourglass.core.model import HttpTarget, SqsTarget
 from hourglass.errors import ValidationError
 
@@ -96,3 +107,13 @@ def test_defaults_store_nothing():
 def test_stored_control_reads_back_equal():
     control = DeliveryControl(0.5, 3, 120.0, SqsTarget("https://sqs.example/1/q"), True)
     assert from_stored(stored(control)) == control
+
+
+def test_a_pause_read_decides_starts_for_one_second_only():
+    sent = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
+    assert pause_read_fresh(sent, sent + timedelta(seconds=1))
+    assert not pause_read_fresh(sent, sent + timedelta(seconds=1.001))
+
+
+def test_pause_answers_only_after_every_earlier_read_has_gone_stale():
+    assert PAUSE_SETTLE > PAUSE_READ_MAX_AGE

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from hourglass.core import validation
@@ -16,6 +17,11 @@ MIN_CONCURRENCY, MAX_CONCURRENCY = 1, 1000
 MIN_TIMEOUT, MAX_TIMEOUT, DEFAULT_TIMEOUT = 1.0, 120.0, 15.0
 # Fields of a queue's PUT body this module owns; `paused` is read-only there (set by pause/resume).
 CONTROL_FIELDS = frozenset({"rate_limit", "max_concurrency", "timeout", "failure_destination", "paused"})
+
+# A start may rely on a (strongly consistent) read of `paused` at most this old, measured from before
+# the read was sent; pause answers only after PAUSE_SETTLE, so a start after its 200 saw the pause.
+PAUSE_READ_MAX_AGE = timedelta(seconds=1)
+PAUSE_SETTLE = timedelta(seconds=1.5)
 
 FailureDestination = HttpTarget | SqsTarget
 
@@ -79,3 +85,8 @@ def stored(control: DeliveryControl) -> dict[str, Any]:
 def from_stored(doc: Mapping[str, Any]) -> DeliveryControl:
     """The control read back from a queue item; it was validated when it was written."""
     return delivery_control(doc, paused=bool(doc.get("paused", False)))
+
+
+def pause_read_fresh(read_sent_at: datetime, now: datetime) -> bool:
+    """Whether a read of the queue sent at `read_sent_at` may still decide that an attempt starts now."""
+    return now - read_sent_at <= PAUSE_READ_MAX_AGE
