@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -72,3 +73,63 @@ def test_http_timeouts_add_up_to_the_queue_timeout(timeout):
     connect, read = deadline.http_timeouts(timeout)
     assert connect + read == pytest.approx(timeout)
     assert 0 < connect <= deadline.MAX_CONNECT and read > 0
+
+
+def in_flight_peak(intervals: list[tuple[int, int]]) -> int:
+    events = sorted([(start, 1) for start, _ in intervals] + [(end, -1) for _, end in intervals], key=lambda e: e)
+    peak = current = 0
+    for _, step in events:  # an end at the same instant as a start is processed first (-1 < 1)
+        current += step
+        peak = max(peak, current)
+    return peak
+
+
+@given(
+    limit=st.integers(1, 5),
+    timeout=st.integers(1, 120),
+    attempts=st.lists(
+        st.tuples(
+            st.integers(0, 400_000),  # begin (ms)
+            st.floats(0, 1),  # how much of the timeout the request takes
+            st.floats(0, 1),  # begin-to-start delay, as a share of the allowed second
+            st.floats(0, 1),  # bookkeeping, as a share of the allowed margin
+            st.booleans(),  # the dispatcher dies before releasing
+            st.integers(0, 9),  # probe seed
+        ),
+        max_size=40,
+    ),
+)
+def test_leases_keep_at_most_the_limit_in_flight_even_when_dispatchers_die(limit, timeout, attempts):
+    """Slot items with conditional acquire (free or expired) and holder-checked release: the HTTP
+    exchanges in flight never exceed the limit, whatever the durations, crashes and interleaving."""
+    slots: dict[int, tuple[str, int]] = {}
+    # (time, kind: 0 release / 1 acquire, attempt index), earliest first
+    events = [(begin, 1, index) for index, (begin, *_rest) in enumerate(attempts)]
+    heapq.heapify(events)
+    intervals: list[tuple[int, int]] = []
+    held: dict[int, int] = {}
+    while events:
+        now, kind, index = heapq.heappop(events)
+        begin, share, lead, bookkeeping, dies, seed = attempts[index]
+        me = holder(f"m{index}", 1)
+        if kind == 0:
+            slot = held[index]
+            if slots.get(slot, ("", 0))[0] == me:
+                slots[slot] = (me, 0)
+            continue
+        lease = deadline.delivery_lease(T0 + timedelta(milliseconds=begin), timeout)
+        until = int((lease - T0).total_seconds() * 1000)
+        for slot in probe_order(me, limit, seed):
+            if is_free(slots.get(slot, ("", None))[1], now):
+                slots[slot] = (me, until)
+                held[index] = slot
+                break
+        else:
+            continue
+        start = begin + int(lead * deadline.BEGIN_TO_START * 1000)
+        end = start + int(share * timeout * 1000)
+        intervals.append((start, end))
+        if not dies:
+            release = end + int(bookkeeping * deadline.BOOKKEEPING * 1000)
+            heapq.heappush(events, (release, 0, index))
+    assert in_flight_peak(intervals) <= limit
