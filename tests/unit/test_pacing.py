@@ -82,7 +82,7 @@ def test_no_slot_is_before_its_due_time_and_due_order_is_kept(rate, offsets):
     assert by_due == sorted(by_due)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(rate=RATES, data=st.data())
 def test_window_bound_holds_over_batches_retries_and_repaces(rate, data):
     """Several allocators (sweepers, dispatchers' retries, re-paces) share one pacing item; starts
