@@ -133,3 +133,7 @@ def test_leases_keep_at_most_the_limit_in_flight_even_when_dispatchers_die(limit
             release = end + int(bookkeeping * deadline.BOOKKEEPING * 1000)
             heapq.heappush(events, (release, 0, index))
     assert in_flight_peak(intervals) <= limit
+
+
+def test_the_default_timeout_keeps_todays_http_timeouts():
+    assert deadline.http_timeouts(15) == (5.0, 10.0)

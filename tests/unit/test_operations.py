@@ -9,6 +9,7 @@ from hourglass.core.model import Status
 from hourglass.core.operations import (
     SEGMENTS,
     Action,
+    MessageResult,
     Operation,
     OperationFilter,
     OperationRequest,
@@ -19,6 +20,7 @@ from hourglass.core.operations import (
     operation_request,
     segment_bounds,
     shifted_due,
+    tally,
     verdict,
 )
 from hourglass.errors import ValidationError
@@ -156,3 +158,12 @@ def test_a_failed_operation_shows_its_error():
     request = OperationRequest(Action.CANCEL, OperationFilter(), None)
     failed = Operation("op1", "orders", request, T0).finish(T0, error="queue deleted")
     assert (operation_doc(failed)["status"], operation_doc(failed)["error"]) == ("failed", "queue deleted")
+
+
+def test_a_page_counts_applied_skipped_and_redone_messages():
+    page = [MessageResult.APPLIED, MessageResult.SKIPPED, MessageResult.ALREADY_APPLIED, MessageResult.APPLIED]
+    assert tally(page) == Progress(matched=4, applied=3, skipped=1)
+
+
+def test_an_empty_page_counts_nothing():
+    assert tally([]) == Progress()

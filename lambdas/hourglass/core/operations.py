@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -82,6 +82,19 @@ class Progress:
 
     def __add__(self, other: Progress) -> Progress:
         return Progress(self.matched + other.matched, self.applied + other.applied, self.skipped + other.skipped)
+
+
+class MessageResult(StrEnum):
+    APPLIED = "applied"
+    SKIPPED = "skipped"  # its status changed before the write (or it no longer matches)
+    ALREADY_APPLIED = "already_applied"  # a redone page: the message carries this operation's `last_op`
+
+
+def tally(results: Iterable[MessageResult]) -> Progress:
+    """One page's counts: every message read counts as matched; a redone page counts its own work once."""
+    outcomes = list(results)
+    applied = sum(r is not MessageResult.SKIPPED for r in outcomes)
+    return Progress(matched=len(outcomes), applied=applied, skipped=len(outcomes) - applied)
 
 
 @dataclass(frozen=True)
