@@ -16,15 +16,15 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
-from moto import mock_aws
-
-from bench import inprocess
 from hourglass.adapters.metrics import Metrics
 from hourglass.handlers import api as api_handler
 from hourglass.handlers import dispatcher as dispatcher_handler
 from hourglass.handlers import sweeper as sweeper_handler
 from hourglass.service.api import Api
 from hourglass.service.dispatch import Dispatcher
+from moto import mock_aws
+
+from bench import inprocess
 
 DAY = 86400
 START = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
