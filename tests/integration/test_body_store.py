@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import boto3
@@ -24,7 +25,8 @@ def s3() -> Iterator[object]:
 def test_a_body_put_is_read_back(s3: object) -> None:
     store = BodyStore("bodies", client=s3)
     store.put("orders", "ab12", 1, BODY)
-    assert store.get_text("orders", "ab12", 1) == '{"order":42,"lines":' + '["' + '","'.join(["a" * 100] * 10) + '"],"note":"héllo"}'
+    text = store.get_text("orders", "ab12", 1)
+    assert text is not None and json.loads(text) == BODY and "héllo" in text
 
 
 def test_a_missing_body_reads_as_none(s3: object) -> None:
