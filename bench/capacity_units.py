@@ -208,6 +208,9 @@ class CapacityMeter:
 
     # accounting ---------------------------------------------------------------------------------
     def _charge(self, key: Key, write: float = 0.0, read: float = 0.0) -> None:
+        if key[1].startswith("b#"):
+            # A body item (b#<id>#<version>) is part of its message's cost.
+            key = (key[0], "m#" + key[1][2:].rpartition("#")[0])
         if key[1].startswith("m#"):
             self.by_key[key].add(write, read)
         else:

@@ -81,3 +81,12 @@ def test_measured_figures_are_per_delivered_message() -> None:
     assert (measured.sqs_requests, measured.lambda_invocations, measured.lambda_gb_seconds) == (0.3, 0.1, 0.1)
     assert measured.log_bytes == pytest.approx(200 + PLATFORM_BYTES_PER_INVOCATION * 0.1)
     assert (measured.log_bytes_lone_message, measured.shared_write_units) == (100, 0.05)
+
+
+def test_a_body_items_units_are_its_messages() -> None:
+    from bench.capacity_units import CapacityMeter
+
+    meter = CapacityMeter("messages", [])
+    meter("put_item", {"Item": {"pk": {"S": "q"}, "sk": {"S": "b#ab12#1"}, "body": {"S": "x" * 3000}}})
+    keys, _ = meter.snapshot()
+    assert {key: u.write for key, u in keys.items()} == {("q", "m#ab12"): 3.0}
