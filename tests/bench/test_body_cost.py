@@ -7,6 +7,7 @@ from datetime import timedelta
 import pytest
 
 from bench import body_cost
+from bench.capacity_units import CapacityMeter
 from bench.log_bytes import PLATFORM_BYTES_PER_INVOCATION, Captured
 from bench.report import Section
 
@@ -84,8 +85,6 @@ def test_measured_figures_are_per_delivered_message() -> None:
 
 
 def test_a_body_items_units_are_its_messages() -> None:
-    from bench.capacity_units import CapacityMeter
-
     meter = CapacityMeter("messages", [])
     meter("put_item", {"Item": {"pk": {"S": "q"}, "sk": {"S": "b#ab12#1"}, "body": {"S": "x" * 3000}}})
     keys, _ = meter.snapshot()
