@@ -80,3 +80,8 @@ def test_item_size_counts_names_and_values() -> None:
 
 def test_the_body_size_is_its_encoded_json() -> None:
     assert items.body_size("é") == len('"é"'.encode())
+
+
+def test_a_body_items_expiry_reads_back() -> None:
+    item = items.body_to_item("orders", "ab12", 1, "x", expire_at=NOW + timedelta(days=8))
+    assert items.body_item_expiry(item) == NOW + timedelta(days=8)

@@ -10,7 +10,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -230,6 +230,12 @@ def body_to_item(queue: str, message_id: str, version: int, body: Any, *, expire
 
 def body_from_item(item: Item) -> Any:
     return json.loads(item["body"]["S"])
+
+
+def body_item_expiry(item: Item) -> datetime:
+    """When the table's TTL removes a body item (the dispatcher has it from its read: a retry that
+    would outlive it extends it first, see core.body_placement.outlives)."""
+    return datetime.fromtimestamp(int(item["expire_at"]["N"]), tz=UTC)
 
 
 # sizes, by DynamoDB's published rules -------------------------------------------------------
