@@ -14,14 +14,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from hourglass.adapters.items import (
-    BodyRef,
-    body_key,
-    body_to_item,
-    item_size,
-    message_to_item,
-    place_body,
-)
+from hourglass.adapters.items import BodyRef, body_key, item_size, message_to_item, new_message_items
 from hourglass.core import delivery, schedule
 from hourglass.core.body_placement import Placement, body_expiry
 from hourglass.core.ids import new_id
@@ -122,8 +115,17 @@ def layout_units(size: int, *, path: str, delay: timedelta, inline_always: bool 
         queue_epoch=created,
     )
     keys = schedule.sweep_keys(message.id, due, shards=8, bucket_seconds=60)
-    ref = BodyRef(Placement.INLINE, 1) if inline_always else place_body(message, keys)
+    lease = due + LEASE
+    # Ingest: on the sweep path with due-index keys; on the hand-off path with a lease (timer sent first).
+    first, first_keys = (message, keys) if path == "sweep" else (replace(message, claimed_until=lease), None)
+    if inline_always:
+        ref, written = BodyRef(Placement.INLINE, 1), [message_to_item(first, first_keys)]
+    else:
+        ref, written = new_message_items(first, first_keys, retention=RETENTION)
     meter = CapacityMeter("messages", [DUE_INDEX])
+    for item in written:
+        meter("put_item", {"Item": item})
+    body_item = written[1] if len(written) > 1 else None
 
     def put(msg: Message, sweep: Any = None, expire_at: datetime | None = None) -> dict[str, Any]:
         item = message_to_item(msg, sweep, body=ref)
@@ -132,20 +134,12 @@ def layout_units(size: int, *, path: str, delay: timedelta, inline_always: bool 
         meter("put_item", {"Item": item})
         return item
 
-    sizes = []
-    lease = due + LEASE
+    sizes = [item_size(written[0])]
     if path == "sweep":
-        sizes.append(item_size(put(message, keys)))  # ingest, with due-index keys
         sizes.append(item_size(put(replace(message, claimed_until=lease), keys)))  # the sweeper's claim
-    else:
-        sizes.append(item_size(put(replace(message, claimed_until=lease))))  # ingest, timer sent first
     delivering = replace(message, status=Status.DELIVERING, version=2, attempts=1, claimed_until=lease)
     sizes.append(item_size(put(delivering)))  # the start of the attempt (index keys removed)
-    body_item = None
-    if ref.placement is Placement.ITEM:
-        expire_at = body_expiry(due, RETENTION)
-        body_item = body_to_item(message.queue, message.id, ref.version, message.body, expire_at=expire_at)
-        meter("put_item", {"Item": body_item})
+    if body_item is not None:
         meter("get_item", {"Key": body_key(message.queue, message.id, ref.version), "ConsistentRead": True})
     done = replace(delivering, status=Status.DELIVERED, version=3, delivered_at=due, claimed_until=None)
     sizes.append(item_size(put(done, expire_at=due + RETENTION)))  # the outcome; TTL removes it later

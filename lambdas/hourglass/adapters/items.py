@@ -10,11 +10,11 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from hourglass.core.body_placement import DEFAULT_LIMITS, BodyLimits, Placement, place
+from hourglass.core.body_placement import DEFAULT_LIMITS, BodyLimits, Placement, body_expiry, place
 from hourglass.core.model import (
     HttpTarget,
     LaterTarget,
@@ -210,6 +210,20 @@ def place_body(
     item = message_to_item(message, sweep)
     rest = item_size({k: v for k, v in item.items() if k != "body"})
     return BodyRef(place(body_size(message.body), rest, limits), message.version)
+
+
+def new_message_items(
+    message: Message, sweep: SweepKeys | None = None, *, retention: timedelta, limits: BodyLimits = DEFAULT_LIMITS
+) -> tuple[BodyRef, list[Item]]:
+    """What storing a new message writes to the table: its item and, when its body goes to a body item,
+    that item (TTL from the due time). An S3 body (ref.placement is S3) is the caller's to put first
+    (adapters.body_store), so no message item ever names a body that is not there."""
+    ref = place_body(message, sweep, limits)
+    written = [message_to_item(message, sweep, body=ref)]
+    if ref.placement is Placement.ITEM:
+        expire_at = body_expiry(message.due_at, retention)
+        written.append(body_to_item(message.queue, message.id, ref.version, message.body, expire_at=expire_at))
+    return ref, written
 
 
 def body_key(queue: str, message_id: str, version: int) -> Item:
