@@ -16,7 +16,10 @@ def _api() -> Api:
 
 
 def handle(api: Api, event: dict[str, Any]) -> dict[str, Any]:
-    return api.handle(Request.from_event(event))
+    try:
+        return api.handle(Request.from_event(event))
+    finally:
+        api.ctx.metrics.flush()
 
 
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
