@@ -36,7 +36,8 @@ class Metrics:
     def _emit(self, name: str, value: float, queue: str | None) -> None:
         if not self.emit_lines or value == 0:
             return
-        dimensions = [["Queue"]] if queue else [[]]
+        # Per queue and, for dashboards and alarms (stacks/constructs/monitoring.py), across all queues.
+        dimensions = [["Queue"], []] if queue else [[]]
         doc = {
             "_aws": {
                 "Timestamp": int(time.time() * 1000),
