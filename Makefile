@@ -41,7 +41,7 @@ test: $(STAMP) check-node check-java check-chromium
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/mypy -p hourglass -p devstack -p stacks -p pipeline -p bench
+	$(BIN)/mypy -p hourglass -p devstack -p stacks -p pipeline -p bench -p hourglass_client
 	$(BIN)/mypy app.py
 
 synth: $(STAMP) check-node

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import uuid
@@ -142,3 +143,46 @@ def queue(client: Client, receiver: RawReceiver) -> str:
         retry={"max_attempts": 2, "backoff_base": 0.2, "backoff_max": 1},
     )
     return name
+
+
+@dataclass
+class Scripted:
+    """A fake API answering each request with the next (status, headers, body) of `answers`."""
+
+    answers: list[tuple[int, dict[str, str], Any]]
+    requests: list[tuple[str, str, Any]] = field(default_factory=list)
+    server: ThreadingHTTPServer | None = None
+
+    def start(self) -> Scripted:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _answer(self) -> None:
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                fake.requests.append((self.command, self.path, json.loads(raw) if raw else None))
+                status, headers, body = fake.answers.pop(0)
+                payload = json.dumps(body).encode()
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _answer
+
+            def log_message(self, *args: Any) -> None:
+                return
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    @property
+    def url(self) -> str:
+        assert self.server is not None
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+
+def scripted(*answers: tuple[int, dict[str, str], Any]) -> Scripted:
+    return Scripted(list(answers)).start()

@@ -125,3 +125,48 @@ def test_tail_shows_retries(run: Any, client: Client, receiver: RawReceiver, que
     events = lines(run("--json", "tail", queue, "--interval", "0.2", "--count", "2", "--timeout", "30"))
     assert [(e["id"], e["event"]) for e in events] == [(created.id, "retrying"), (created.id, "delivered")]
     eventually(lambda: client.get_message(queue, created.id).status == "delivered")
+
+
+# --- v1.1 commands: skipped while the server has no route for them -------------------------------
+
+
+def v11(result: Result) -> Result:
+    if result.exit_code == 1 and "no route" in result.output:
+        pytest.skip(f"server side of this v1.1 endpoint is not implemented yet: {result.output.strip()}")
+    return result
+
+
+def test_queues_pause_and_resume(run: Any, client: Client, queue: str) -> None:
+    assert v11(run("queues", "pause", queue)).exit_code == 0
+    assert client.get_queue(queue).paused is True
+    assert run("queues", "resume", queue).exit_code == 0
+    assert client.get_queue(queue).paused is False
+
+
+def test_attempts_and_redeliver(run: Any, client: Client, receiver: RawReceiver, queue: str) -> None:
+    receiver.script[f"/{queue}"] = [400, 200]
+    created = client.send(queue, "once")
+    eventually(lambda: client.get_message(queue, created.id).status == "failed")
+    history = lines(v11(run("--json", "attempts", queue, created.id)))[0]
+    assert [(a["outcome"], a["status_code"]) for a in history] == [("failed", 400)]
+    assert v11(run("redeliver", queue, created.id)).exit_code == 0
+    eventually(lambda: client.get_message(queue, created.id).status == "delivered")
+
+
+def test_operations_start_follow_cancels_pending(run: Any, client: Client, queue: str) -> None:
+    created = client.send_batch(queue, [{"body": n, "delay": 600} for n in range(5)])
+    result = v11(
+        run("--json", "operations", "start", queue, "cancel", "--status", "pending", "--follow", "--poll", "0.2")
+    )
+    op = json.loads(result.stdout)
+    assert (op["status"], op["applied"]) == ("succeeded", 5)
+    assert {client.get_message(queue, c.id).status for c in created} == {"cancelled"}
+
+
+def test_schedules_put_list_delete(run: Any, client: Client, queue: str) -> None:
+    made = v11(run("--json", "schedules", "put", queue, "hourly", "--every", "3600", "--body", '{"tick": 1}'))
+    assert json.loads(made.stdout)["name"] == "hourly"
+    listed = lines(run("--json", "schedules", "list", queue))[0]
+    assert [s["name"] for s in listed] == ["hourly"]
+    assert run("schedules", "delete", queue, "hourly").exit_code == 0
+    assert list(client.iter_schedules(queue)) == []

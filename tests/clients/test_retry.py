@@ -3,7 +3,6 @@ for what the runtime cannot answer on demand."""
 
 from __future__ import annotations
 
-import json
 import threading
 import urllib.error
 import urllib.request
@@ -16,7 +15,7 @@ import pytest
 from hourglass_client import Client, Conflict, RateLimited, RetryPolicy, Unavailable, message
 from hourglass_client.transport import retry_after_seconds
 
-from tests.clients.conftest import API_KEY
+from tests.clients.conftest import API_KEY, scripted
 
 
 @dataclass
@@ -69,55 +68,12 @@ class Proxy:
         return f"http://127.0.0.1:{self.server.server_address[1]}"
 
 
-@dataclass
-class Scripted:
-    """A fake API answering each request with the next (status, headers, body) of `answers`."""
-
-    answers: list[tuple[int, dict[str, str], Any]]
-    requests: list[tuple[str, str, Any]] = field(default_factory=list)
-    server: ThreadingHTTPServer | None = None
-
-    def start(self) -> Scripted:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def _answer(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                fake.requests.append((self.command, self.path, json.loads(raw) if raw else None))
-                status, headers, body = fake.answers.pop(0)
-                payload = json.dumps(body).encode()
-                self.send_response(status)
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _answer
-
-            def log_message(self, *args: Any) -> None:
-                return
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    @property
-    def url(self) -> str:
-        assert self.server is not None
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-
 @pytest.fixture
 def proxy(api_url: str) -> Iterator[Proxy]:
     started = Proxy(api_url).start()
     yield started
     assert started.server is not None
     started.server.shutdown()
-
-
-def scripted(*answers: tuple[int, dict[str, str], Any]) -> Scripted:
-    return Scripted(list(answers)).start()
 
 
 UNAVAILABLE = {"error": {"code": "unavailable", "message": "retry"}}
