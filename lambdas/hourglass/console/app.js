@@ -145,7 +145,7 @@ async function loadQueues() {
     const retry = queue.retry || {};
     limits.push(`retry ${retry.max_attempts}x`);
     cell(row, limits.join(", "));
-    cell(row, queue.paused ? "paused" : "active", queue.paused ? "status-failed" : "status-delivered");
+    cell(row, queue.paused ? "paused" : "active", `state ${queue.paused ? "status-failed" : "status-delivered"}`);
     const counts = await Promise.all(STATUSES.map((s) => countStatus(name, s)));
     STATUSES.forEach((s, i) => cell(row, counts[i], `count count-${s}`));
     const actions = document.createElement("td");
