@@ -1,5 +1,6 @@
 """Hourglass client: a typed SDK for the delay queue's REST API, and the `hourglass` CLI."""
 
+from hourglass_client.aio import AsyncClient
 from hourglass_client.client import Client, message, new_dedup_id
 from hourglass_client.errors import (
     BadRequest,
@@ -16,6 +17,7 @@ from hourglass_client.signing import sign, verify
 from hourglass_client.transport import RetryPolicy
 
 __all__ = [
+    "AsyncClient",
     "Attempt",
     "BadRequest",
     "Client",
