@@ -10,7 +10,7 @@ export PYTHONPATH := lambdas:.
 # check-node says it once instead.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION ?= 20
 
-.PHONY: dev test lint synth bench soak spark-schedule spark-report sample clean check-node check-java
+.PHONY: dev test lint synth bench soak spark-schedule spark-report sample clean check-node check-java check-chromium
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"' \
@@ -28,15 +28,20 @@ check-node:
 check-java:
 	@command -v java >/dev/null 2>&1 || { echo "error: Java is missing: PySpark needs a JRE 17+. Install it (e.g. apt-get install openjdk-17-jre-headless)."; exit 1; }
 
+# The console's browser tests drive the system's Chromium (browser downloads do not work offline).
+check-chromium:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 \
+		|| echo "note: Chromium is missing: the console's browser tests will be skipped. Install it with: apt-get update && apt-get install -y chromium"
+
 dev: $(STAMP) check-node
 	$(BIN)/python -m devstack
 
-test: $(STAMP) check-node check-java
+test: $(STAMP) check-node check-java check-chromium
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/mypy -p hourglass -p devstack -p stacks -p pipeline -p bench
+	$(BIN)/mypy -p hourglass -p devstack -p stacks -p pipeline -p bench -p hourglass_client
 	$(BIN)/mypy app.py
 
 synth: $(STAMP) check-node

@@ -16,6 +16,7 @@ from constructs import Construct
 from stacks.constructs.api import IngestApi
 from stacks.constructs.body_bucket import BODY_BUCKET_ENV, BodyBucket
 from stacks.constructs.message_store import MessageStore
+from stacks.constructs.monitoring import Monitoring
 from stacks.constructs.timer import TimerQueue
 from stacks.constructs.workers import DISPATCHER, INGEST, SWEEPER, Workers
 
@@ -157,6 +158,18 @@ class HourglassStack(Stack):
             targets=[targets.LambdaFunction(workers.sweeper)],
         )
 
+        # Dashboard and alarms; `-c hourglass:alarm_email=...` (or the AlarmEmail parameter) subscribes an address.
+        monitoring = Monitoring(
+            self,
+            "Monitoring",
+            ingest=workers.ingest,
+            sweeper=workers.sweeper,
+            dispatcher=workers.dispatcher,
+            timer_queue=timer.queue,
+            timer_dlq=timer.dlq,
+            alarm_email=self.node.try_get_context("hourglass:alarm_email"),
+        )
+
         CfnOutput(self, "ApiUrl", value=api.url)
         CfnOutput(self, "ApiKeyId", value=api.api_key.key_id)
         CfnOutput(self, "TableName", value=store.table.table_name)
@@ -166,3 +179,5 @@ class HourglassStack(Stack):
         CfnOutput(self, "IngestFunctionName", value=workers.ingest.function_name)
         CfnOutput(self, "SweeperFunctionName", value=workers.sweeper.function_name)
         CfnOutput(self, "DispatcherFunctionName", value=workers.dispatcher.function_name)
+        CfnOutput(self, "AlarmTopicArn", value=monitoring.topic.topic_arn)
+        CfnOutput(self, "DashboardName", value=monitoring.dashboard.dashboard_name)

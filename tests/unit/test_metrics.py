@@ -51,7 +51,7 @@ def test_the_document_declares_every_metric_it_carries() -> None:
     (doc,) = documents(out)
     declared = doc["_aws"]["CloudWatchMetrics"][0]  # type: ignore[index]
     names = {m["Name"]: m["Unit"] for m in declared["Metrics"]}
-    assert names == {"Delivered": "Count", "LatenessMs": "Milliseconds"} and declared["Dimensions"] == [["Queue"]]
+    assert names == {"Delivered": "Count", "LatenessMs": "Milliseconds"} and declared["Dimensions"] == [["Queue"], []]
 
 
 def test_metrics_without_a_queue_have_no_dimension() -> None:

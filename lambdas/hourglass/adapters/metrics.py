@@ -76,7 +76,8 @@ def _document(timestamp: int, queue: str | None, figures: dict[str, Any]) -> str
             "CloudWatchMetrics": [
                 {
                     "Namespace": NAMESPACE,
-                    "Dimensions": [["Queue"]] if queue else [[]],
+                    # Per queue and, for dashboards and alarms (stacks/constructs/monitoring.py), across all queues.
+                    "Dimensions": [["Queue"], []] if queue else [[]],
                     "Metrics": [{"Name": name, "Unit": UNITS.get(name, "Count")} for name in sorted(figures)],
                 }
             ],

@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
+from hourglass import console
 from hourglass.service.api import Api, Request
 from hourglass.service.context import Context
 from hourglass.settings import Settings
@@ -16,8 +17,12 @@ def _api() -> Api:
 
 
 def handle(api: Api, event: dict[str, Any]) -> dict[str, Any]:
+    request = Request.from_event(event)
+    page = console.serve(request.method, request.path)
+    if page is not None:
+        return page
     try:
-        return api.handle(Request.from_event(event))
+        return api.handle(request)
     finally:
         api.ctx.metrics.flush()
 
