@@ -137,7 +137,12 @@ def _store(
     accepted: int,
 ) -> None:
     """Writes the accepted rows in small partitions; progress is counted as each one finishes."""
-    settings = WriteSettings(lookahead=args.lookahead, handoff_safety=args.handoff_safety)
+    settings = WriteSettings(
+        lookahead=args.lookahead,
+        handoff_safety=args.handoff_safety,
+        shards=args.shards,
+        bucket_seconds=args.bucket_seconds,
+    )
     partitions = max(2 * sc.defaultParallelism, math.ceil(accepted / WRITE_ROWS_PER_PARTITION))
     writes = transforms.mark_repeats(transforms.accepted(plan)).repartition(partitions)
     with Reporter(sc, counters, phase="write", total=accepted, interval=args.progress_interval):

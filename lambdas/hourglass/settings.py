@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from hourglass.core.handoff import Timing
 from hourglass.errors import ValidationError
 
 MAX_TIMER_DELAY = 900
@@ -31,6 +32,10 @@ class Settings:
     sweep_capacity: int = 20_000
     # The function sweep workers are invoked as; unset, the sweeper invokes itself (its own name).
     sweeper_function: str | None = None
+
+    @property
+    def timing(self) -> Timing:
+        return Timing(self.shards, self.bucket_seconds, self.lookahead, self.handoff_safety)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -25,6 +26,8 @@ from hourglass.adapters.items import (
     queue_to_item,
     s,
 )
+from hourglass.core.handoff import Claim, DueEntry
+from hourglass.core.lifecycle import Change, DeliveryStart
 from hourglass.core.model import Message, Queue, Status
 from hourglass.core.schedule import SweepKeys
 from hourglass.core.timestamps import to_ms
@@ -36,14 +39,6 @@ STATE_KEY = {"pk": {"S": SWEEPER_PK}, "sk": {"S": "#state"}}
 SHARD_PREFIX = "#shard#"
 BATCH_WRITE = 25
 Meter = Callable[[str, dict[str, Any]], None]
-
-
-@dataclass(frozen=True)
-class DueEntry:
-    queue: str
-    id: str
-    version: int
-    due_ms: int
 
 
 @dataclass(frozen=True)
@@ -210,90 +205,80 @@ class Store:
                 break
         return messages, _encode_cursor(start) if start else None
 
-    def update_message(
-        self,
-        message: Message,
-        *,
-        expected_version: int,
-        expected_status: Status | None = None,
-        sweep: SweepKeys | None = None,
-        expire_at: datetime | None = None,
-    ) -> Message:
-        """Write `message` over the stored one if that one still has `expected_version`."""
-        item = message_to_item(message, sweep)
-        if expire_at is not None:
-            item["expire_at"] = n(int(expire_at.timestamp()))
-        condition = "version = :v"
-        values: dict[str, Any] = {":v": n(expected_version)}
-        names: dict[str, str] = {}
-        if expected_status is not None:
-            condition += " AND #st = :st"
-            values[":st"] = s(expected_status.value)
-            names["#st"] = "status"
-        kwargs: dict[str, Any] = {
-            "TableName": self.table,
-            "Item": item,
-            "ConditionExpression": condition,
-            "ExpressionAttributeValues": values,
-        }
-        if names:
-            kwargs["ExpressionAttributeNames"] = names
-        try:
-            self._call("put_item", **kwargs)
-        except ClientError as exc:
-            if _conditional_failed(exc):
-                raise StaleVersionError(f"message {message.id} changed") from exc
-            raise StoreError(f"DynamoDB PutItem failed: {exc}") from exc
+    def cancel(self, change: Change) -> Message:
+        return self._put_version(change)
+
+    def reschedule(self, change: Change, keys: SweepKeys | None) -> Message:
+        return self._put_version(change, keys)
+
+    def await_retry(self, change: Change, keys: SweepKeys | None) -> Message:
+        return self._put_version(change, keys)
+
+    def finish(self, change: Change) -> Message:
+        return self._put_version(change)
+
+    def _put_version(self, change: Change, keys: SweepKeys | None = None) -> Message:
+        """Write the new version over the stored one if that one still has the expected version and status."""
+        message = change.message
+        item = message_to_item(message, keys)
+        if change.expire_at is not None:
+            item["expire_at"] = n(int(change.expire_at.timestamp()))
+        self._conditional(
+            "put_item",
+            f"message {message.id} changed",
+            TableName=self.table,
+            Item=item,
+            ConditionExpression="version = :v AND #st = :st",
+            ExpressionAttributeNames={"#st": "status"},
+            ExpressionAttributeValues={":v": n(change.expected_version), ":st": s(change.expected_status.value)},
+        )
         return message
 
-    def transition(
-        self,
-        queue: str,
-        message_id: str,
-        *,
-        condition: str,
-        values: dict[str, Any],
-        updates: dict[str, Any],
-        increment: tuple[str, ...] = (),
-        remove: tuple[str, ...] = (),
-    ) -> Message:
-        """A conditional UpdateItem that returns the new message; StaleVersionError when it fails."""
-        names = {"#st": "status"}
-        sets = []
-        for index, (attr, value) in enumerate(updates.items()):
-            names[f"#a{index}"] = attr
-            values[f":a{index}"] = value
-            sets.append(f"#a{index} = :a{index}")
-        for index, attr in enumerate(("version", *increment)):
-            names[f"#i{index}"] = attr
-            sets.append(f"#i{index} = if_not_exists(#i{index}, :zero) + :one")
-        expression = "SET " + ", ".join(sets)
-        values[":one"] = n(1)
-        values[":zero"] = n(0)
-        if remove:
-            expression += " REMOVE " + ", ".join(remove)
+    def begin_delivery(self, queue: str, message_id: str, start: DeliveryStart) -> Message:
+        """pending(v) -> delivering with a lease and one more attempt, or take over an expired lease.
+
+        Leaves the due index (its keys are removed); StaleVersionError when neither holds.
+        """
+        answer = self._conditional(
+            "update_item",
+            f"message {message_id} is not in the expected state",
+            TableName=self.table,
+            Key=message_key(queue, message_id),
+            UpdateExpression=(
+                "SET #st = :delivering, claimed_until = :lease, "
+                "version = if_not_exists(version, :zero) + :one, attempts = if_not_exists(attempts, :zero) + :one "
+                "REMOVE sweep_pk, sweep_sk"
+            ),
+            ConditionExpression="(#st = :pending AND version = :v) OR (#st = :delivering AND claimed_until < :now)",
+            ExpressionAttributeNames={"#st": "status"},
+            ExpressionAttributeValues={
+                ":pending": s(Status.PENDING.value),
+                ":v": n(start.version),
+                ":delivering": s(Status.DELIVERING.value),
+                ":now": n(to_ms(start.now)),
+                ":lease": n(to_ms(start.lease_until)),
+                ":one": n(1),
+                ":zero": n(0),
+            },
+            ReturnValues="ALL_NEW",
+        )
+        return message_from_item(answer["Attributes"])
+
+    def _conditional(self, operation: str, stale: str, **kwargs: Any) -> dict[str, Any]:
+        """A conditional write; StaleVersionError when its condition fails, StoreError on any other failure."""
         try:
-            answer = self._call(
-                "update_item",
-                TableName=self.table,
-                Key=message_key(queue, message_id),
-                UpdateExpression=expression,
-                ConditionExpression=condition,
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=values,
-                ReturnValues="ALL_NEW",
-            )
+            return self._call(operation, **kwargs)
         except ClientError as exc:
             if _conditional_failed(exc):
-                raise StaleVersionError(f"message {message_id} is not in the expected state") from exc
-            raise StoreError(f"DynamoDB UpdateItem failed: {exc}") from exc
-        return message_from_item(answer["Attributes"])
+                raise StaleVersionError(stale) from exc
+            raise StoreError(f"DynamoDB {operation} failed: {exc}") from exc
 
     def claim(self, entry: DueEntry, *, now: datetime, lease_until: datetime) -> bool:
         """Claim a due message for hand-off; False when another sweeper has it or it changed."""
         try:
-            self._call(
+            self._conditional(
                 "update_item",
+                f"message {entry.id} is claimed or changed",
                 TableName=self.table,
                 Key=message_key(entry.queue, entry.id),
                 UpdateExpression="SET claimed_until = :lease",
@@ -309,26 +294,22 @@ class Store:
                     ":lease": n(to_ms(lease_until)),
                 },
             )
-            return True
-        except ClientError as exc:
-            if _conditional_failed(exc):
-                return False
-            raise StoreError(f"DynamoDB UpdateItem (claim) failed: {exc}") from exc
+        except StaleVersionError:
+            return False
+        return True
 
-    def release(self, entry: DueEntry, *, lease_until: datetime) -> None:
+    def release(self, claim: Claim) -> None:
         """Give a claim back (its send failed) so the next sweep takes it at once."""
-        try:
-            self._call(
+        with contextlib.suppress(StaleVersionError):
+            self._conditional(
                 "update_item",
+                f"message {claim.entry.id} changed",
                 TableName=self.table,
-                Key=message_key(entry.queue, entry.id),
+                Key=message_key(claim.entry.queue, claim.entry.id),
                 UpdateExpression="REMOVE claimed_until",
                 ConditionExpression="version = :v AND claimed_until = :lease",
-                ExpressionAttributeValues={":v": n(entry.version), ":lease": n(to_ms(lease_until))},
+                ExpressionAttributeValues={":v": n(claim.entry.version), ":lease": n(to_ms(claim.lease))},
             )
-        except ClientError as exc:
-            if not _conditional_failed(exc):
-                raise StoreError(f"DynamoDB UpdateItem (release) failed: {exc}") from exc
 
     # due index ----------------------------------------------------------------------------
     def query_due(self, pk: str, low: str, high: str, *, limit: int = 500) -> Iterable[DueEntry]:

@@ -12,6 +12,7 @@ from hourglass.adapters.metrics import Metrics
 from hourglass.adapters.sqs_target import SqsTargets
 from hourglass.adapters.store import Store
 from hourglass.adapters.timer_queue import TimerQueue
+from hourglass.service.handoff import HandOff
 from hourglass.settings import Settings
 
 
@@ -30,6 +31,10 @@ class Context:
     sleep: Callable[[float], None] = time.sleep
     post: Callable[..., http_target.HttpReply] = http_target.post
     check_url: Callable[..., None] = http_target.check_url
+
+    @property
+    def handoff(self) -> HandOff:
+        return HandOff(self.timers, self.settings.timing, release=self.store.release, metrics=self.metrics)
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: object) -> Context:
