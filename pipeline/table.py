@@ -17,7 +17,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 from hourglass.adapters.items import MESSAGE_PREFIX, Item, dedup_key, dedup_to_item, message_key, n, s
-from hourglass.adapters.store import BATCH_WRITE, Store
+from hourglass.adapters.store import Store
+from hourglass.adapters.table import BATCH_WRITE
 from hourglass.adapters.timer_queue import TimerQueue
 from hourglass.core import handoff, validation
 from hourglass.core.handoff import DueEntry, Placement, Timing

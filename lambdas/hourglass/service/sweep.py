@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from hourglass.adapters.store import ShardProgress, SweepState
 from hourglass.core import fanout, schedule
 from hourglass.core.handoff import Claim, DueEntry
+from hourglass.core.sweep_state import ShardProgress, SweepState
 from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.errors import InvokeError
 from hourglass.logs import log
