@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from botocore.exceptions import ClientError
+from hourglass import contract
 from hourglass.adapters.items import MESSAGE_PREFIX, Item, dedup_key, dedup_to_item, message_key, n, s
 from hourglass.adapters.store import Store
 from hourglass.adapters.table import BATCH_WRITE
@@ -84,10 +85,10 @@ class Planned:
 
 @dataclass(frozen=True)
 class WriteSettings:
-    lookahead: float = 300.0
-    handoff_safety: float = 30.0
-    shards: int = 8
-    bucket_seconds: int = 60
+    lookahead: float = contract.DEFAULT_LOOKAHEAD
+    handoff_safety: float = contract.DEFAULT_HANDOFF_SAFETY
+    shards: int = contract.DEFAULT_SHARDS
+    bucket_seconds: int = contract.DEFAULT_BUCKET_SECONDS
     chunk: int = 50
     attempts: int = 10
     backoff_base: float = 0.05

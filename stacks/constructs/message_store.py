@@ -8,9 +8,8 @@ from __future__ import annotations
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
-
-DUE_INDEX_NAME = "due"
-TTL_ATTRIBUTE = "expire_at"
+from hourglass.contract import DUE_INDEX as DUE_INDEX_NAME
+from hourglass.contract import TTL_ATTRIBUTE
 
 
 class MessageStore(Construct):

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
+from hourglass import contract
 from hourglass.adapters.items import (
     MESSAGE_PREFIX,
     dedup_key,
@@ -141,7 +142,7 @@ class MessageStorage(Table):
         message = change.message
         item = message_to_item(message, keys)
         if change.expire_at is not None:
-            item["expire_at"] = n(int(change.expire_at.timestamp()))
+            item[contract.TTL_ATTRIBUTE] = n(int(change.expire_at.timestamp()))
         self._conditional(
             "put_item",
             f"message {message.id} changed",

@@ -7,6 +7,7 @@ from collections.abc import Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
+from hourglass import contract
 from hourglass.adapters.items import (
     STATE_KEY,
     SWEEPER_PK,
@@ -24,14 +25,12 @@ from hourglass.core.sweep_state import ShardProgress, SweepState
 from hourglass.core.timestamps import to_ms
 from hourglass.errors import StaleVersionError
 
-DUE_INDEX = "due"
-
 
 class SweepStorage(Table):
     def query_due(self, pk: str, low: str, high: str, *, limit: int = 500) -> Iterator[DueEntry]:
         request = {
             "TableName": self.table,
-            "IndexName": DUE_INDEX,
+            "IndexName": contract.DUE_INDEX,
             "KeyConditionExpression": "sweep_pk = :p AND sweep_sk BETWEEN :lo AND :hi",
             "ExpressionAttributeValues": {":p": s(pk), ":lo": s(low), ":hi": s(high)},
             "Limit": limit,
