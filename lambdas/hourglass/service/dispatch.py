@@ -219,8 +219,8 @@ class Dispatcher:
             return Result(True, "superseded")
         claim = placement.claim()
         if claim is not None:
-            # A refused timer gives its lease back; the next sweep hands the retry off.
-            self.ctx.handoff.send_claimed([claim], now)
+            # If this send fails the recovery sweep hands the retry off when its lease ends.
+            self.ctx.handoff.send_claimed([claim], now, give_back=False)
         self.ctx.metrics.count("Retried", queue=message.queue)
         log("retry_scheduled", id=message.id, queue=message.queue, attempt=message.attempts, error=error)
         return Result(True, "retry")

@@ -48,14 +48,19 @@ class HandOff:
         self._count("HandedOff", len(timers))
         return True
 
-    def send_claimed(self, claims: Sequence[Claim], now: datetime) -> list[Claim]:
-        """Timers of stored, leased items; each refused one gets its lease back. Returns the refused."""
+    def send_claimed(self, claims: Sequence[Claim], now: datetime, *, give_back: bool = True) -> list[Claim]:
+        """Timers of stored, leased items; returns the refused ones, whose leases are given back.
+
+        `give_back=False` where no sweep comes back for them sooner (PATCH, retries): their lease
+        runs out and the recovery sweep hands them off, at no extra write.
+        """
         if not claims:
             return []
         sent = self.timers.send([handoff.timer_for(claim.entry, now) for claim in claims])
         refused = {(s.timer.queue, s.timer.id) for s in sent}
         failed = [claim for claim in claims if (claim.entry.queue, claim.entry.id) in refused]
-        self.give_back(failed)
+        if give_back:
+            self.give_back(failed)
         return failed
 
     def give_back(self, claims: Sequence[Claim]) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 from hourglass.core import lifecycle, schedule, validation
 from hourglass.core.admission import admit
 from hourglass.core.handoff import Claim, Placement, Scheduled
-from hourglass.core.ids import new_id
+from hourglass.core.ids import is_valid_id, new_id
 from hourglass.core.lifecycle import can_cancel, can_edit
 from hourglass.core.model import (
     LATER_BACKOFF_BASE,
@@ -142,7 +142,7 @@ class Messages:
     def get(self, queue: str, message_id: str) -> Message:
         if queue != LATER_NAMESPACE:
             validation.queue_name(queue)
-        message = self.store.get_message(queue, message_id) if _plausible_id(message_id) else None
+        message = self.store.get_message(queue, message_id) if is_valid_id(message_id) else None
         if message is None:
             raise NotFoundError(f"message {message_id} does not exist in queue {queue}")
         return message
@@ -197,7 +197,8 @@ class Messages:
         self.store.reschedule(change, placement.keys)
         claim = placement.claim()
         if claim is not None:
-            handoff.send_claimed([claim], now)
+            # If this send fails the recovery sweep hands the message off when its lease ends.
+            handoff.send_claimed([claim], now, give_back=False)
         return change.message
 
     # later-compatible ---------------------------------------------------------------------
@@ -237,6 +238,3 @@ class Messages:
         except ValidationError as exc:
             raise ValidationError(field, exc.message.removeprefix("url: ")) from exc
 
-
-def _plausible_id(message_id: str) -> bool:
-    return 1 <= len(message_id) <= 64 and message_id.isalnum()
