@@ -7,7 +7,6 @@ import random
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from hourglass.adapters.timer_queue import read_timers
 from hourglass.core import delivery, handoff, lifecycle, retry, schedule
@@ -241,6 +240,3 @@ class Dispatcher:
         log("finished", id=message.id, queue=message.queue, status=status.value, attempts=message.attempts, error=error)
         return Result(True, status.value)
 
-
-def record_pairs(event: dict[str, Any]) -> list[tuple[str, str]]:
-    return [(str(r.get("messageId")), str(r.get("body", ""))) for r in event.get("Records", [])]

@@ -236,5 +236,5 @@ class Messages:
         try:
             self.ctx.check_url(target.url, allow_private=False)
         except ValidationError as exc:
-            raise ValidationError(field, exc.message.removeprefix("url: ")) from exc
+            raise ValidationError(field, exc.detail) from exc
 
