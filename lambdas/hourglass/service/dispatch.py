@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import http.client
 import random
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -13,17 +12,15 @@ from hourglass.core import delivery, handoff, lifecycle, retry, schedule
 from hourglass.core.handoff import Scheduled, Timer
 from hourglass.core.model import (
     LATER_NAMESPACE,
-    HttpTarget,
-    LaterTarget,
     Message,
     Queue,
     RetryPolicy,
-    SqsTarget,
     Status,
 )
 from hourglass.core.timestamps import from_ms
 from hourglass.errors import DeliveryError, StaleVersionError, StoreError, TimerQueueError, ValidationError
 from hourglass.logs import log
+from hourglass.service import targets
 from hourglass.service.context import Context
 
 # A timer can beat the ingest write it belongs to (the timer is sent first); give the write time.
@@ -115,7 +112,7 @@ class Dispatcher:
             return self._finish(message, Status.CANCELLED, now, "queue deleted")
         if message.expires_at is not None and now > message.expires_at:
             return self._finish(message, Status.EXPIRED, now, "expired before delivery")
-        outcome = self._deliver(message, queue)
+        outcome = targets.deliver(self.ctx, message, queue)
         done = self.ctx.clock()
         if outcome.delivered:
             self.ctx.metrics.lateness((done - message.due_at).total_seconds() * 1000, queue=message.queue)
@@ -163,40 +160,6 @@ class Dispatcher:
         queue = self.store.get_queue(message.queue)
         self._queues[message.queue] = (now, queue)
         return queue
-
-    def _deliver(self, message: Message, queue: Queue | None) -> delivery.Outcome:
-        target = message.target or (queue.settings.target if queue else None)
-        attempt = message.attempts
-        try:
-            if isinstance(target, SqsTarget):
-                self.ctx.targets.send(
-                    target.queue_url, delivery.sqs_envelope(message, attempt), group=message.queue, dedup_id=message.id
-                )
-                return delivery.DELIVERED
-            if isinstance(target, LaterTarget):
-                reply = self.ctx.post(
-                    target.url,
-                    delivery.later_request(message),
-                    {"Content-Type": "application/json"},
-                    allow_private=self.ctx.settings.allow_private_callbacks,
-                )
-                return delivery.judge_later(reply.status, reply.body)
-            if isinstance(target, HttpTarget):
-                secret = queue.settings.signing_secret if queue else None
-                body, headers = delivery.http_request(
-                    message, attempt, headers=target.headers, secret=secret, now=self.ctx.clock()
-                )
-                allow = self.ctx.settings.allow_private_callbacks
-                reply = self.ctx.post(target.url, body, headers, allow_private=allow)
-                return delivery.judge_http(reply.status, reply.headers.get("retry-after"), self.ctx.clock())
-        except DeliveryError as exc:
-            return delivery.Outcome(False, retryable=exc.retryable, error=str(exc)[:500])
-        except ValidationError as exc:
-            # The callback now resolves to a forbidden address: retrying may help if DNS changes back.
-            return delivery.Outcome(False, retryable=True, error=exc.message)
-        except (OSError, http.client.HTTPException) as exc:
-            return delivery.transport_failure(f"{type(exc).__name__}: {exc}")
-        return delivery.Outcome(False, retryable=False, error="message has no target")
 
     def _after_failure(self, message: Message, queue: Queue | None, outcome: delivery.Outcome, now: datetime) -> Result:
         policy = message.retry or (queue.settings.retry if queue else RetryPolicy())
