@@ -32,7 +32,7 @@ class Aws:
 
 
 def create(ddb: Any, sqs: Any, *, table: str = TABLE, projected: tuple[str, ...] = ("version",)) -> Aws:
-    """The stack's table layout (bench/README: same keys and sparse GSI as stacks/constructs/message_store.py)."""
+    """The stack's table layout (bench/README: same keys and sparse GSI as stacks/constructs/message_table.py)."""
     create_table(ddb, table, projected)
     return Aws(ddb, sqs, table, sqs.create_queue(QueueName=f"{table}-timer")["QueueUrl"])
 

@@ -19,9 +19,9 @@ from hourglass.adapters.timer_queue import TimerQueue
 from hourglass.handlers import api as api_handler
 from hourglass.handlers import dispatcher as dispatcher_handler
 from hourglass.handlers import sweeper as sweeper_handler
-from hourglass.service.api import Api
 from hourglass.service.context import Context
 from hourglass.service.dispatch import Dispatcher
+from hourglass.service.rest import Api
 from hourglass.settings import Settings
 
 from devstack import deploy

@@ -14,9 +14,9 @@ from aws_cdk import aws_lambda_event_sources as event_sources
 from constructs import Construct
 from hourglass import contract
 
-from stacks.constructs.api import IngestApi
-from stacks.constructs.message_store import MessageStore
-from stacks.constructs.timer import TimerQueue
+from stacks.constructs.message_table import MessageTable
+from stacks.constructs.rest_api import IngestApi
+from stacks.constructs.timer import TimerQueueWithDlq
 from stacks.constructs.workers import DISPATCHER, INGEST, SWEEPER, Workers
 
 LAMBDAS_DIR = Path(__file__).resolve().parents[1] / "lambdas"
@@ -89,8 +89,8 @@ class HourglassStack(Stack):
         stack_props.setdefault("description", "Hourglass: serverless delay queue")
         super().__init__(scope, construct_id, **stack_props)
 
-        store = MessageStore(self, "MessageStore")
-        timer = TimerQueue(
+        store = MessageTable(self, "MessageStore")
+        timer = TimerQueueWithDlq(
             self,
             "Timer",
             visibility_timeout=Duration.seconds(VISIBILITY_TIMEOUT_FACTOR * DISPATCHER.timeout.to_seconds()),

@@ -6,8 +6,8 @@ import base64
 from functools import cache
 from typing import Any
 
-from hourglass.service.api import Api, Request
 from hourglass.service.context import Context
+from hourglass.service.rest import Api, Request
 from hourglass.settings import Settings
 
 

@@ -12,7 +12,7 @@ from hourglass.contract import DUE_INDEX as DUE_INDEX_NAME
 from hourglass.contract import TTL_ATTRIBUTE
 
 
-class MessageStore(Construct):
+class MessageTable(Construct):
     """One on-demand table ``(pk, sk)`` with the sparse GSI ``due`` ``(sweep_pk, sweep_sk)``."""
 
     def __init__(
