@@ -8,6 +8,8 @@ from stacks.analytics_stack import AnalyticsStack
 from stacks.hourglass_stack import HourglassSettings, HourglassStack
 
 STACK_ID = "Hourglass"
+# The contract's defaults (hourglass.contract), as the stack's settings hold them.
+DEFAULTS = HourglassSettings()
 ANALYTICS_STACK_ID = "HourglassAnalytics"
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -42,11 +44,11 @@ def _bool(app: cdk.App, key: str, default: bool) -> bool:
 def settings_from_context(app: cdk.App) -> HourglassSettings:
     """Typed settings from ``-c hourglass:...`` / cdk.json values (CLI values arrive as strings)."""
     return HourglassSettings(
-        shards=_int(app, "hourglass:shards", 8),
-        lookahead_seconds=_int(app, "hourglass:lookahead", 300),
-        retention_days=_int(app, "hourglass:retention_days", 7),
-        allow_private_callbacks=_bool(app, "hourglass:allow_private_callbacks", False),
-        sweep_interval_seconds=_int(app, "hourglass:sweep_interval", 60),
+        shards=_int(app, "hourglass:shards", DEFAULTS.shards),
+        lookahead_seconds=_int(app, "hourglass:lookahead", DEFAULTS.lookahead_seconds),
+        retention_days=_int(app, "hourglass:retention_days", DEFAULTS.retention_days),
+        allow_private_callbacks=_bool(app, "hourglass:allow_private_callbacks", DEFAULTS.allow_private_callbacks),
+        sweep_interval_seconds=_int(app, "hourglass:sweep_interval", DEFAULTS.sweep_interval_seconds),
     )
 
 

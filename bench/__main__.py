@@ -19,6 +19,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from hourglass import logs
+
 from bench import body_cost, capacity_sim, cost, log_bytes, memory, precision, sweep_scaling, throughput
 from bench.report import RESULTS, Section, write
 from devstack.emulator import quiet_emulator_logs, use_dummy_credentials
@@ -148,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--costs", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     os.environ.setdefault("HOURGLASS_LOG_LEVEL", "WARNING")
+    logs.set_level(os.environ["HOURGLASS_LOG_LEVEL"])
     if args.child:
         use_dummy_credentials("us-east-1")
         costs = capacity_sim.Costs(**json.loads(args.costs)) if args.costs else None

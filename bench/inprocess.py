@@ -9,13 +9,14 @@ from datetime import datetime
 from typing import Any
 
 from hourglass.adapters.http_target import check_url, post
-from hourglass.adapters.items import message_to_item
+from hourglass.adapters.items import STATE_KEY, message_to_item
 from hourglass.adapters.metrics import Metrics
 from hourglass.adapters.sqs_target import SqsTargets
-from hourglass.adapters.store import STATE_KEY, Store, SweepState
+from hourglass.adapters.store import Store
 from hourglass.adapters.timer_queue import TimerQueue
 from hourglass.core import schedule
 from hourglass.core.model import Message
+from hourglass.core.sweep_state import SweepState
 from hourglass.service.context import Context
 from hourglass.settings import Settings
 
@@ -31,7 +32,7 @@ class Aws:
 
 
 def create(ddb: Any, sqs: Any, *, table: str = TABLE, projected: tuple[str, ...] = ("version",)) -> Aws:
-    """The stack's table layout (bench/README: same keys and sparse GSI as stacks/constructs/message_store.py)."""
+    """The stack's table layout (bench/README: same keys and sparse GSI as stacks/constructs/message_table.py)."""
     create_table(ddb, table, projected)
     return Aws(ddb, sqs, table, sqs.create_queue(QueueName=f"{table}-timer")["QueueUrl"])
 

@@ -6,22 +6,25 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from hourglass import contract as c
+
 
 @dataclass(frozen=True)
 class RuntimeConfig:
     api_port: int = 8080
     emulator_port: int = 4566
     endpoint_url: str | None = None
-    sweep_interval: float = 60.0
-    lookahead: float = 300.0
+    sweep_interval: float = c.DEFAULT_SWEEP_INTERVAL
+    lookahead: float = c.DEFAULT_LOOKAHEAD
     allow_private_callbacks: bool = True
     api_key: str | None = None
-    handoff_safety: float = 30.0
-    shards: int = 8
+    handoff_safety: float = c.DEFAULT_HANDOFF_SAFETY
+    shards: int = c.DEFAULT_SHARDS
     region: str = "us-east-1"
     dispatcher_workers: int = 4
     # Seconds a received timer stays hidden from other pollers; None keeps the queue's own (360 s).
     poll_visibility: int | None = None
+    log_level: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> RuntimeConfig:
@@ -30,15 +33,16 @@ class RuntimeConfig:
             api_port=int(env.get("HOURGLASS_API_PORT", "8080")),
             emulator_port=int(env.get("HOURGLASS_EMULATOR_PORT", "4566")),
             endpoint_url=env.get("AWS_ENDPOINT_URL") or None,
-            sweep_interval=float(env.get("HOURGLASS_SWEEP_INTERVAL", "60")),
-            lookahead=float(env.get("HOURGLASS_LOOKAHEAD", "300")),
-            allow_private_callbacks=env.get("HOURGLASS_ALLOW_PRIVATE_CALLBACKS", "1") == "1",
-            api_key=env.get("HOURGLASS_API_KEY") or None,
-            handoff_safety=float(env.get("HOURGLASS_HANDOFF_SAFETY", "30")),
-            shards=int(env.get("HOURGLASS_SHARDS", "8")),
+            sweep_interval=float(env.get(c.SWEEP_INTERVAL, str(c.DEFAULT_SWEEP_INTERVAL))),
+            lookahead=float(env.get(c.LOOKAHEAD, str(c.DEFAULT_LOOKAHEAD))),
+            allow_private_callbacks=env.get(c.ALLOW_PRIVATE_CALLBACKS, "1") == "1",
+            api_key=env.get(c.API_KEY) or None,
+            handoff_safety=float(env.get(c.HANDOFF_SAFETY, str(c.DEFAULT_HANDOFF_SAFETY))),
+            shards=int(env.get(c.SHARDS, str(c.DEFAULT_SHARDS))),
             region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1",
             dispatcher_workers=int(env.get("HOURGLASS_DISPATCHER_WORKERS", "4")),
             poll_visibility=int(env["HOURGLASS_POLL_VISIBILITY"]) if env.get("HOURGLASS_POLL_VISIBILITY") else None,
+            log_level=env.get(c.LOG_LEVEL) or None,
         )
 
     @property

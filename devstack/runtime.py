@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+from hourglass import contract
 from hourglass.adapters.aws import AWS_CONFIG
 from hourglass.adapters.metrics import Metrics
 from hourglass.adapters.sqs_target import SqsTargets
@@ -18,9 +19,9 @@ from hourglass.adapters.timer_queue import TimerQueue
 from hourglass.handlers import api as api_handler
 from hourglass.handlers import dispatcher as dispatcher_handler
 from hourglass.handlers import sweeper as sweeper_handler
-from hourglass.service.api import Api
 from hourglass.service.context import Context
 from hourglass.service.dispatch import Dispatcher
+from hourglass.service.rest import Api
 from hourglass.settings import Settings
 
 from devstack import deploy
@@ -128,20 +129,23 @@ class Runtime:
 
     def _lambda_environment(self) -> dict[str, str]:
         """The ingest function's environment as deployed, with the local overrides on top."""
-        described = self.client("lambda").get_function_configuration(FunctionName=self.outputs["IngestFunctionName"])
+        ingest = self.outputs[contract.OUTPUT_INGEST_FUNCTION]
+        described = self.client("lambda").get_function_configuration(FunctionName=ingest)
         env = dict(described.get("Environment", {}).get("Variables", {}))
         env.update(
             {
-                "HOURGLASS_SWEEP_INTERVAL": str(self.config.sweep_interval),
-                "HOURGLASS_LOOKAHEAD": str(self.config.lookahead),
-                "HOURGLASS_HANDOFF_SAFETY": str(self.config.handoff_safety),
-                "HOURGLASS_ALLOW_PRIVATE_CALLBACKS": "1" if self.config.allow_private_callbacks else "0",
+                contract.SWEEP_INTERVAL: str(self.config.sweep_interval),
+                contract.LOOKAHEAD: str(self.config.lookahead),
+                contract.HANDOFF_SAFETY: str(self.config.handoff_safety),
+                contract.ALLOW_PRIVATE_CALLBACKS: "1" if self.config.allow_private_callbacks else "0",
             }
         )
         if self.config.api_key:
-            env["HOURGLASS_API_KEY"] = self.config.api_key
+            env[contract.API_KEY] = self.config.api_key
         if self.config.delivery_lease is not None:
-            env["HOURGLASS_DELIVERY_LEASE"] = str(self.config.delivery_lease)
+            env[contract.DELIVERY_LEASE] = str(self.config.delivery_lease)
+        if self.config.log_level:
+            env[contract.LOG_LEVEL] = self.config.log_level
         return env
 
     def _build_context(self, endpoint: str) -> Context:

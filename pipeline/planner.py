@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import urlsplit
 
+from hourglass import contract
 from hourglass.adapters import http_target
 from hourglass.adapters.items import message_to_item
 from hourglass.core import ids, schedule, validation
@@ -26,8 +27,8 @@ Plan = tuple[str | None, str | None, str | None, str | None, int | None, str | N
 class KeySettings:
     """The stack's due-index layout; rows keyed differently would never be swept."""
 
-    shards: int = 8
-    bucket_seconds: int = 60
+    shards: int = contract.DEFAULT_SHARDS
+    bucket_seconds: int = contract.DEFAULT_BUCKET_SECONDS
 
 
 @dataclass

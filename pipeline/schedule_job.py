@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import PurePosixPath
 from typing import Any
 
+from hourglass.core.handoff import Timing
 from hourglass.core.timestamps import format_rfc3339, parse_rfc3339
 from hourglass.logs import log
 from pyspark import SparkContext, StorageLevel
@@ -42,10 +43,6 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--rejects", default="pipeline/out/rejects.csv", help="CSV of rejected rows: row, queue, reason")
     p.add_argument("--summary", help="also write the summary JSON here")
     p.add_argument("--now", type=parse_rfc3339, help="the time delays count from (RFC 3339; default: now)")
-    p.add_argument("--shards", type=int, default=8, help="due-index shards of the stack")
-    p.add_argument("--bucket-seconds", type=int, default=60, help="due-index bucket width of the stack")
-    p.add_argument("--lookahead", type=float, default=300.0, help="seconds handed to the timer queue ahead")
-    p.add_argument("--handoff-safety", type=float, default=30.0)
     p.add_argument(
         "--allow-private-callbacks",
         action="store_true",
@@ -56,6 +53,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--progress-interval", type=float, default=5.0, help="seconds between progress lines")
     p.add_argument("--master", help="Spark master (default: spark-submit's, else local[*])")
     deployment.add_arguments(p)
+    deployment.add_timing_arguments(p)
     return p
 
 
@@ -63,10 +61,11 @@ def run(spark: SparkSession, args: argparse.Namespace) -> dict[str, Any]:
     started = time.monotonic()
     now = args.now or datetime.now(UTC)
     target = deployment.resolve(args, needs_timer_queue=True)
+    timing = deployment.resolve_timing(args, target)
     fmt = io.input_format(args.input, args.format)
     source = args.source_name or PurePosixPath(args.input.rstrip("/")).name
     sc = spark.sparkContext
-    plan, total = _plan(spark, args, target, now, fmt, source)
+    plan, total = _plan(spark, args, target, now, fmt, source, timing)
     with Reporter(sc, Counters(sc, ()), phase="validate", total=total, interval=args.progress_interval):
         read = plan.count()
     validated = time.monotonic()
@@ -77,7 +76,7 @@ def run(spark: SparkSession, args: argparse.Namespace) -> dict[str, Any]:
     rejected = rejects.count()
     counters = Counters(sc, COUNTERS)
     if not args.dry_run:
-        _store(sc, plan, target, now, args, counters, accepted=read - rejected)
+        _store(sc, plan, target, now, args, timing, counters, accepted=read - rejected)
     plan.unpersist()
 
     counts = counters.values()
@@ -105,7 +104,13 @@ def run(spark: SparkSession, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _plan(
-    spark: SparkSession, args: argparse.Namespace, target: deployment.Deployment, now: datetime, fmt: str, source: str
+    spark: SparkSession,
+    args: argparse.Namespace,
+    target: deployment.Deployment,
+    now: datetime,
+    fmt: str,
+    source: str,
+    timing: Timing,
 ) -> tuple[DataFrame, int]:
     """The persisted plan of every input row (computed by the first action), and the input's row count."""
     rows = io.read_input(spark, args.input, fmt)
@@ -120,7 +125,7 @@ def _plan(
         queues,
         now=now,
         source=source,
-        keys=KeySettings(shards=args.shards, bucket_seconds=args.bucket_seconds),
+        keys=KeySettings(shards=timing.shards, bucket_seconds=timing.bucket_seconds),
         allow_private_callbacks=args.allow_private_callbacks,
     )
     return plan.persist(StorageLevel.MEMORY_AND_DISK), rows.total
@@ -132,12 +137,18 @@ def _store(
     target: deployment.Deployment,
     now: datetime,
     args: argparse.Namespace,
+    timing: Timing,
     counters: Counters,
     *,
     accepted: int,
 ) -> None:
     """Writes the accepted rows in small partitions; progress is counted as each one finishes."""
-    settings = WriteSettings(lookahead=args.lookahead, handoff_safety=args.handoff_safety)
+    settings = WriteSettings(
+        lookahead=timing.lookahead,
+        handoff_safety=timing.safety,
+        shards=timing.shards,
+        bucket_seconds=timing.bucket_seconds,
+    )
     partitions = max(2 * sc.defaultParallelism, math.ceil(accepted / WRITE_ROWS_PER_PARTITION))
     writes = transforms.mark_repeats(transforms.accepted(plan)).repartition(partitions)
     with Reporter(sc, counters, phase="write", total=accepted, interval=args.progress_interval):

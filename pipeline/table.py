@@ -1,9 +1,8 @@
 """The jobs' DynamoDB side: queue settings, parallel segment scans and the bulk writer of new messages.
 
 The writer follows ingest (docs/design.md): existing ids and live dedup records are duplicates;
-messages due within lookahead + safety get their timer message first and are then written without
-due-index keys; the rest are written with them and the sweeper hands them off. If SQS refuses the
-timers, those messages are written with due-index keys instead, as ingest does.
+each row is placed by the one hand-off rule (`hourglass.core.handoff`, timer first) and its timers
+are sent by `hourglass.service.handoff`, whose fall-back writes refused ones with due-index keys.
 """
 
 from __future__ import annotations
@@ -17,20 +16,24 @@ from datetime import UTC, datetime
 from typing import Any
 
 from botocore.exceptions import ClientError
-from hourglass.adapters.items import Item, dedup_key, dedup_to_item, message_key, n, s
-from hourglass.adapters.store import BATCH_WRITE, Store
-from hourglass.adapters.timer_queue import Scheduled, Timer, TimerQueue
-from hourglass.core import schedule, validation
+from hourglass import contract
+from hourglass.adapters.items import MESSAGE_PREFIX, Item, dedup_key, dedup_to_item, message_key, n, s
+from hourglass.adapters.store import Store
+from hourglass.adapters.table import BATCH_WRITE
+from hourglass.adapters.timer_queue import TimerQueue
+from hourglass.core import handoff, validation
+from hourglass.core.handoff import DueEntry, Placement, Timing
 from hourglass.core.model import Queue, Status
-from hourglass.core.timestamps import from_ms, to_ms
-from hourglass.errors import StoreError, TimerQueueError, ValidationError
+from hourglass.core.timestamps import to_ms
+from hourglass.errors import StoreError, ValidationError
+from hourglass.service.handoff import HandOff
 from hourglass.service.messages import DEDUP_WINDOW
 
 from pipeline.deployment import Deployment
 
 BATCH_GET = 100
 PROJECTION_NAMES = {"#p": "pk", "#s": "sk", "#m": "message_id", "#u": "dedup_until"}
-MESSAGE_FILTER = {"FilterExpression": "begins_with(sk, :m)", "ExpressionAttributeValues": {":m": s("m#")}}
+MESSAGE_FILTER = {"FilterExpression": "begins_with(sk, :m)", "ExpressionAttributeValues": {":m": s(MESSAGE_PREFIX)}}
 
 
 def load_queues(deployment: Deployment, names: Iterable[str]) -> dict[str, Queue]:
@@ -82,12 +85,18 @@ class Planned:
 
 @dataclass(frozen=True)
 class WriteSettings:
-    lookahead: float = 300.0
-    handoff_safety: float = 30.0
+    lookahead: float = contract.DEFAULT_LOOKAHEAD
+    handoff_safety: float = contract.DEFAULT_HANDOFF_SAFETY
+    shards: int = contract.DEFAULT_SHARDS
+    bucket_seconds: int = contract.DEFAULT_BUCKET_SECONDS
     chunk: int = 50
     attempts: int = 10
     backoff_base: float = 0.05
     backoff_max: float = 5.0
+
+    @property
+    def timing(self) -> Timing:
+        return Timing(self.shards, self.bucket_seconds, self.lookahead, self.handoff_safety)
 
 
 @dataclass
@@ -133,45 +142,36 @@ class TableWriter:
         new = self._new(chunk)
         self.counts.duplicate += len(chunk) - len(new)
         wall = self.clock()
-        handoff = [p for p in new if p.status == Status.PENDING.value and self._hands_off(p, wall)]
-        fallback = bool(handoff) and not self._send_timers(handoff, wall)
-        handed = set() if fallback else {p.id for p in handoff}
+        placements = [self._place(p, wall) for p in new]
+        timers = [placement.timer for placement in placements if placement.timer is not None]
+        sent = HandOff(self.timers, self.settings.timing).send_first(timers)
         requests = []
-        for planned in new:
+        for planned, placement in zip(new, placements, strict=True):
             item: Item = json.loads(planned.item)
             # Stored now, as the API stores a message when it is posted; delays still count from `now`.
             item["created_at"] = n(to_ms(wall))
-            if planned.sweep_pk and planned.sweep_sk and planned.id not in handed:
-                item["sweep_pk"], item["sweep_sk"] = s(planned.sweep_pk), s(planned.sweep_sk)
+            keys = placement.index_keys(sent=sent)
+            if keys is not None:
+                item["sweep_pk"], item["sweep_sk"] = s(keys.pk), s(keys.sk)
             requests.append({"PutRequest": {"Item": item}})
             if planned.dedup_id:
                 dedup = dedup_to_item(planned.queue, planned.dedup_id, planned.id, self.now + DEDUP_WINDOW)
                 requests.append({"PutRequest": {"Item": dedup}})
         self._batch_write(requests)
+        handed = len(timers) if sent else 0
         expired = sum(p.status == Status.EXPIRED.value for p in new)
         self.counts.scheduled += len(new)
-        self.counts.handed_off += len(handed)
+        self.counts.handed_off += handed
         self.counts.expired += expired
-        self.counts.swept += len(new) - len(handed) - expired
-        self.counts.handoff_fallback += len(handoff) if fallback else 0
+        self.counts.swept += len(new) - handed - expired
+        self.counts.handoff_fallback += 0 if sent else len(timers)
 
-    def _hands_off(self, planned: Planned, wall: datetime) -> bool:
-        due = from_ms(planned.due_ms)
-        return schedule.hands_off_now(due, wall, self.settings.lookahead, self.settings.handoff_safety)
-
-    def _send_timers(self, handoff: Sequence[Planned], wall: datetime) -> bool:
-        scheduled = [
-            Scheduled(
-                Timer(p.queue, p.id, int(json.loads(p.item)["version"]["N"]), p.due_ms, to_ms(wall)),
-                schedule.timer_delay(from_ms(p.due_ms), wall),
-            )
-            for p in handoff
-        ]
-        try:
-            self.timers.send_all(scheduled)
-        except TimerQueueError:
-            return False
-        return True
+    def _place(self, planned: Planned, wall: datetime) -> Placement:
+        """The message item is written after its timer, as ingest writes a message without a dedup id."""
+        version = int(json.loads(planned.item)["version"]["N"])
+        entry = DueEntry(planned.queue, planned.id, version, planned.due_ms)
+        pending = planned.status == Status.PENDING.value
+        return handoff.place_entry(entry, pending, wall, self.settings.timing, written_first=False)
 
     # ----------------------------------------------------------------------- existence check
 
@@ -183,9 +183,9 @@ class TableWriter:
         now_ms = to_ms(self.now)
         new = []
         for planned in chunk:
-            if (planned.queue, "m#" + planned.id) in found:
+            if _key(message_key(planned.queue, planned.id)) in found:
                 continue
-            dedup = found.get((planned.queue, "d#" + planned.dedup_id)) if planned.dedup_id else None
+            dedup = found.get(_key(dedup_key(planned.queue, planned.dedup_id))) if planned.dedup_id else None
             live = dedup is not None and int(dedup["dedup_until"]["N"]) >= now_ms
             if live and dedup is not None and dedup["message_id"]["S"] != planned.id:
                 continue
@@ -206,7 +206,7 @@ class TableWriter:
             for attempt in range(self.settings.attempts):
                 answer = self._call("batch_get_item", RequestItems=request)
                 for item in answer.get("Responses", {}).get(self.deployment.table, []):
-                    found[(item["pk"]["S"], item["sk"]["S"])] = item
+                    found[_key(item)] = item
                 request = answer.get("UnprocessedKeys") or {}
                 if not request:
                     break
@@ -240,3 +240,7 @@ class TableWriter:
         except ClientError as exc:
             raise StoreError(f"DynamoDB {operation} failed: {exc}") from exc
         return answer
+
+
+def _key(item: Item) -> tuple[str, str]:
+    return item["pk"]["S"], item["sk"]["S"]

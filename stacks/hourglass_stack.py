@@ -12,12 +12,13 @@ from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda_event_sources as event_sources
 from constructs import Construct
+from hourglass import contract
 
-from stacks.constructs.api import IngestApi
 from stacks.constructs.body_bucket import BODY_BUCKET_ENV, BodyBucket
-from stacks.constructs.message_store import MessageStore
+from stacks.constructs.message_table import MessageTable
 from stacks.constructs.monitoring import Monitoring
-from stacks.constructs.timer import TimerQueue
+from stacks.constructs.rest_api import IngestApi
+from stacks.constructs.timer import TimerQueueWithDlq
 from stacks.constructs.workers import DISPATCHER, INGEST, SWEEPER, Workers
 
 LAMBDAS_DIR = Path(__file__).resolve().parents[1] / "lambdas"
@@ -32,11 +33,11 @@ MAX_RECEIVE_COUNT = 10
 class HourglassSettings:
     """Deploy-time settings; each becomes a ``HOURGLASS_*`` variable (see docs/design.md)."""
 
-    shards: int = 8
-    lookahead_seconds: int = 300
-    retention_days: int = 7
+    shards: int = contract.DEFAULT_SHARDS
+    lookahead_seconds: int = contract.DEFAULT_LOOKAHEAD
+    retention_days: int = contract.DEFAULT_RETENTION_DAYS
     allow_private_callbacks: bool = False
-    sweep_interval_seconds: int = 60
+    sweep_interval_seconds: int = contract.DEFAULT_SWEEP_INTERVAL
 
     def __post_init__(self) -> None:
         if self.shards < 1:
@@ -56,14 +57,22 @@ class HourglassSettings:
 
     def environment(self, *, table_name: str, timer_queue_url: str) -> dict[str, str]:
         return {
-            "HOURGLASS_TABLE": table_name,
-            "HOURGLASS_TIMER_QUEUE_URL": timer_queue_url,
-            "HOURGLASS_SHARDS": str(self.shards),
-            "HOURGLASS_LOOKAHEAD": str(self.lookahead_seconds),
-            "HOURGLASS_RETENTION_DAYS": str(self.retention_days),
-            "HOURGLASS_ALLOW_PRIVATE_CALLBACKS": "1" if self.allow_private_callbacks else "0",
-            "HOURGLASS_SWEEP_INTERVAL": str(self.sweep_minutes * 60),
-            "POWERTOOLS_SERVICE_NAME": "hourglass",
+            contract.TABLE: table_name,
+            contract.TIMER_QUEUE_URL: timer_queue_url,
+            contract.SHARDS: str(self.shards),
+            contract.LOOKAHEAD: str(self.lookahead_seconds),
+            contract.RETENTION_DAYS: str(self.retention_days),
+            contract.ALLOW_PRIVATE_CALLBACKS: "1" if self.allow_private_callbacks else "0",
+            contract.SWEEP_INTERVAL: str(self.sweep_minutes * 60),
+        }
+
+    def layout_outputs(self) -> dict[str, str]:
+        """The due-index layout and hand-off window the functions use, for jobs that write rows themselves."""
+        return {
+            contract.OUTPUT_SHARDS: str(self.shards),
+            contract.OUTPUT_BUCKET_SECONDS: str(contract.DEFAULT_BUCKET_SECONDS),
+            contract.OUTPUT_LOOKAHEAD: str(self.lookahead_seconds),
+            contract.OUTPUT_HANDOFF_SAFETY: str(contract.DEFAULT_HANDOFF_SAFETY),
         }
 
 
@@ -82,8 +91,8 @@ class HourglassStack(Stack):
         stack_props.setdefault("description", "Hourglass: serverless delay queue")
         super().__init__(scope, construct_id, **stack_props)
 
-        store = MessageStore(self, "MessageStore")
-        timer = TimerQueue(
+        store = MessageTable(self, "MessageStore")
+        timer = TimerQueueWithDlq(
             self,
             "Timer",
             visibility_timeout=Duration.seconds(VISIBILITY_TIMEOUT_FACTOR * DISPATCHER.timeout.to_seconds()),
@@ -172,12 +181,14 @@ class HourglassStack(Stack):
 
         CfnOutput(self, "ApiUrl", value=api.url)
         CfnOutput(self, "ApiKeyId", value=api.api_key.key_id)
-        CfnOutput(self, "TableName", value=store.table.table_name)
-        CfnOutput(self, "TimerQueueUrl", value=timer.queue.queue_url)
+        CfnOutput(self, contract.OUTPUT_TABLE, value=store.table.table_name)
+        CfnOutput(self, contract.OUTPUT_TIMER_QUEUE_URL, value=timer.queue.queue_url)
         CfnOutput(self, "BodyBucketName", value=bodies.bucket.bucket_name)
         CfnOutput(self, "TimerDlqUrl", value=timer.dlq.queue_url)
-        CfnOutput(self, "IngestFunctionName", value=workers.ingest.function_name)
+        CfnOutput(self, contract.OUTPUT_INGEST_FUNCTION, value=workers.ingest.function_name)
         CfnOutput(self, "SweeperFunctionName", value=workers.sweeper.function_name)
         CfnOutput(self, "DispatcherFunctionName", value=workers.dispatcher.function_name)
         CfnOutput(self, "AlarmTopicArn", value=monitoring.topic.topic_arn)
         CfnOutput(self, "DashboardName", value=monitoring.dashboard.dashboard_name)
+        for name, value in settings.layout_outputs().items():
+            CfnOutput(self, name, value=value)

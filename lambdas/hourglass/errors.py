@@ -8,11 +8,12 @@ class HourglassError(Exception):
 
 
 class ValidationError(HourglassError):
-    """Bad input: the field it is about and a message a person can act on."""
+    """Bad input: the field it is about, what is wrong with it (`detail`), and both as `message`."""
 
     def __init__(self, field: str, message: str, code: str = "invalid_request") -> None:
         super().__init__(f"{field}: {message}")
         self.field = field
+        self.detail = message
         self.message = f"{field}: {message}" if field else message
         self.code = code
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sys
 from typing import Any
 
@@ -37,8 +36,14 @@ def _configure() -> None:
     handler = logging.StreamHandler(sys.stdout)
     handler.setFormatter(logging.Formatter("%(message)s"))
     _logger.addHandler(handler)
-    _logger.setLevel(os.environ.get("HOURGLASS_LOG_LEVEL", "INFO").upper())
+    if _logger.level == logging.NOTSET:
+        _logger.setLevel(logging.INFO)
     _logger.propagate = False
+
+
+def set_level(level: str) -> None:
+    """The least severe level logged (settings.log_level); INFO until set."""
+    _logger.setLevel(level.upper())
 
 
 def level_of(event: str) -> int:

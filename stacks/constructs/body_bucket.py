@@ -10,10 +10,11 @@ from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
+from hourglass import contract
 
 # The API's horizon: no message is due more than ten years after it is created.
 MAX_DELAY_DAYS = 3650
-BODY_BUCKET_ENV = "HOURGLASS_BODY_BUCKET"
+BODY_BUCKET_ENV = contract.BODY_BUCKET
 
 
 class BodyBucket(Construct):

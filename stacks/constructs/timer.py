@@ -9,7 +9,7 @@ from constructs import Construct
 DLQ_RETENTION = Duration.days(14)
 
 
-class TimerQueue(Construct):
+class TimerQueueWithDlq(Construct):
     """Timer queue (SQS-managed encryption) redriving to a DLQ after ``max_receive_count``."""
 
     def __init__(

@@ -19,9 +19,9 @@ from hourglass.adapters.timer_queue import TimerQueue
 from hourglass.core.schedule import TIMER_HEAD_START
 from hourglass.core.timestamps import from_ms
 from hourglass.handlers import api as api_handler
-from hourglass.service.api import Api
 from hourglass.service.context import Context
 from hourglass.service.dispatch import Dispatcher
+from hourglass.service.rest import Api
 from hourglass.service.sweep import Sweeper
 from hourglass.settings import Settings
 from moto import mock_aws

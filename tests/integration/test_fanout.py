@@ -8,10 +8,10 @@ from typing import Any
 
 import boto3
 import pytest
-from hourglass.adapters.store import SweepState
 from hourglass.adapters.timer_queue import read_timers
 from hourglass.adapters.worker_invoker import WorkerInvoker
 from hourglass.core import schedule
+from hourglass.core.sweep_state import SweepState
 from hourglass.errors import InvokeError, ValidationError
 from hourglass.handlers import sweeper as sweeper_handler
 from hourglass.service.sweep import Sweeper, SweepReport

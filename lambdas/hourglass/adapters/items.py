@@ -1,4 +1,4 @@
-"""DynamoDB item layout of queues, messages, message bodies and dedup records (DynamoDB JSON, no boto3).
+"""DynamoDB item layout of queues, messages, message bodies, dedup records and sweeper state (DynamoDB JSON, no boto3).
 
 Shared by the store adapter, the bulk-scheduling job and the report job's export reader.
 """
@@ -9,12 +9,13 @@ import base64
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 from hourglass.core.body_placement import DEFAULT_LIMITS, BodyLimits, Placement, body_expiry, place
+from hourglass.core.handoff import DueEntry
 from hourglass.core.model import (
     HttpTarget,
     LaterTarget,
@@ -27,6 +28,7 @@ from hourglass.core.model import (
     Target,
 )
 from hourglass.core.schedule import SweepKeys
+from hourglass.core.sweep_state import ShardProgress, SweepState
 from hourglass.core.timestamps import from_ms, to_ms
 
 Item = dict[str, dict[str, Any]]
@@ -152,7 +154,7 @@ def message_from_item(item: Item) -> Message:
         due_at=from_ms(int(item["due_at"]["N"])),
         version=int(item["version"]["N"]),
         expires_at=_time(item, "expires_at"),
-        attempts=_num(item, "attempts") or 0,
+        attempts=_int(item, "attempts", 0),
         delivered_at=_time(item, "delivered_at"),
         last_error=_str(item, "last_error"),
         dedup_id=_str(item, "dedup_id"),
@@ -288,3 +290,55 @@ def item_size(item: Mapping[str, Mapping[str, Any]] | None) -> int:
     if not item:
         return 0
     return sum(len(name.encode("utf-8")) + value_size(value) for name, value in item.items())
+
+
+# sweeper bookkeeping ------------------------------------------------------------------------
+SWEEPER_PK = "@sweeper"
+STATE_KEY: Item = {"pk": {"S": SWEEPER_PK}, "sk": {"S": "#state"}}
+SHARD_PREFIX = "#shard#"
+
+
+def shard_key(shard: int) -> Item:
+    return {"pk": s(SWEEPER_PK), "sk": s(f"{SHARD_PREFIX}{shard}")}
+
+
+def due_entry_from_item(item: Item) -> DueEntry:
+    """A due-index row (keys-only projection plus version)."""
+    due_ms, _, message_id = item["sweep_sk"]["S"].partition("#")
+    return DueEntry(queue=item["pk"]["S"], id=message_id, version=int(item["version"]["N"]), due_ms=int(due_ms))
+
+
+def sweep_state_from_items(items: list[Item], default: SweepState) -> SweepState:
+    """The state item and the shard items of fan-out workers; `default` when there is no state item yet."""
+    shards = {
+        int(item["sk"]["S"].removeprefix(SHARD_PREFIX)): ShardProgress(
+            watermark=int(item["watermark"]["N"]),
+            due=_int(item, "due", 0),
+            run=_int(item, "run", 0),
+            complete=_bool(item, "complete"),
+        )
+        for item in items
+        if item["sk"]["S"].startswith(SHARD_PREFIX)
+    }
+    state = next((item for item in items if item["sk"] == STATE_KEY["sk"]), None)
+    if state is None:
+        return replace(default, shards=shards)
+    return SweepState(
+        int(state["watermark"]["N"]),
+        int(state["recovery_watermark"]["N"]),
+        shards=shards,
+        last_due=_int(state, "last_due", 0),
+        last_end=_int(state, "last_end", 0),
+        last_run=_int(state, "last_run", 0),
+        last_workers=_int(state, "last_workers", 1),
+        last_complete=_bool(state, "last_complete"),
+    )
+
+
+def _int(item: Item, key: str, default: int) -> int:
+    value = _num(item, key)
+    return default if value is None else value
+
+
+def _bool(item: Item, key: str) -> bool:
+    return bool(item.get(key, {}).get("BOOL", True))

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from hourglass.adapters import aws
+from hourglass.core.handoff import Scheduled, Timer
 from hourglass.errors import TimerQueueError, ValidationError
 
 SQS_BATCH = 10
@@ -23,35 +23,6 @@ SQS_BATCH = 10
 # dispatcher invocation's 32 threads (docs/capacity.md).
 PACK_SPAN_MS = 1000
 MAX_PACK = 10
-
-
-@dataclass(frozen=True)
-class Timer:
-    """A reference to a message version that becomes due at `due_ms`."""
-
-    queue: str
-    id: str
-    version: int
-    due_ms: int
-    sent_ms: int
-
-    def to_json(self) -> str:
-        return json.dumps(
-            {"q": self.queue, "id": self.id, "v": self.version, "due": self.due_ms, "sent": self.sent_ms},
-            separators=(",", ":"),
-        )
-
-    @classmethod
-    def from_json(cls, text: str) -> Timer:
-        try:
-            doc = json.loads(text)
-            timer = cls(
-                queue=str(doc["q"]), id=str(doc["id"]), version=int(doc["v"]),
-                due_ms=int(doc["due"]), sent_ms=int(doc["sent"]),
-            )
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ValidationError("timer", f"malformed timer message: {exc}") from exc
-        return timer
 
 
 def pack_to_json(timers: Sequence[Timer]) -> str:
@@ -84,12 +55,6 @@ def packs(items: Sequence[Scheduled]) -> list[list[Scheduled]]:
         else:
             grouped.append([item])
     return grouped
-
-
-@dataclass(frozen=True)
-class Scheduled:
-    timer: Timer
-    delay_seconds: int
 
 
 class TimerQueue:

@@ -1,8 +1,15 @@
-"""The message status state machine: which transitions are allowed."""
+"""The message status state machine: which transitions are allowed, and each one as a new version.
+
+Every transition returns a `Change`: the new message and the preconditions its write must meet.
+"""
 
 from __future__ import annotations
 
-from hourglass.core.model import Status
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from hourglass.core.model import Message, Status
 
 S = Status
 TRANSITIONS: dict[Status, frozenset[Status]] = {
@@ -26,3 +33,68 @@ def can_cancel(current: Status) -> bool:
 
 def can_edit(current: Status) -> bool:
     return current is S.PENDING
+
+
+@dataclass(frozen=True)
+class Change:
+    """A new message version; its write succeeds only over `expected_version` in `expected_status`."""
+
+    message: Message
+    expected_version: int
+    expected_status: Status
+    # Finished messages stay this long, then TTL removes them.
+    expire_at: datetime | None = None
+
+    def leased(self, lease: datetime | None) -> Change:
+        return replace(self, message=replace(self.message, claimed_until=lease))
+
+
+@dataclass(frozen=True)
+class DeliveryStart:
+    """pending(`version`) -> delivering, or a takeover of a delivering message whose lease ended by `now`."""
+
+    version: int
+    now: datetime
+    lease_until: datetime
+
+
+def _change(message: Message, retention: timedelta | None = None, now: datetime | None = None, **fields: Any) -> Change:
+    new = replace(message, version=message.version + 1, **fields)
+    if not can_transition(message.status, new.status):
+        raise ValueError(f"no transition from {message.status.value} to {new.status.value}")
+    expire_at = now + retention if retention is not None and now is not None else None
+    return Change(new, message.version, message.status, expire_at)
+
+
+def cancel(message: Message, now: datetime, retention: timedelta) -> Change:
+    return _change(message, retention, now, status=S.CANCELLED, claimed_until=None)
+
+
+def reschedule(message: Message, *, due: datetime, body: Any) -> Change:
+    """A pending message with a new due time or body; due after its expiry, it expires instead."""
+    expired = message.expires_at is not None and due > message.expires_at
+    return _change(message, body=body, due_at=due, status=S.EXPIRED if expired else S.PENDING, claimed_until=None)
+
+
+def begin_delivery(version: int, now: datetime, lease: timedelta) -> DeliveryStart:
+    return DeliveryStart(version, now, now + lease)
+
+
+def await_retry(message: Message, retry_at: datetime, error: str | None) -> Change:
+    """A failed attempt waits as pending for its retry at `retry_at`."""
+    return _change(message, status=S.PENDING, due_at=retry_at, last_error=error, claimed_until=None)
+
+
+def finish(
+    message: Message,
+    status: Status,
+    now: datetime,
+    retention: timedelta,
+    *,
+    error: str | None,
+    delivered_at: datetime | None = None,
+) -> Change:
+    last_error = error if status is not S.DELIVERED else message.last_error
+    return _change(
+        message, retention, now, status=status, last_error=last_error, delivered_at=delivered_at, claimed_until=None
+    )

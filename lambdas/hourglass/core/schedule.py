@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from hourglass.core.timestamps import from_ms, to_ms
+from hourglass.core.timestamps import to_ms
 
 MAX_TIMER_DELAY = 900
 # How long after its due time a handed-off message may sit in the due index before a recovery
@@ -105,6 +105,3 @@ def is_early(due: datetime, now: datetime) -> bool:
 def seconds_until(due: datetime, now: datetime) -> float:
     return max(0.0, (due - now).total_seconds())
 
-
-def ms_to_datetime(ms: int) -> datetime:
-    return from_ms(ms)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 from functools import cache
 from typing import Any
 
 from hourglass import console
-from hourglass.service.api import Api, Request
 from hourglass.service.context import Context
+from hourglass.service.rest import Api, Request
 from hourglass.settings import Settings
 
 
@@ -16,8 +17,23 @@ def _api() -> Api:
     return Api(Context.from_settings(Settings.from_env()))
 
 
+def request_of(event: dict[str, Any]) -> Request:
+    """An API Gateway proxy event as the API's request."""
+    body = event.get("body")
+    raw: bytes | None = None
+    if body is not None:
+        raw = base64.b64decode(body) if event.get("isBase64Encoded") else body.encode("utf-8", "surrogatepass")
+    return Request(
+        method=str(event.get("httpMethod", "GET")).upper(),
+        path=str(event.get("path") or "/"),
+        params={str(k): str(v) for k, v in (event.get("queryStringParameters") or {}).items()},
+        headers={str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()},
+        raw_body=raw,
+    )
+
+
 def handle(api: Api, event: dict[str, Any]) -> dict[str, Any]:
-    request = Request.from_event(event)
+    request = request_of(event)
     page = console.serve(request.method, request.path)
     if page is not None:
         return page

@@ -6,13 +6,18 @@ from functools import cache
 from typing import Any
 
 from hourglass.service.context import Context
-from hourglass.service.dispatch import Dispatcher, record_pairs
+from hourglass.service.dispatch import Dispatcher
 from hourglass.settings import Settings
 
 
 @cache
 def _dispatcher() -> Dispatcher:
     return Dispatcher(Context.from_settings(Settings.from_env()))
+
+
+def record_pairs(event: dict[str, Any]) -> list[tuple[str, str]]:
+    """(record id, body) of every SQS record of the event."""
+    return [(str(r.get("messageId")), str(r.get("body", ""))) for r in event.get("Records", [])]
 
 
 def handle(dispatcher: Dispatcher, event: dict[str, Any]) -> dict[str, Any]:

@@ -7,11 +7,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from hourglass import logs
 from hourglass.adapters import http_target
 from hourglass.adapters.metrics import Metrics
 from hourglass.adapters.sqs_target import SqsTargets
 from hourglass.adapters.store import Store
 from hourglass.adapters.timer_queue import TimerQueue
+from hourglass.service.handoff import HandOff
 from hourglass.settings import Settings
 
 
@@ -30,6 +32,14 @@ class Context:
     sleep: Callable[[float], None] = time.sleep
     post: Callable[..., http_target.HttpReply] = http_target.post
     check_url: Callable[..., None] = http_target.check_url
+
+    def __post_init__(self) -> None:
+        if self.settings.log_level is not None:
+            logs.set_level(self.settings.log_level)
+
+    @property
+    def handoff(self) -> HandOff:
+        return HandOff(self.timers, self.settings.timing, release=self.store.release, metrics=self.metrics)
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: object) -> Context:

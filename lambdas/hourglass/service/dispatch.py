@@ -2,29 +2,25 @@
 
 from __future__ import annotations
 
-import http.client
 import random
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
-from hourglass.adapters.items import n, s
-from hourglass.adapters.timer_queue import Scheduled, Timer, read_timers
-from hourglass.core import delivery, retry, schedule
+from hourglass.adapters.timer_queue import read_timers
+from hourglass.core import delivery, handoff, lifecycle, retry, schedule
+from hourglass.core.handoff import Scheduled, Timer
 from hourglass.core.model import (
     LATER_NAMESPACE,
-    HttpTarget,
-    LaterTarget,
     Message,
     Queue,
     RetryPolicy,
-    SqsTarget,
     Status,
 )
-from hourglass.core.timestamps import from_ms, to_ms
+from hourglass.core.timestamps import from_ms
 from hourglass.errors import DeliveryError, StaleVersionError, StoreError, TimerQueueError, ValidationError
 from hourglass.logs import log
+from hourglass.service import targets
 from hourglass.service.context import Context
 
 # A timer can beat the ingest write it belongs to (the timer is sent first); give the write time.
@@ -100,7 +96,7 @@ class Dispatcher:
         now = self.ctx.clock()
         due = from_ms(timer.due_ms)
         if schedule.is_early(due, now):
-            self.ctx.timers.send_all([Scheduled(replace(timer, sent_ms=to_ms(now)), schedule.timer_delay(due, now))])
+            self.ctx.handoff.resend([handoff.resend(timer, now)])
             return Result(True, "redelayed")
         start = min(due, max(due - BEGIN_LEAD, from_ms(timer.sent_ms) + WRITE_GRACE))
         self.ctx.sleep(schedule.seconds_until(start, now))
@@ -116,7 +112,7 @@ class Dispatcher:
             return self._finish(message, Status.CANCELLED, now, "queue deleted")
         if message.expires_at is not None and now > message.expires_at:
             return self._finish(message, Status.EXPIRED, now, "expired before delivery")
-        outcome = self._deliver(message, queue)
+        outcome = targets.deliver(self.ctx, message, queue)
         done = self.ctx.clock()
         if outcome.delivered:
             self.ctx.metrics.lateness((done - message.due_at).total_seconds() * 1000, queue=message.queue)
@@ -130,21 +126,8 @@ class Dispatcher:
         always a pending one, so the new version is v + 1 exactly when the start was from pending(v);
         a takeover of delivering(w) gives w + 1, and w > v.
         """
-        lease = now + timedelta(seconds=self.ctx.settings.delivery_lease)
-        message = self.store.transition(
-            timer.queue,
-            timer.id,
-            condition="(#st = :pending AND version = :v) OR (#st = :delivering AND claimed_until < :now)",
-            values={
-                ":pending": s(Status.PENDING.value),
-                ":v": n(timer.version),
-                ":delivering": s(Status.DELIVERING.value),
-                ":now": n(to_ms(now)),
-            },
-            updates={"status": s(Status.DELIVERING.value), "claimed_until": n(to_ms(lease))},
-            increment=("attempts",),
-            remove=("sweep_pk", "sweep_sk"),
-        )
+        start = lifecycle.begin_delivery(timer.version, now, timedelta(seconds=self.ctx.settings.delivery_lease))
+        message = self.store.begin_delivery(timer.queue, timer.id, start)
         if message.version != timer.version + 1:
             # The dispatcher that held the lease died; it may have reached the target first.
             self.ctx.metrics.count("Redelivered", queue=message.queue)
@@ -158,7 +141,7 @@ class Dispatcher:
         if unwritten or (current is not None and current.status is Status.PENDING and current.version == timer.version):
             # The first send time stays in the timer, so the grace still counts from it.
             waited = (now - from_ms(timer.sent_ms)).total_seconds()
-            self.ctx.timers.send_all([Scheduled(timer, int(min(MISSING_RETRY_MAX, max(1, waited))))])
+            self.ctx.handoff.resend([Scheduled(timer, int(min(MISSING_RETRY_MAX, max(1, waited))))])
             return Result(True, "not_yet_written")
         if current is not None and current.status is Status.DELIVERING:
             # Leased by an attempt under way. Acknowledging would lose the message if that
@@ -178,40 +161,6 @@ class Dispatcher:
         self._queues[message.queue] = (now, queue)
         return queue
 
-    def _deliver(self, message: Message, queue: Queue | None) -> delivery.Outcome:
-        target = message.target or (queue.settings.target if queue else None)
-        attempt = message.attempts
-        try:
-            if isinstance(target, SqsTarget):
-                self.ctx.targets.send(
-                    target.queue_url, delivery.sqs_envelope(message, attempt), group=message.queue, dedup_id=message.id
-                )
-                return delivery.DELIVERED
-            if isinstance(target, LaterTarget):
-                reply = self.ctx.post(
-                    target.url,
-                    delivery.later_request(message),
-                    {"Content-Type": "application/json"},
-                    allow_private=self.ctx.settings.allow_private_callbacks,
-                )
-                return delivery.judge_later(reply.status, reply.body)
-            if isinstance(target, HttpTarget):
-                secret = queue.settings.signing_secret if queue else None
-                body, headers = delivery.http_request(
-                    message, attempt, headers=target.headers, secret=secret, now=self.ctx.clock()
-                )
-                allow = self.ctx.settings.allow_private_callbacks
-                reply = self.ctx.post(target.url, body, headers, allow_private=allow)
-                return delivery.judge_http(reply.status, reply.headers.get("retry-after"), self.ctx.clock())
-        except DeliveryError as exc:
-            return delivery.Outcome(False, retryable=exc.retryable, error=str(exc)[:500])
-        except ValidationError as exc:
-            # The callback now resolves to a forbidden address: retrying may help if DNS changes back.
-            return delivery.Outcome(False, retryable=True, error=exc.message)
-        except (OSError, http.client.HTTPException) as exc:
-            return delivery.transport_failure(f"{type(exc).__name__}: {exc}")
-        return delivery.Outcome(False, retryable=False, error="message has no target")
-
     def _after_failure(self, message: Message, queue: Queue | None, outcome: delivery.Outcome, now: datetime) -> Result:
         policy = message.retry or (queue.settings.retry if queue else RetryPolicy())
         if not outcome.retryable or not retry.has_attempts_left(policy, message.attempts):
@@ -223,29 +172,17 @@ class Dispatcher:
         return self._schedule_retry(message, retry_at, outcome.error, now)
 
     def _schedule_retry(self, message: Message, retry_at: datetime, error: str | None, now: datetime) -> Result:
-        settings = self.ctx.settings
-        short = schedule.hands_off_now(retry_at, now, settings.lookahead, settings.handoff_safety)
-        waiting = replace(
-            message,
-            status=Status.PENDING,
-            due_at=retry_at,
-            version=message.version + 1,
-            last_error=error,
-            claimed_until=schedule.claim_lease(retry_at, now) if short else None,
-        )
-        keys = schedule.sweep_keys(
-            message.id, retry_at, shards=self.ctx.settings.shards, bucket_seconds=self.ctx.settings.bucket_seconds
-        )
+        change = lifecycle.await_retry(message, retry_at, error)
+        placement = self.ctx.handoff.place(change.message, now, written_first=True)
+        change = change.leased(placement.lease)
         try:
-            self.store.update_message(
-                waiting, expected_version=message.version, expected_status=Status.DELIVERING, sweep=keys
-            )
+            self.store.await_retry(change, placement.keys)
         except StaleVersionError:
             return Result(True, "superseded")
-        if short:
-            timer = Timer(message.queue, message.id, waiting.version, to_ms(retry_at), to_ms(now))
+        claim = placement.claim()
+        if claim is not None:
             # If this send fails the recovery sweep hands the retry off when its lease ends.
-            self.ctx.timers.send([Scheduled(timer, schedule.timer_delay(retry_at, now))])
+            self.ctx.handoff.send_claimed([claim], now, give_back=False)
         self.ctx.metrics.count("Retried", queue=message.queue)
         log("retry_scheduled", id=message.id, queue=message.queue, attempt=message.attempts, error=error)
         return Result(True, "retry")
@@ -253,21 +190,10 @@ class Dispatcher:
     def _finish(
         self, message: Message, status: Status, now: datetime, error: str | None, delivered_at: datetime | None = None
     ) -> Result:
-        final = replace(
-            message,
-            status=status,
-            version=message.version + 1,
-            last_error=error if status is not Status.DELIVERED else message.last_error,
-            delivered_at=delivered_at,
-            claimed_until=None,
-        )
+        retention = timedelta(days=self.ctx.settings.retention_days)
+        change = lifecycle.finish(message, status, now, retention, error=error, delivered_at=delivered_at)
         try:
-            self.store.update_message(
-                final,
-                expected_version=message.version,
-                expected_status=Status.DELIVERING,
-                expire_at=now + timedelta(days=self.ctx.settings.retention_days),
-            )
+            self.store.finish(change)
         except StaleVersionError:
             # Our lease ran out and another dispatcher took over; its outcome stands.
             self.ctx.metrics.count("Superseded", queue=message.queue)
@@ -277,6 +203,3 @@ class Dispatcher:
         log("finished", id=message.id, queue=message.queue, status=status.value, attempts=message.attempts, error=error)
         return Result(True, status.value)
 
-
-def record_pairs(event: dict[str, Any]) -> list[tuple[str, str]]:
-    return [(str(r.get("messageId")), str(r.get("body", ""))) for r in event.get("Records", [])]

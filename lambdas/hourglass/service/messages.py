@@ -7,11 +7,10 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from hourglass.adapters.store import DueEntry
-from hourglass.adapters.timer_queue import Scheduled, Timer
-from hourglass.core import schedule, validation
+from hourglass.core import lifecycle, schedule, validation
 from hourglass.core.admission import admit
-from hourglass.core.ids import new_id
+from hourglass.core.handoff import Claim, Placement, Scheduled
+from hourglass.core.ids import is_valid_id, new_id
 from hourglass.core.lifecycle import can_cancel, can_edit
 from hourglass.core.model import (
     LATER_BACKOFF_BASE,
@@ -27,17 +26,12 @@ from hourglass.core.model import (
     Status,
     Target,
 )
-from hourglass.core.schedule import SweepKeys
-from hourglass.core.timestamps import to_ms
 from hourglass.errors import (
     ConflictError,
     NotFoundError,
     StaleVersionError,
-    StoreError,
-    TimerQueueError,
     ValidationError,
 )
-from hourglass.logs import log
 from hourglass.service.context import Context
 
 DEDUP_WINDOW = timedelta(hours=24)
@@ -97,92 +91,58 @@ class Messages:
     def _new_message(self, queue: Queue, request: NewMessage, now: datetime) -> Message:
         return admit(queue, request, now, new_id())
 
-    def _keys(self, message: Message) -> SweepKeys:
-        return schedule.sweep_keys(
-            message.id, message.due_at, shards=self.ctx.settings.shards, bucket_seconds=self.ctx.settings.bucket_seconds
-        )
-
-    def _hands_off(self, message: Message, now: datetime) -> bool:
-        settings = self.ctx.settings
-        return message.status is Status.PENDING and schedule.hands_off_now(
-            message.due_at, now, settings.lookahead, settings.handoff_safety
-        )
-
-    def _timer(self, message: Message, now: datetime) -> Scheduled:
-        timer = Timer(message.queue, message.id, message.version, to_ms(message.due_at), to_ms(now))
-        return Scheduled(timer, schedule.timer_delay(message.due_at, now))
-
     def _store_new(self, messages: list[Message], now: datetime) -> list[tuple[Message, bool]]:
+        """Dedup messages are written first (with a lease), then every timer goes out at once; the
+        other items are written last, with index keys only if their timers were refused."""
+        handoff = self.ctx.handoff
         results: dict[int, tuple[Message, bool]] = {}
-        plain: list[tuple[int, Message]] = []
+        plain: list[tuple[int, Message, Placement]] = []
         timers: list[Scheduled] = []
+        claims: list[Claim] = []
         seen_dedup: dict[str, Message] = {}
         for index, message in enumerate(messages):
             if message.dedup_id is None:
-                plain.append((index, message))
+                placement = handoff.place(message, now, written_first=False)
+                plain.append((index, message, placement))
+                timers.extend([placement.timer] if placement.timer else [])
             elif message.dedup_id in seen_dedup:
                 results[index] = (seen_dedup[message.dedup_id], True)
             else:
-                stored, duplicate = self._store_dedup(message, now, timers)
+                stored, duplicate = self._store_dedup(message, now, timers, claims)
                 seen_dedup[message.dedup_id] = stored
                 results[index] = (stored, duplicate)
-        handoff = {m.id for _, m in plain if self._hands_off(m, now)}
-        timers.extend(self._timer(m, now) for _, m in plain if m.id in handoff)
-        fallback = self._send_or_fallback(timers) if timers else False
-        if fallback:
-            self._release([m for m, duplicate in results.values() if not duplicate and m.claimed_until])
-        entries = []
-        for index, message in plain:
-            waits_for_sweep = message.status is Status.PENDING and (message.id not in handoff or fallback)
-            entries.append((message, self._keys(message) if waits_for_sweep else None))
+        sent = handoff.send_first(timers)
+        if not sent:
+            handoff.give_back(claims)
+        self.store.put_messages([(message, placement.index_keys(sent=sent)) for _, message, placement in plain])
+        for index, message, _ in plain:
             results[index] = (message, False)
-        self.store.put_messages(entries)
-        for _, message in plain:
             self.ctx.metrics.count("Scheduled", queue=message.queue)
         return [results[i] for i in range(len(messages))]
 
-    def _send_or_fallback(self, timers: list[Scheduled]) -> bool:
-        """Send hand-off timers; if SQS refuses, the messages wait in the due index instead."""
-        try:
-            self.ctx.timers.send_all(timers)
-        except TimerQueueError as exc:
-            log("handoff_fallback", count=len(timers), error=str(exc))
-            self.ctx.metrics.count("HandoffFallback", len(timers))
-            return True
-        self.ctx.metrics.count("HandedOff", len(timers))
-        return False
-
-    def _release(self, leased: list[Message]) -> None:
-        """Gives back the leases of stored messages whose timers SQS refused: the next sweep takes them."""
-        for message in leased:
-            assert message.claimed_until is not None
-            entry = DueEntry(message.queue, message.id, message.version, to_ms(message.due_at))
-            try:
-                self.store.release(entry, lease_until=message.claimed_until)
-            except StoreError as exc:
-                # The lease then runs out and the recovery sweep hands the message off.
-                log("release_failed", id=message.id, queue=message.queue, error=str(exc))
-
-    def _store_dedup(self, message: Message, now: datetime, timers: list[Scheduled]) -> tuple[Message, bool]:
-        hands_off = self._hands_off(message, now)
-        if hands_off:
-            # Stored with due-index keys and a lease: if the timer below is never sent, the
-            # recovery sweep hands it off when the lease runs out.
-            message = replace(message, claimed_until=schedule.claim_lease(message.due_at, now))
-        keys = self._keys(message) if message.status is Status.PENDING else None
-        first_id = self.store.put_with_dedup(message, keys, now=now, window=DEDUP_WINDOW)
+    def _store_dedup(
+        self, message: Message, now: datetime, timers: list[Scheduled], claims: list[Claim]
+    ) -> tuple[Message, bool]:
+        # Stored with due-index keys and a lease: if the timer is never sent, the recovery sweep
+        # hands it off when the lease runs out.
+        placement = self.ctx.handoff.place(message, now, written_first=True)
+        if placement.lease is not None:
+            message = replace(message, claimed_until=placement.lease)
+        first_id = self.store.put_with_dedup(message, placement.keys, now=now, window=DEDUP_WINDOW)
         if first_id is not None:
             original = self.store.get_message(message.queue, first_id)
             return (original or message, True)
-        if hands_off:
-            timers.append(self._timer(message, now))
+        claim = placement.claim()
+        if placement.timer is not None and claim is not None:
+            timers.append(placement.timer)
+            claims.append(claim)
         self.ctx.metrics.count("Scheduled", queue=message.queue)
         return message, False
 
     def get(self, queue: str, message_id: str) -> Message:
         if queue != LATER_NAMESPACE:
             validation.queue_name(queue)
-        message = self.store.get_message(queue, message_id) if _plausible_id(message_id) else None
+        message = self.store.get_message(queue, message_id) if is_valid_id(message_id) else None
         if message is None:
             raise NotFoundError(f"message {message_id} does not exist in queue {queue}")
         return message
@@ -206,16 +166,11 @@ class Messages:
         raise ConflictError(f"message {message_id} keeps changing; try again")
 
     def _cancel_version(self, message: Message) -> Message:
-        now = self.ctx.clock()
-        cancelled = replace(message, status=Status.CANCELLED, version=message.version + 1, claimed_until=None)
-        self.store.update_message(
-            cancelled,
-            expected_version=message.version,
-            expected_status=Status.PENDING,
-            expire_at=now + timedelta(days=self.ctx.settings.retention_days),
-        )
+        retention = timedelta(days=self.ctx.settings.retention_days)
+        change = lifecycle.cancel(message, self.ctx.clock(), retention)
+        self.store.cancel(change)
         self.ctx.metrics.count("Cancelled", queue=message.queue)
-        return cancelled
+        return change.message
 
     def patch(self, queue_name: str, message_id: str, doc: Any) -> Message:
         queue = self.get_queue(queue_name)
@@ -235,27 +190,16 @@ class Messages:
         due = message.due_at
         if edit.delay is not None or edit.deliver_at is not None:
             due = schedule.due_time(now, delay=edit.delay, deliver_at=edit.deliver_at, default_delay=0)
-        expired = message.expires_at is not None and due > message.expires_at
-        updated = replace(
-            message,
-            body=edit.body if edit.has_body else message.body,
-            due_at=due,
-            version=message.version + 1,
-            status=Status.EXPIRED if expired else Status.PENDING,
-            claimed_until=None,
-        )
-        hands_off = self._hands_off(updated, now)
-        if hands_off:
-            updated = replace(updated, claimed_until=schedule.claim_lease(due, now))
-        self.store.update_message(
-            updated,
-            expected_version=message.version,
-            expected_status=Status.PENDING,
-            sweep=None if expired else self._keys(updated),
-        )
-        if hands_off:
-            self.ctx.timers.send([self._timer(updated, now)])
-        return updated
+        change = lifecycle.reschedule(message, due=due, body=edit.body if edit.has_body else message.body)
+        handoff = self.ctx.handoff
+        placement = handoff.place(change.message, now, written_first=True)
+        change = change.leased(placement.lease)
+        self.store.reschedule(change, placement.keys)
+        claim = placement.claim()
+        if claim is not None:
+            # If this send fails the recovery sweep hands the message off when its lease ends.
+            handoff.send_claimed([claim], now, give_back=False)
+        return change.message
 
     # later-compatible ---------------------------------------------------------------------
     def later_create(self, doc: Any) -> Message:
@@ -292,8 +236,5 @@ class Messages:
         try:
             self.ctx.check_url(target.url, allow_private=False)
         except ValidationError as exc:
-            raise ValidationError(field, exc.message.removeprefix("url: ")) from exc
+            raise ValidationError(field, exc.detail) from exc
 
-
-def _plausible_id(message_id: str) -> bool:
-    return 1 <= len(message_id) <= 64 and message_id.isalnum()

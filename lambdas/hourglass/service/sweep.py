@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from hourglass.adapters.store import DueEntry, ShardProgress, SweepState
-from hourglass.adapters.timer_queue import Scheduled, Timer
 from hourglass.core import fanout, schedule
+from hourglass.core.handoff import Claim, DueEntry
+from hourglass.core.sweep_state import ShardProgress, SweepState
 from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.errors import InvokeError
 from hourglass.logs import log
@@ -222,19 +222,12 @@ class Sweeper:
     def _hand_off(
         self, batch: list[tuple[DueEntry, datetime]], now: datetime, report: SweepReport, recovery: bool
     ) -> int | None:
-        scheduled = [
-            Scheduled(
-                Timer(e.queue, e.id, e.version, e.due_ms, to_ms(now)),
-                schedule.timer_delay(from_ms(e.due_ms), now),
-            )
-            for e, _ in batch
-        ]
-        failed = {(s.timer.queue, s.timer.id) for s in self.ctx.timers.send(scheduled)}
+        claims = [Claim(entry, lease) for entry, lease in batch]
+        refused = {claim.entry for claim in self.ctx.handoff.send_claimed(claims, now)}
         earliest = None
-        for entry, lease in batch:
-            if (entry.queue, entry.id) in failed:
-                # Not stranded: the claim is given back and the watermark stops before it.
-                self.store.release(entry, lease_until=lease)
+        for entry, _ in batch:
+            if entry in refused:
+                # Not stranded: the claim was given back and the watermark stops before it.
                 report.send_failed += 1
                 earliest = entry.due_ms if earliest is None else min(earliest, entry.due_ms)
             elif recovery:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import hmac
 import json
 import re
@@ -39,21 +38,6 @@ class Request:
 
     def json(self) -> Any:
         return validation.decode_json(self.raw_body)
-
-    @classmethod
-    def from_event(cls, event: dict[str, Any]) -> Request:
-        body = event.get("body")
-        raw: bytes | None = None
-        if body is not None:
-            raw = base64.b64decode(body) if event.get("isBase64Encoded") else body.encode("utf-8", "surrogatepass")
-        headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
-        return cls(
-            method=str(event.get("httpMethod", "GET")).upper(),
-            path=str(event.get("path") or "/"),
-            params={str(k): str(v) for k, v in (event.get("queryStringParameters") or {}).items()},
-            headers=headers,
-            raw_body=raw,
-        )
 
 
 def respond(status: int, doc: Any = None) -> Response:

@@ -8,12 +8,11 @@ from __future__ import annotations
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
+from hourglass.contract import DUE_INDEX as DUE_INDEX_NAME
+from hourglass.contract import TTL_ATTRIBUTE
 
-DUE_INDEX_NAME = "due"
-TTL_ATTRIBUTE = "expire_at"
 
-
-class MessageStore(Construct):
+class MessageTable(Construct):
     """One on-demand table ``(pk, sk)`` with the sparse GSI ``due`` ``(sweep_pk, sweep_sk)``."""
 
     def __init__(

@@ -1,0 +1,156 @@
+"""Sweep bookkeeping in the table: the due index, hand-off claims, watermarks and shard progress."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping
+from datetime import datetime
+from typing import Any
+
+from hourglass import contract
+from hourglass.adapters.items import (
+    STATE_KEY,
+    SWEEPER_PK,
+    due_entry_from_item,
+    message_key,
+    n,
+    s,
+    shard_key,
+    sweep_state_from_items,
+)
+from hourglass.adapters.table import Table
+from hourglass.core.handoff import Claim, DueEntry
+from hourglass.core.model import Status
+from hourglass.core.sweep_state import ShardProgress, SweepState
+from hourglass.core.timestamps import to_ms
+from hourglass.errors import StaleVersionError
+
+
+class SweepStorage(Table):
+    def query_due(self, pk: str, low: str, high: str, *, limit: int = 500) -> Iterator[DueEntry]:
+        request = {
+            "TableName": self.table,
+            "IndexName": contract.DUE_INDEX,
+            "KeyConditionExpression": "sweep_pk = :p AND sweep_sk BETWEEN :lo AND :hi",
+            "ExpressionAttributeValues": {":p": s(pk), ":lo": s(low), ":hi": s(high)},
+            "Limit": limit,
+        }
+        for page in self._pages(request):
+            yield from (due_entry_from_item(item) for item in page.get("Items", []))
+
+    def claim(self, entry: DueEntry, *, now: datetime, lease_until: datetime) -> bool:
+        """Claim a due message for hand-off; False when another sweeper has it or it changed."""
+        try:
+            self._conditional(
+                "update_item",
+                f"message {entry.id} is claimed or changed",
+                TableName=self.table,
+                Key=message_key(entry.queue, entry.id),
+                UpdateExpression="SET claimed_until = :lease",
+                ConditionExpression=(
+                    "version = :v AND #st = :pending AND "
+                    "(attribute_not_exists(claimed_until) OR claimed_until < :now)"
+                ),
+                ExpressionAttributeNames={"#st": "status"},
+                ExpressionAttributeValues={
+                    ":v": n(entry.version),
+                    ":pending": s(Status.PENDING.value),
+                    ":now": n(to_ms(now)),
+                    ":lease": n(to_ms(lease_until)),
+                },
+            )
+        except StaleVersionError:
+            return False
+        return True
+
+    def release(self, claim: Claim) -> None:
+        """Give a claim back (its timer was not sent) so the next sweep takes it at once."""
+        with contextlib.suppress(StaleVersionError):
+            self._conditional(
+                "update_item",
+                f"message {claim.entry.id} changed",
+                TableName=self.table,
+                Key=message_key(claim.entry.queue, claim.entry.id),
+                UpdateExpression="REMOVE claimed_until",
+                ConditionExpression="version = :v AND claimed_until = :lease",
+                ExpressionAttributeValues={":v": n(claim.entry.version), ":lease": n(to_ms(claim.lease))},
+            )
+
+    def load_sweep_state(self, default: SweepState) -> SweepState:
+        """The state item and the shard items of fan-out workers, in one strongly consistent Query."""
+        request = {
+            "TableName": self.table,
+            "KeyConditionExpression": "pk = :p",
+            "ExpressionAttributeValues": {":p": s(SWEEPER_PK)},
+            "ConsistentRead": True,
+        }
+        items = [item for page in self._pages(request) for item in page.get("Items", [])]
+        return sweep_state_from_items(items, default)
+
+    def save_sweep_state(self, state: SweepState) -> None:
+        """Move the watermarks forward only: a slower concurrent sweeper never moves them back.
+
+        One write when both move forward (the usual case); otherwise each on its own.
+        """
+        with contextlib.suppress(StaleVersionError):
+            self._conditional(
+                "update_item",
+                "sweep state moved on",
+                TableName=self.table,
+                Key=STATE_KEY,
+                UpdateExpression=(
+                    "SET watermark = :w, recovery_watermark = :r, last_due = :d, last_end = :e, "
+                    "last_run = :run, last_workers = :k, last_complete = :c"
+                ),
+                ConditionExpression=(
+                    "(attribute_not_exists(watermark) OR watermark <= :w) AND "
+                    "(attribute_not_exists(recovery_watermark) OR recovery_watermark <= :r)"
+                ),
+                ExpressionAttributeValues={
+                    ":w": n(state.watermark),
+                    ":r": n(state.recovery_watermark),
+                    ":d": n(state.last_due),
+                    ":e": n(state.last_end),
+                    ":run": n(state.last_run),
+                    ":k": n(state.last_workers),
+                    ":c": {"BOOL": state.last_complete},
+                },
+            )
+            return
+        for attr, value in (("watermark", state.watermark), ("recovery_watermark", state.recovery_watermark)):
+            self._forward(STATE_KEY, f"SET {attr} = :w", f"attribute_not_exists({attr}) OR {attr} < :w", n(value))
+
+    def save_shard_progress(self, progress: Mapping[int, ShardProgress]) -> None:
+        """Record a fan-out worker's progress per shard, forward only (one small item per shard)."""
+        for shard, done in progress.items():
+            self._forward(
+                shard_key(shard),
+                "SET watermark = :w, due = :d, #run = :run, complete = :c",
+                "attribute_not_exists(watermark) OR watermark <= :w",
+                n(done.watermark),
+                names={"#run": "run"},
+                values={":d": n(done.due), ":run": n(done.run), ":c": {"BOOL": done.complete}},
+            )
+
+    def _forward(
+        self,
+        key: dict[str, Any],
+        update: str,
+        condition: str,
+        watermark: dict[str, str],
+        *,
+        names: dict[str, str] | None = None,
+        values: dict[str, Any] | None = None,
+    ) -> None:
+        """An update that only moves a watermark forward; a newer one already stored wins silently."""
+        with contextlib.suppress(StaleVersionError):
+            self._conditional(
+                "update_item",
+                "watermark moved on",
+                TableName=self.table,
+                Key=key,
+                UpdateExpression=update,
+                ConditionExpression=condition,
+                ExpressionAttributeValues={":w": watermark, **(values or {})},
+                **({"ExpressionAttributeNames": names} if names else {}),
+            )

@@ -1,0 +1,75 @@
+"""Calls on the one DynamoDB table: metering, errors, pagination and conditional writes in one place.
+
+Every failed condition becomes `StaleVersionError`; every other `ClientError` a `StoreError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from hourglass.adapters import aws
+from hourglass.errors import StaleVersionError, StoreError
+
+BATCH_WRITE = 25
+Meter = Callable[[str, dict[str, Any]], None]
+
+
+def _code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", ""))
+
+
+class Table:
+    def __init__(self, table: str, client: Any = None, meter: Meter | None = None) -> None:
+        self.table = table
+        self.client = client or aws.client("dynamodb")
+        self.meter = meter
+
+    def _call(self, operation: str, **kwargs: Any) -> dict[str, Any]:
+        if self.meter is not None:
+            kwargs.setdefault("ReturnConsumedCapacity", "INDEXES")
+        try:
+            response: dict[str, Any] = getattr(self.client, operation)(**kwargs)
+        except ClientError:
+            if self.meter is not None:
+                self.meter(operation, {**kwargs, "_failed": True})
+            raise
+        if self.meter is not None:
+            self.meter(operation, kwargs)
+        return response
+
+    def _guard(self, operation: str, **kwargs: Any) -> dict[str, Any]:
+        try:
+            return self._call(operation, **kwargs)
+        except ClientError as exc:
+            raise StoreError(f"DynamoDB {operation} failed: {exc}") from exc
+
+    def _conditional(self, operation: str, stale: str, **kwargs: Any) -> dict[str, Any]:
+        """A conditional write: StaleVersionError(`stale`) when its condition (or transaction) fails."""
+        try:
+            return self._call(operation, **kwargs)
+        except ClientError as exc:
+            if _code(exc) in ("ConditionalCheckFailedException", "TransactionCanceledException"):
+                raise StaleVersionError(stale) from exc
+            raise StoreError(f"DynamoDB {operation} failed: {exc}") from exc
+
+    def _pages(self, request: dict[str, Any], start: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+        """Query pages until the last; `request` is read again for each page, so a caller may shrink its Limit."""
+        while True:
+            page = self._guard("query", **request, **({"ExclusiveStartKey": start} if start else {}))
+            yield page
+            start = page.get("LastEvaluatedKey")
+            if not start:
+                return
+
+    def _batch_write(self, requests: list[dict[str, Any]], attempts: int = 8) -> None:
+        for first in range(0, len(requests), BATCH_WRITE):
+            pending = {self.table: requests[first : first + BATCH_WRITE]}
+            for _ in range(attempts):
+                pending = self._guard("batch_write_item", RequestItems=pending).get("UnprocessedItems") or {}
+                if not pending:
+                    break
+            else:
+                raise StoreError(f"BatchWriteItem left {len(pending.get(self.table, []))} items unprocessed")

@@ -1,0 +1,45 @@
+"""The deployment contract: environment variable names, table layout names, defaults and stack outputs.
+
+The stack, the Lambda settings, the local runtime and the Spark jobs all build from this module (no boto3).
+"""
+
+from __future__ import annotations
+
+# Environment variables of the Lambda functions (and overrides of the local runtime).
+TABLE = "HOURGLASS_TABLE"
+TIMER_QUEUE_URL = "HOURGLASS_TIMER_QUEUE_URL"
+SHARDS = "HOURGLASS_SHARDS"
+LOOKAHEAD = "HOURGLASS_LOOKAHEAD"
+SWEEP_INTERVAL = "HOURGLASS_SWEEP_INTERVAL"
+RETENTION_DAYS = "HOURGLASS_RETENTION_DAYS"
+ALLOW_PRIVATE_CALLBACKS = "HOURGLASS_ALLOW_PRIVATE_CALLBACKS"
+API_KEY = "HOURGLASS_API_KEY"
+HANDOFF_SAFETY = "HOURGLASS_HANDOFF_SAFETY"
+DELIVERY_LEASE = "HOURGLASS_DELIVERY_LEASE"
+SWEEP_CAPACITY = "HOURGLASS_SWEEP_CAPACITY"
+SWEEPER_FUNCTION = "HOURGLASS_SWEEPER_FUNCTION"
+LOG_LEVEL = "HOURGLASS_LOG_LEVEL"
+BODY_BUCKET = "HOURGLASS_BODY_BUCKET"
+
+# The table: its sparse due index and the TTL attribute.
+DUE_INDEX = "due"
+TTL_ATTRIBUTE = "expire_at"
+
+# Defaults; rows keyed for another shard count or bucket width are never swept.
+DEFAULT_SHARDS = 8
+DEFAULT_BUCKET_SECONDS = 60
+DEFAULT_LOOKAHEAD = 300
+DEFAULT_HANDOFF_SAFETY = 30
+DEFAULT_SWEEP_INTERVAL = 60
+DEFAULT_RETENTION_DAYS = 7
+DEFAULT_DELIVERY_LEASE = 120
+DEFAULT_SWEEP_CAPACITY = 20_000
+
+# Stack outputs.
+OUTPUT_TABLE = "TableName"
+OUTPUT_TIMER_QUEUE_URL = "TimerQueueUrl"
+OUTPUT_INGEST_FUNCTION = "IngestFunctionName"
+OUTPUT_SHARDS = "Shards"
+OUTPUT_BUCKET_SECONDS = "BucketSeconds"
+OUTPUT_LOOKAHEAD = "LookaheadSeconds"
+OUTPUT_HANDOFF_SAFETY = "HandoffSafetySeconds"

@@ -1,0 +1,143 @@
+"""The hand-off rule: whether a message goes to the timer queue now, with which lease, index keys and timer.
+
+Ingest, PATCH, the sweep, retries and the bulk writer all place a message through `place`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+
+from hourglass.core import schedule
+from hourglass.core.model import Message, Status
+from hourglass.core.schedule import SweepKeys
+from hourglass.core.timestamps import from_ms, to_ms
+from hourglass.errors import ValidationError
+
+
+@dataclass(frozen=True)
+class Timing:
+    """The deployment's due-index layout and hand-off window."""
+
+    shards: int
+    bucket_seconds: int
+    lookahead: float
+    safety: float
+
+
+@dataclass(frozen=True)
+class DueEntry:
+    """A message version waiting for its due time (a due-index row)."""
+
+    queue: str
+    id: str
+    version: int
+    due_ms: int
+
+    @classmethod
+    def of(cls, message: Message) -> DueEntry:
+        return cls(message.queue, message.id, message.version, to_ms(message.due_at))
+
+
+@dataclass(frozen=True)
+class Timer:
+    """A reference to a message version that becomes due at `due_ms`."""
+
+    queue: str
+    id: str
+    version: int
+    due_ms: int
+    sent_ms: int
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {"q": self.queue, "id": self.id, "v": self.version, "due": self.due_ms, "sent": self.sent_ms},
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> Timer:
+        try:
+            doc = json.loads(text)
+            timer = cls(
+                queue=str(doc["q"]), id=str(doc["id"]), version=int(doc["v"]),
+                due_ms=int(doc["due"]), sent_ms=int(doc["sent"]),
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValidationError("timer", f"malformed timer message: {exc}") from exc
+        return timer
+
+
+@dataclass(frozen=True)
+class Scheduled:
+    timer: Timer
+    delay_seconds: int
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A stored message version leased for hand-off until `lease`."""
+
+    entry: DueEntry
+    lease: datetime
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a message waits: its due-index keys, the timer to send now, the lease stored with it.
+
+    `written_first`: the item is stored (with its keys and lease) before the timer is sent; else
+    the timer goes first and the item is written without keys unless SQS refused the timer.
+    """
+
+    keys: SweepKeys | None
+    timer: Scheduled | None = None
+    lease: datetime | None = None
+    written_first: bool = True
+
+    def index_keys(self, *, sent: bool) -> SweepKeys | None:
+        """The keys the item is written with: none for a timer-first hand-off whose timer SQS took."""
+        return None if sent and self.timer is not None and not self.written_first else self.keys
+
+    def claim(self) -> Claim | None:
+        """The lease to give back if the timer of an item written first is refused."""
+        if self.timer is None or self.lease is None:
+            return None
+        timer = self.timer.timer
+        return Claim(DueEntry(timer.queue, timer.id, timer.version, timer.due_ms), self.lease)
+
+
+def hands_off(due: datetime, now: datetime, timing: Timing) -> bool:
+    return schedule.hands_off_now(due, now, timing.lookahead, timing.safety)
+
+
+def keys_of(message_id: str, due: datetime, timing: Timing) -> SweepKeys:
+    return schedule.sweep_keys(message_id, due, shards=timing.shards, bucket_seconds=timing.bucket_seconds)
+
+
+def timer_for(entry: DueEntry, now: datetime) -> Scheduled:
+    timer = Timer(entry.queue, entry.id, entry.version, entry.due_ms, to_ms(now))
+    return Scheduled(timer, schedule.timer_delay(from_ms(entry.due_ms), now))
+
+
+def resend(timer: Timer, now: datetime) -> Scheduled:
+    """A timer that came back too early, sent again for what is left of its wait."""
+    return timer_for(DueEntry(timer.queue, timer.id, timer.version, timer.due_ms), now)
+
+
+def place_entry(entry: DueEntry, pending: bool, now: datetime, timing: Timing, *, written_first: bool) -> Placement:
+    """Due within lookahead + safety: a timer now (and a lease if the item is written first); else index keys."""
+    if not pending:
+        return Placement(keys=None)
+    due = from_ms(entry.due_ms)
+    keys = keys_of(entry.id, due, timing)
+    if not hands_off(due, now, timing):
+        return Placement(keys=keys)
+    lease = schedule.claim_lease(due, now) if written_first else None
+    return Placement(keys=keys, timer=timer_for(entry, now), lease=lease, written_first=written_first)
+
+
+def place(message: Message, now: datetime, timing: Timing, *, written_first: bool) -> Placement:
+    pending = message.status is Status.PENDING
+    return place_entry(DueEntry.of(message), pending, now, timing, written_first=written_first)

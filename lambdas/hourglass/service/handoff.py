@@ -1,0 +1,83 @@
+"""The hand-off: sends the timers `core.handoff` plans and owns the fall-back when SQS refuses them.
+
+Timer first (ingest, the bulk writer): refused timers leave their items to the due index.
+Item first (dedup ingest, PATCH, sweep claims, retries): a refused timer's lease is given back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+from hourglass.core import handoff
+from hourglass.core.handoff import Claim, Placement, Scheduled, Timing
+from hourglass.core.model import Message
+from hourglass.errors import StoreError, TimerQueueError
+from hourglass.logs import log
+
+Release = Callable[[Claim], None]
+
+
+class Timers(Protocol):
+    def send(self, items: Sequence[Scheduled]) -> list[Scheduled]: ...
+
+    def send_all(self, items: Sequence[Scheduled]) -> None: ...
+
+
+class HandOff:
+    def __init__(self, timers: Timers, timing: Timing, *, release: Release | None = None, metrics: Any = None) -> None:
+        self.timers = timers
+        self.timing = timing
+        self.release = release
+        self.metrics = metrics
+
+    def place(self, message: Message, now: datetime, *, written_first: bool) -> Placement:
+        return handoff.place(message, now, self.timing, written_first=written_first)
+
+    def send_first(self, timers: Sequence[Scheduled]) -> bool:
+        """Timers of items not written yet, all or none; False: SQS refused, the items go to the due index."""
+        if not timers:
+            return True
+        try:
+            self.timers.send_all(timers)
+        except TimerQueueError as exc:
+            log("handoff_fallback", count=len(timers), error=str(exc))
+            self._count("HandoffFallback", len(timers))
+            return False
+        self._count("HandedOff", len(timers))
+        return True
+
+    def send_claimed(self, claims: Sequence[Claim], now: datetime, *, give_back: bool = True) -> list[Claim]:
+        """Timers of stored, leased items; returns the refused ones, whose leases are given back.
+
+        `give_back=False` where no sweep comes back for them sooner (PATCH, retries): their lease
+        runs out and the recovery sweep hands them off, at no extra write.
+        """
+        if not claims:
+            return []
+        sent = self.timers.send([handoff.timer_for(claim.entry, now) for claim in claims])
+        refused = {(s.timer.queue, s.timer.id) for s in sent}
+        failed = [claim for claim in claims if (claim.entry.queue, claim.entry.id) in refused]
+        if give_back:
+            self.give_back(failed)
+        return failed
+
+    def give_back(self, claims: Sequence[Claim]) -> None:
+        """Releases leases whose timers were never sent, so the next sweep takes them at once."""
+        for claim in claims:
+            if self.release is None:
+                continue
+            try:
+                self.release(claim)
+            except StoreError as exc:
+                # The lease then runs out and the recovery sweep hands the message off.
+                log("release_failed", id=claim.entry.id, queue=claim.entry.queue, error=str(exc))
+
+    def resend(self, timers: Sequence[Scheduled]) -> None:
+        """Timers that came back early or before their item was written; raises if SQS refuses them."""
+        self.timers.send_all(timers)
+
+    def _count(self, name: str, value: int) -> None:
+        if self.metrics is not None:
+            self.metrics.count(name, value)

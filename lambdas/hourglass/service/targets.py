@@ -1,0 +1,46 @@
+"""Target delivery: one attempt at an SQS queue, an HTTP callback or a `later` callback, judged."""
+
+from __future__ import annotations
+
+import http.client
+
+from hourglass.core import delivery
+from hourglass.core.model import HttpTarget, LaterTarget, Message, Queue, SqsTarget
+from hourglass.errors import DeliveryError, ValidationError
+from hourglass.service.context import Context
+
+
+def deliver(ctx: Context, message: Message, queue: Queue | None) -> delivery.Outcome:
+    """One attempt at the message's target (or its queue's): the outcome, never an exception."""
+    target = message.target or (queue.settings.target if queue else None)
+    attempt = message.attempts
+    try:
+        if isinstance(target, SqsTarget):
+            ctx.targets.send(
+                target.queue_url, delivery.sqs_envelope(message, attempt), group=message.queue, dedup_id=message.id
+            )
+            return delivery.DELIVERED
+        if isinstance(target, LaterTarget):
+            reply = ctx.post(
+                target.url,
+                delivery.later_request(message),
+                {"Content-Type": "application/json"},
+                allow_private=ctx.settings.allow_private_callbacks,
+            )
+            return delivery.judge_later(reply.status, reply.body)
+        if isinstance(target, HttpTarget):
+            secret = queue.settings.signing_secret if queue else None
+            body, headers = delivery.http_request(
+                message, attempt, headers=target.headers, secret=secret, now=ctx.clock()
+            )
+            allow = ctx.settings.allow_private_callbacks
+            reply = ctx.post(target.url, body, headers, allow_private=allow)
+            return delivery.judge_http(reply.status, reply.headers.get("retry-after"), ctx.clock())
+    except DeliveryError as exc:
+        return delivery.Outcome(False, retryable=exc.retryable, error=str(exc)[:500])
+    except ValidationError as exc:
+        # The callback now resolves to a forbidden address: retrying may help if DNS changes back.
+        return delivery.Outcome(False, retryable=True, error=exc.message)
+    except (OSError, http.client.HTTPException) as exc:
+        return delivery.transport_failure(f"{type(exc).__name__}: {exc}")
+    return delivery.Outcome(False, retryable=False, error="message has no target")
