@@ -127,7 +127,9 @@ def test_alarm_email_context_becomes_the_parameter_default() -> None:
 
 def test_the_functions_emit_the_all_queues_series_the_alarms_read() -> None:
     stream = StringIO()
-    Metrics(stream=stream).count("Failed", queue="orders")
+    metrics = Metrics(stream=stream)
+    metrics.count("Failed", queue="orders")
+    metrics.flush()
     directive = json.loads(stream.getvalue())["_aws"]["CloudWatchMetrics"][0]
     assert directive["Namespace"] == "Hourglass"
     assert [] in directive["Dimensions"] and ["Queue"] in directive["Dimensions"]
