@@ -463,6 +463,11 @@ class Store:
                     raise StoreError(f"DynamoDB UpdateItem (shard state) failed: {exc}") from exc
 
 
+def cursor_after(message: Message) -> str:
+    """The `next_cursor` of a list page that ends with `message`."""
+    return _encode_cursor(message_key(message.queue, message.id))
+
+
 def _encode_cursor(key: dict[str, Any]) -> str:
     return base64.urlsafe_b64encode(json.dumps(key, separators=(",", ":")).encode()).decode()
 

@@ -7,10 +7,11 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from hourglass.adapters.store import DueEntry
+from hourglass.adapters.store import DueEntry, cursor_after
 from hourglass.adapters.timer_queue import Scheduled, Timer
-from hourglass.core import schedule, validation
+from hourglass.core import limits, schedule, validation
 from hourglass.core.admission import admit
+from hourglass.core.document import message_doc
 from hourglass.core.ids import new_id
 from hourglass.core.lifecycle import can_cancel, can_edit
 from hourglass.core.model import (
@@ -190,7 +191,14 @@ class Messages:
     def list(self, queue_name: str, params: dict[str, str] | None) -> tuple[list[Message], str | None]:
         query = validation.list_query(params)
         self.get_queue(queue_name)
-        return self.store.list_messages(queue_name, status=query.status, limit=query.limit, cursor=query.cursor)
+        found, cursor = self.store.list_messages(
+            queue_name, status=query.status, limit=query.limit, cursor=query.cursor
+        )
+        # Contract v1.1: a page may hold fewer than `limit`, so that it fits Lambda's 6 MB response.
+        fit = limits.page_length([message_doc(m) for m in found])
+        if fit < len(found):
+            return found[:fit], cursor_after(found[fit - 1])
+        return found, cursor
 
     def cancel(self, queue: str, message_id: str) -> Message:
         message = self.get(queue, message_id)
@@ -225,6 +233,10 @@ class Messages:
                 raise ConflictError(f"message {message_id} is {message.status.value}, not pending")
             now = self.ctx.clock()
             edit = validation.message_patch(doc, queue.settings, now)
+            if edit.has_body:
+                limits.check_message(
+                    edit.body, message.target, queue_target=queue.settings.target, dedup_id=message.dedup_id
+                )
             try:
                 return self._apply_patch(message, edit, now)
             except StaleVersionError:
