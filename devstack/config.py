@@ -6,6 +6,9 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+# SQS targets `make dev` allows unless HOURGLASS_SQS_TARGETS says otherwise: queues named for the
+# tests, the sample and the benchmarks (never the timer queue, which create refuses anyway).
+LOCAL_SQS_TARGETS = "target*,hourglass-*,bench-*"
 
 @dataclass(frozen=True)
 class RuntimeConfig:
@@ -22,6 +25,7 @@ class RuntimeConfig:
     dispatcher_workers: int = 4
     # Seconds a received timer stays hidden from other pollers; None keeps the queue's own (360 s).
     poll_visibility: int | None = None
+    sqs_targets: str = LOCAL_SQS_TARGETS
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> RuntimeConfig:
@@ -39,6 +43,7 @@ class RuntimeConfig:
             region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1",
             dispatcher_workers=int(env.get("HOURGLASS_DISPATCHER_WORKERS", "4")),
             poll_visibility=int(env["HOURGLASS_POLL_VISIBILITY"]) if env.get("HOURGLASS_POLL_VISIBILITY") else None,
+            sqs_targets=env.get("HOURGLASS_SQS_TARGETS", LOCAL_SQS_TARGETS),
         )
 
     @property
@@ -52,4 +57,5 @@ class RuntimeConfig:
             "hourglass:shards": self.shards,
             "hourglass:allow_private_callbacks": self.allow_private_callbacks,
             "hourglass:sweep_interval": self.sweep_interval,
+            "hourglass:sqs_targets": self.sqs_targets,
         }

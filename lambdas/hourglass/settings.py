@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from hourglass.core.sqs_targets import SqsTargetRule
 from hourglass.errors import ValidationError
 
 MAX_TIMER_DELAY = 900
@@ -31,6 +32,9 @@ class Settings:
     sweep_capacity: int = 20_000
     # The function sweep workers are invoked as; unset, the sweeper invokes itself (its own name).
     sweeper_function: str | None = None
+    # Allowed SQS targets (core.sqs_targets): ARNs, names, `prefix*`; empty allows none.
+    sqs_targets: str = ""
+    timer_dlq_url: str = ""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -48,11 +52,17 @@ class Settings:
             delivery_lease=float(env.get("HOURGLASS_DELIVERY_LEASE", "120")),
             sweep_capacity=int(env.get("HOURGLASS_SWEEP_CAPACITY", "20000")),
             sweeper_function=env.get("HOURGLASS_SWEEPER_FUNCTION") or None,
+            sqs_targets=env.get("HOURGLASS_SQS_TARGETS", ""),
+            timer_dlq_url=env.get("HOURGLASS_TIMER_DLQ_URL", ""),
         )
         settings.check()
         return settings
 
     def check(self) -> None:
+        try:
+            SqsTargetRule.parse(self.sqs_targets)
+        except ValueError as exc:
+            raise ValidationError("HOURGLASS_SQS_TARGETS", str(exc)) from exc
         if not 0 < self.delivery_lease <= 3600:
             raise ValidationError("HOURGLASS_DELIVERY_LEASE", "must be between 0 and 3600 seconds")
         if self.sweep_capacity < 1:

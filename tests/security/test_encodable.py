@@ -208,3 +208,19 @@ def test_a_list_page_is_cut_by_size_and_the_cursor_continues(harness: Harness, m
             break
     assert len(seen) == len(set(seen)) == 30
     assert pages >= 3
+
+
+def test_an_sqs_target_outside_the_setting_is_a_400_naming_queue_url(harness: Harness) -> None:
+    other = harness.sqs.create_queue(QueueName="payments")["QueueUrl"]
+    status, doc = harness.call("PUT", "/v1/queues/q", {"target": {"type": "sqs", "queue_url": other}})
+    assert (status, doc["error"]["message"].split(":")[0]) == (400, "target.queue_url")
+    assert harness.call("GET", "/v1/queues/q")[0] == 404
+
+
+def test_the_timer_queue_is_never_a_target(harness: Harness) -> None:
+    harness.ctx.settings = replace(harness.ctx.settings, sqs_targets="timer")
+    harness.call("PUT", "/v1/queues/q", {})
+    own = {"type": "sqs", "queue_url": harness.ctx.settings.timer_queue_url}
+    status, doc = harness.call("POST", "/v1/queues/q/messages", {"messages": [{"body": 1, "target": own}]})
+    assert (status, doc["error"]["message"].split(":")[0]) == (400, "messages[0].target.queue_url")
+    assert "own queues" in doc["error"]["message"]

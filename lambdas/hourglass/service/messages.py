@@ -9,7 +9,7 @@ from typing import Any
 
 from hourglass.adapters.store import DueEntry, cursor_after
 from hourglass.adapters.timer_queue import Scheduled, Timer
-from hourglass.core import limits, schedule, validation
+from hourglass.core import limits, schedule, sqs_targets, validation
 from hourglass.core.admission import admit
 from hourglass.core.document import message_doc
 from hourglass.core.ids import new_id
@@ -25,10 +25,12 @@ from hourglass.core.model import (
     Queue,
     QueueSettings,
     RetryPolicy,
+    SqsTarget,
     Status,
     Target,
 )
 from hourglass.core.schedule import SweepKeys
+from hourglass.core.sqs_targets import SqsTargetRule
 from hourglass.core.timestamps import to_ms
 from hourglass.errors import (
     ConflictError,
@@ -299,6 +301,13 @@ class Messages:
         return self.get(LATER_NAMESPACE, validation.later_id(doc))
 
     def _check_target(self, target: Target | None, field: str) -> None:
+        if isinstance(target, SqsTarget):
+            settings = self.ctx.settings
+            reserved = (settings.timer_queue_url, settings.timer_dlq_url)
+            why = sqs_targets.refusal(target.queue_url, SqsTargetRule.parse(settings.sqs_targets), reserved=reserved)
+            if why:
+                raise ValidationError(f"{field}.queue_url", why)
+            return
         if self.ctx.settings.allow_private_callbacks or not isinstance(target, (HttpTarget, LaterTarget)):
             return
         try:
