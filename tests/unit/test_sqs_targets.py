@@ -51,3 +51,19 @@ def test_a_setting_that_is_not_arns_names_or_prefixes_is_refused(spec: str):
 def test_queue_ref_reads_local_and_aws_urls():
     assert queue_ref(f"http://127.0.0.1:4566/{ACCOUNT}/t") == QueueRef(ACCOUNT, "t")
     assert queue_ref("https://example.com/hook") is None
+
+
+def test_a_lambda_with_a_malformed_setting_refuses_to_start():
+    from hourglass.errors import ValidationError
+    from hourglass.settings import Settings
+
+    with pytest.raises(ValidationError) as info:
+        Settings.from_env({"HOURGLASS_SQS_TARGETS": "orders-*,*"})
+    assert info.value.field == "HOURGLASS_SQS_TARGETS"
+
+
+def test_the_setting_reaches_the_lambda_settings():
+    from hourglass.settings import Settings
+
+    settings = Settings.from_env({"HOURGLASS_SQS_TARGETS": "orders-*", "HOURGLASS_TIMER_DLQ_URL": DLQ})
+    assert (settings.sqs_targets, settings.timer_dlq_url) == ("orders-*", DLQ)
