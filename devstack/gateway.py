@@ -29,6 +29,14 @@ def own_hosts(port: int) -> frozenset[str]:
     return frozenset(f"{name}:{port}" for name in LOOPBACK_NAMES)
 
 
+def body_length(headers: Mapping[str, str]) -> int | None:
+    """The declared body length when it is valid and within MAX_BODY; None otherwise."""
+    raw = headers.get("content-length", "0").strip() or "0"
+    if not (raw.isascii() and raw.isdigit()) or int(raw) > MAX_BODY:
+        return None
+    return int(raw)
+
+
 def refusal(method: str, headers: Mapping[str, str], port: int) -> tuple[int, str, str] | None:
     """Why a request may not reach the API (status, code, message), or None; `headers` in lower case."""
     host = headers.get("host", "").strip().lower()
@@ -42,8 +50,8 @@ def refusal(method: str, headers: Mapping[str, str], port: int) -> tuple[int, st
     raw_length = headers.get("content-length", "0").strip() or "0"
     if not (raw_length.isascii() and raw_length.isdigit()):
         return 400, "invalid_request", "Content-Length must be a non-negative integer"
-    length = int(raw_length)
-    if length > MAX_BODY:
+    length = body_length(headers)
+    if length is None:
         return 413, "too_large", "body: request body is too large"
     media_type = headers.get("content-type", "").split(";", 1)[0].strip().lower()
     if method in BODY_METHODS and length > 0 and media_type != "application/json":
@@ -109,8 +117,13 @@ class Gateway:
                 refused = refusal(self.command, lower, gateway.port)
                 if refused:
                     status, code, message = refused
+                    length = body_length(lower)
+                    if length is not None and "transfer-encoding" not in lower:
+                        # A body of a valid size is read first: closing on unread data resets the
+                        # connection, and the client could lose the answer.
+                        self.rfile.read(length)
                     self._send(status, {"error": {"code": code, "message": message}})
-                    self.close_connection = True  # the body, if any, is left unread
+                    self.close_connection = True  # a body too large or of unknown length is left unread
                     return
                 if urlsplit(self.path).path.rstrip("/") == "/health":
                     ready = gateway.is_ready()
