@@ -41,6 +41,15 @@ def _bool(app: cdk.App, key: str, default: bool) -> bool:
     raise ValueError(f"context {key!r} must be a boolean, got {value!r}")
 
 
+def _list(app: cdk.App, key: str) -> tuple[str, ...]:
+    """A list from cdk.json, or a comma-separated string from `-c key=a,b`."""
+    value = app.node.try_get_context(key)
+    if value is None:
+        return ()
+    items = value if isinstance(value, list) else str(value).split(",")
+    return tuple(str(item).strip() for item in items if str(item).strip())
+
+
 def settings_from_context(app: cdk.App) -> HourglassSettings:
     """Typed settings from ``-c hourglass:...`` / cdk.json values (CLI values arrive as strings)."""
     return HourglassSettings(
@@ -49,6 +58,7 @@ def settings_from_context(app: cdk.App) -> HourglassSettings:
         retention_days=_int(app, "hourglass:retention_days", DEFAULTS.retention_days),
         allow_private_callbacks=_bool(app, "hourglass:allow_private_callbacks", DEFAULTS.allow_private_callbacks),
         sweep_interval_seconds=_int(app, "hourglass:sweep_interval", DEFAULTS.sweep_interval_seconds),
+        sqs_targets=_list(app, "hourglass:sqs_targets"),
     )
 
 

@@ -59,7 +59,12 @@ def create_table(ddb: Any, name: str, projected: tuple[str, ...]) -> str:
 
 def context(aws: Aws, clock: Callable[[], datetime], **settings: Any) -> Context:
     return Context(
-        settings=Settings(table=aws.table, timer_queue_url=aws.timer_url, allow_private_callbacks=True, **settings),
+        settings=Settings(
+            table=aws.table,
+            timer_queue_url=aws.timer_url,
+            allow_private_callbacks=True,
+            **{"sqs_targets": "target*", **settings},
+        ),
         store=Store(aws.table, client=aws.ddb),
         timers=TimerQueue(aws.timer_url, client=aws.sqs),
         targets=SqsTargets(client=aws.sqs),

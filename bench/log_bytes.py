@@ -20,7 +20,7 @@ from hourglass.adapters.metrics import Metrics
 from hourglass.handlers import api as api_handler
 from hourglass.handlers import dispatcher as dispatcher_handler
 from hourglass.handlers import sweeper as sweeper_handler
-from hourglass.service.api import Api
+from hourglass.service.rest import Api
 from hourglass.service.dispatch import Dispatcher
 from moto import mock_aws
 

@@ -8,6 +8,9 @@ from dataclasses import dataclass
 
 from hourglass import contract as c
 
+# SQS targets `make dev` allows unless HOURGLASS_SQS_TARGETS says otherwise: queues named for the
+# tests, the sample and the benchmarks (never the timer queue, which create refuses anyway).
+LOCAL_SQS_TARGETS = "target*,hourglass-*,bench-*"
 
 @dataclass(frozen=True)
 class RuntimeConfig:
@@ -25,6 +28,7 @@ class RuntimeConfig:
     # Seconds a received timer stays hidden from other pollers; None keeps the queue's own (360 s).
     poll_visibility: int | None = None
     log_level: str | None = None
+    sqs_targets: str = LOCAL_SQS_TARGETS
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> RuntimeConfig:
@@ -43,6 +47,7 @@ class RuntimeConfig:
             dispatcher_workers=int(env.get("HOURGLASS_DISPATCHER_WORKERS", "4")),
             poll_visibility=int(env["HOURGLASS_POLL_VISIBILITY"]) if env.get("HOURGLASS_POLL_VISIBILITY") else None,
             log_level=env.get(c.LOG_LEVEL) or None,
+            sqs_targets=env.get(c.SQS_TARGETS, LOCAL_SQS_TARGETS),
         )
 
     @property
@@ -56,4 +61,5 @@ class RuntimeConfig:
             "hourglass:shards": self.shards,
             "hourglass:allow_private_callbacks": self.allow_private_callbacks,
             "hourglass:sweep_interval": self.sweep_interval,
+            "hourglass:sqs_targets": self.sqs_targets,
         }

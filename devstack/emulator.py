@@ -19,7 +19,7 @@ import urllib.request
 import warnings
 from dataclasses import dataclass
 
-from devstack import moto_atomic, moto_speed
+from devstack import moto_atomic, moto_limits, moto_speed
 
 PR_SET_PDEATHSIG = 1
 
@@ -39,10 +39,11 @@ def use_dummy_credentials(region: str) -> None:
 
 
 def prepare_embedded_moto() -> None:
-    """Before starting moto in this process: quiet logs, the SQS fix of `moto_speed`, and `moto_atomic`."""
+    """Before starting moto in this process: quiet logs, `moto_speed`, `moto_atomic` and `moto_limits`."""
     quiet_emulator_logs()
     moto_speed.install()
     moto_atomic.install()
+    moto_limits.install()
 
 
 def quiet_emulator_logs() -> None:

@@ -17,7 +17,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from hourglass.core.handoff import Timing
-from hourglass.core.timestamps import format_rfc3339, parse_rfc3339
+from hourglass.core.timestamps import ceil_ms, format_rfc3339, parse_rfc3339
 from hourglass.logs import log
 from pyspark import SparkContext, StorageLevel
 from pyspark.sql import DataFrame, SparkSession
@@ -59,7 +59,8 @@ def parser() -> argparse.ArgumentParser:
 
 def run(spark: SparkSession, args: argparse.Namespace) -> dict[str, Any]:
     started = time.monotonic()
-    now = args.now or datetime.now(UTC)
+    # Whole milliseconds, as stored: due times (rounded up) then equal the reported now + delay.
+    now = ceil_ms(args.now or datetime.now(UTC))
     target = deployment.resolve(args, needs_timer_queue=True)
     timing = deployment.resolve_timing(args, target)
     fmt = io.input_format(args.input, args.format)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,10 @@ from stacks.constructs.timer import TimerQueueWithDlq
 from stacks.constructs.workers import DISPATCHER, INGEST, SWEEPER, Workers
 
 LAMBDAS_DIR = Path(__file__).resolve().parents[1] / "lambdas"
+# An SQS queue ARN, a queue name, or a non-empty name prefix ending in `*` (lambdas' core.sqs_targets).
+SQS_TARGET = re.compile(
+    r"arn:aws[a-z-]*:sqs:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,80}(\.fifo)?|[A-Za-z0-9_-]{1,80}(\.fifo)?|[A-Za-z0-9_-]{1,79}\*"
+)
 
 # SQS guidance for Lambda event sources: visibility timeout >= 6 x the function timeout.
 VISIBILITY_TIMEOUT_FACTOR = 6
@@ -38,8 +43,16 @@ class HourglassSettings:
     retention_days: int = contract.DEFAULT_RETENTION_DAYS
     allow_private_callbacks: bool = False
     sweep_interval_seconds: int = contract.DEFAULT_SWEEP_INTERVAL
+    # SQS queues messages may target: queue ARNs, queue names of this account, or `prefix*`.
+    # Empty: no SQS targets (HTTP only). Granted exactly in IAM; never the timer queue or its DLQ.
+    sqs_targets: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        for entry in self.sqs_targets:
+            if not SQS_TARGET.fullmatch(entry):
+                raise ValueError(
+                    f"sqs_targets entry {entry!r} must be an SQS queue ARN, a queue name, or a name prefix ending in *"
+                )
         if self.shards < 1:
             raise ValueError(f"shards must be >= 1, got {self.shards}")
         if self.lookahead_seconds < 0:
@@ -55,10 +68,16 @@ class HourglassSettings:
         seconds = self.sweep_interval_seconds
         return seconds // 60 if seconds >= 60 and seconds % 60 == 0 else 1
 
-    def environment(self, *, table_name: str, timer_queue_url: str) -> dict[str, str]:
+    def sqs_target_arns(self, stack: Stack) -> list[str]:
+        """The resources of the dispatcher's `sqs:SendMessage` to targets: exact ARNs, or `<prefix>*`."""
+        return [e if e.startswith("arn:") else stack.format_arn(service="sqs", resource=e) for e in self.sqs_targets]
+
+    def environment(self, *, table_name: str, timer_queue_url: str, timer_dlq_url: str) -> dict[str, str]:
         return {
             contract.TABLE: table_name,
             contract.TIMER_QUEUE_URL: timer_queue_url,
+            contract.TIMER_DLQ_URL: timer_dlq_url,
+            contract.SQS_TARGETS: ",".join(self.sqs_targets),
             contract.SHARDS: str(self.shards),
             contract.LOOKAHEAD: str(self.lookahead_seconds),
             contract.RETENTION_DAYS: str(self.retention_days),
@@ -105,7 +124,11 @@ class HourglassStack(Stack):
             self,
             "Workers",
             code_dir=lambdas_dir,
-            environment=settings.environment(table_name=store.table.table_name, timer_queue_url=timer.queue.queue_url),
+            environment=settings.environment(
+                table_name=store.table.table_name,
+                timer_queue_url=timer.queue.queue_url,
+                timer_dlq_url=timer.dlq.queue_url,
+            ),
             ingest=INGEST,
             sweeper=SWEEPER,
             dispatcher=DISPATCHER,
@@ -123,14 +146,15 @@ class HourglassStack(Stack):
         for fn in (workers.ingest, workers.sweeper, workers.dispatcher):
             store.table.grant_read_write_data(fn)
             timer.queue.grant_send_messages(fn)
-        # The dispatcher delivers to users' target queues in this account and region.
-        workers.dispatcher.add_to_role_policy(
-            iam.PolicyStatement(
-                sid="DeliverToTargetQueues",
-                actions=["sqs:SendMessage"],
-                resources=[self.format_arn(service="sqs", resource="*")],
+        # The dispatcher delivers to the target queues the settings allow, and to no other.
+        if settings.sqs_targets:
+            workers.dispatcher.add_to_role_policy(
+                iam.PolicyStatement(
+                    sid="DeliverToTargetQueues",
+                    actions=["sqs:SendMessage"],
+                    resources=settings.sqs_target_arns(self),
+                )
             )
-        )
         # A scheduled sweep with more due than one invocation can claim invokes the sweeper itself
         # as workers. A policy of its own: in the role's default policy the function's ARN would
         # make a dependency cycle (the function depends on that policy).

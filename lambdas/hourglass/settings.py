@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from hourglass import contract
 from hourglass.core.handoff import Timing
 from hourglass.core.schedule import MAX_TIMER_DELAY
+from hourglass.core.sqs_targets import SqsTargetRule
 from hourglass.errors import ValidationError
 
 
@@ -41,6 +42,9 @@ class Settings:
     @property
     def timing(self) -> Timing:
         return Timing(self.shards, self.bucket_seconds, self.lookahead, self.handoff_safety)
+    # Allowed SQS targets (core.sqs_targets): ARNs, names, `prefix*`; empty allows none.
+    sqs_targets: str = ""
+    timer_dlq_url: str = ""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -61,11 +65,17 @@ class Settings:
             sweeper_function=env.get(c.SWEEPER_FUNCTION) or None,
             log_level=env.get(c.LOG_LEVEL) or None,
             body_bucket=env.get(c.BODY_BUCKET) or None,
+            sqs_targets=env.get(c.SQS_TARGETS, ""),
+            timer_dlq_url=env.get(c.TIMER_DLQ_URL, ""),
         )
         settings.check()
         return settings
 
     def check(self) -> None:
+        try:
+            SqsTargetRule.parse(self.sqs_targets)
+        except ValueError as exc:
+            raise ValidationError("HOURGLASS_SQS_TARGETS", str(exc)) from exc
         if not 0 < self.delivery_lease <= 3600:
             raise ValidationError(contract.DELIVERY_LEASE, "must be between 0 and 3600 seconds")
         if self.sweep_capacity < 1:

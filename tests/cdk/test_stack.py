@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,8 @@ ENV_KEYS = [
     "HOURGLASS_LOOKAHEAD",
     "HOURGLASS_RETENTION_DAYS",
     "HOURGLASS_ALLOW_PRIVATE_CALLBACKS",
+    "HOURGLASS_SQS_TARGETS",
+    "HOURGLASS_TIMER_DLQ_URL",
 ]
 
 
@@ -233,8 +236,45 @@ def test_no_policy_statement_grants_a_wildcard_action(template: Template) -> Non
             assert "*" not in action, statement
 
 
-def test_no_policy_statement_grants_every_resource(template: Template) -> None:
-    assert [s for s in _statements(template) if s["Resource"] == "*" or "*" in s["Resource"]] == []
+def _resolved(value: Any) -> str:
+    """A resource as text: joins joined, references as placeholders, so a `*` inside a join shows."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and "Fn::Join" in value:
+        separator, parts = value["Fn::Join"]
+        return separator.join(_resolved(part) for part in parts)
+    if isinstance(value, dict) and "Ref" in value:
+        return "{" + str(value["Ref"]) + "}"
+    if isinstance(value, dict) and "Fn::GetAtt" in value:
+        return "{" + ".".join(value["Fn::GetAtt"]) + "}"
+    return json.dumps(value)
+
+
+def _resources(statement: dict[str, Any]) -> list[str]:
+    resources = statement["Resource"]
+    return [_resolved(r) for r in (resources if isinstance(resources, list) else [resources])]
+
+
+def test_resolved_sees_a_wildcard_inside_a_join() -> None:
+    joined = {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":sqs:us-east-1:", {"Ref": "AWS::AccountId"}, ":*"]]}
+    assert _resolved(joined) == "arn:{AWS::Partition}:sqs:us-east-1:{AWS::AccountId}:*"
+
+
+def _wildcards(template: Template) -> list[str]:
+    """Resources with a `*`, except the indexes of the stack's own table (`{Table.Arn}/index/*`) and the
+    objects of its own body bucket (`{BodiesBucket….Arn}/*`)."""
+    own = re.compile(r"\{[A-Za-z0-9]+\.Arn\}/index/\*|\{BodiesBucket[A-Za-z0-9]*\.Arn\}/\*")
+    resources = [r for s in _statements(template) for r in _resources(s)]
+    return [r for r in resources if "*" in r and not own.fullmatch(r)]
+
+
+def test_no_policy_statement_grants_a_wildcard_resource(template: Template) -> None:
+    assert _wildcards(template) == []
+
+
+def test_a_prefix_is_granted_as_prefix_star_and_nothing_wider() -> None:
+    granted = _wildcards(synth(**{"hourglass:sqs_targets": "orders-*"}))
+    assert granted == ["arn:{AWS::Partition}:sqs:{AWS::Region}:{AWS::AccountId}:orders-*"]
 
 
 def _role_actions(template: Template, handler: str) -> set[str]:
@@ -272,28 +312,34 @@ def test_no_function_may_manage_tables_or_queues(template: Template) -> None:
     assert [a for a in actions if a.startswith(managing)] == []
 
 
-def test_dispatcher_may_send_to_any_queue_of_the_account(template: Template) -> None:
-    _, dispatcher = function(template, "hourglass.handlers.dispatcher.handler")
-    role_id = dispatcher["Properties"]["Role"]["Fn::GetAtt"][0]
-    template.has_resource_properties(
-        "AWS::IAM::Policy",
-        {
-            "Roles": [{"Ref": role_id}],
-            "PolicyDocument": {
-                "Statement": Match.array_with(
-                    [
-                        Match.object_like(
-                            {
-                                "Action": "sqs:SendMessage",
-                                "Effect": "Allow",
-                                "Resource": {"Fn::Join": ["", Match.array_with([":sqs:", ":*"])]},
-                            }
-                        )
-                    ]
-                )
-            },
-        },
+def _target_statements(template: Template) -> list[dict[str, Any]]:
+    return [s for s in _statements(template) if s.get("Sid") == "DeliverToTargetQueues"]
+
+
+def test_by_default_the_dispatcher_may_send_to_no_target_queue(template: Template) -> None:
+    assert _target_statements(template) == []
+    assert {v["HOURGLASS_SQS_TARGETS"] for v in environments(template)} == {""}
+
+
+def test_the_dispatcher_may_send_exactly_to_the_configured_targets() -> None:
+    arn = "arn:aws:sqs:eu-west-1:999999999999:shared.fifo"
+    template = synth(**{"hourglass:sqs_targets": f"orders-*,billing,{arn}"})
+    [statement] = _target_statements(template)
+    assert statement["Action"] == "sqs:SendMessage"
+    assert sorted(_resources(statement)) == sorted(
+        [
+            "arn:{AWS::Partition}:sqs:{AWS::Region}:{AWS::AccountId}:orders-*",
+            "arn:{AWS::Partition}:sqs:{AWS::Region}:{AWS::AccountId}:billing",
+            arn,
+        ]
     )
+    assert {v["HOURGLASS_SQS_TARGETS"] for v in environments(template)} == {f"orders-*,billing,{arn}"}
+
+
+@pytest.mark.parametrize("entry", ["*", "orders*x", "arn:aws:sqs:*:123456789012:*", "a b"])
+def test_a_target_setting_with_a_wildcard_or_junk_is_refused(entry: str) -> None:
+    with pytest.raises(ValueError):
+        synth(**{"hourglass:sqs_targets": entry})
 
 
 # ------------------------------------------------------------------------------------- API

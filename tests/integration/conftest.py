@@ -111,7 +111,8 @@ def harness_for(clock: FakeClock) -> Iterator[Harness]:
         sqs = boto3.client("sqs", region_name="us-east-1")
         table = create_table(ddb)
         timer_url = sqs.create_queue(QueueName="timer")["QueueUrl"]
-        settings = Settings(table=table, timer_queue_url=timer_url, allow_private_callbacks=True)
+        # SQS targets the tests create are named target*; the timer queue never is.
+        settings = Settings(table=table, timer_queue_url=timer_url, allow_private_callbacks=True, sqs_targets="target*")
         receiver = Receiver()
         ctx = Context(
             settings=settings,

@@ -24,6 +24,7 @@ def lambda_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
         monkeypatch.setenv("HOURGLASS_TABLE", create_table(ddb))
         monkeypatch.setenv("HOURGLASS_TIMER_QUEUE_URL", timer_url)
         monkeypatch.setenv("HOURGLASS_LOG_LEVEL", "WARNING")
+        monkeypatch.setenv("HOURGLASS_SQS_TARGETS", "target")
         for cached in (api._api, sweeper._context, dispatcher._dispatcher):
             cached.cache_clear()
         yield {"sqs": sqs, "timer_url": timer_url, "target_url": target_url}

@@ -91,6 +91,7 @@ def gateway(keyed: tuple[Harness, str]) -> Iterator[str]:
 
 
 def http(url: str, headers: dict[str, str]) -> int:
+    headers = {"Content-Type": "application/json", **headers}
     request = urllib.request.Request(url, data=b'{"messages":[{"body":1}]}', method="POST", headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=10) as response:

@@ -26,6 +26,16 @@ def test_due_time_keeps_fractional_delays():
     assert schedule.due_time(NOW, delay=1.5, deliver_at=None, default_delay=0) == NOW + timedelta(milliseconds=1500)
 
 
+def test_due_time_rounds_a_sub_millisecond_deliver_at_up():
+    when = NOW + timedelta(seconds=60, microseconds=500)
+    due = schedule.due_time(NOW, delay=None, deliver_at=when, default_delay=0)
+    assert due == NOW + timedelta(seconds=60, milliseconds=1)
+
+
+def test_due_time_rounds_a_sub_millisecond_delay_up():
+    assert schedule.due_time(NOW, delay=0.0000001, deliver_at=None, default_delay=0) == NOW + timedelta(milliseconds=1)
+
+
 def test_due_time_zero_delay_is_now():
     assert schedule.due_time(NOW, delay=0, deliver_at=None, default_delay=99) == NOW
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from hourglass.core.timestamps import format_rfc3339, from_ms, parse_rfc3339, seconds_between, to_ms
+from hourglass.core.timestamps import ceil_ms, format_rfc3339, from_ms, parse_rfc3339, seconds_between, to_ms
 
 NOW = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
 
@@ -32,7 +32,6 @@ def test_format_converts_offsets_to_utc():
         "2026-11-21T10:00:00.000Z",
         "2026-11-21T11:00:00+01:00",
         "2026-11-21T05:00:00-05:00",
-        " 2026-11-21T10:00:00Z ",
     ],
 )
 def test_parse_accepts_offsets(text):
@@ -69,3 +68,48 @@ def test_from_ms_is_aware_utc():
 
 def test_seconds_between():
     assert seconds_between(NOW, NOW + timedelta(milliseconds=1500)) == 1.5
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        " 2026-11-21T10:00:00Z ",
+        "2026-11-21T10:00:00Z\n",
+        "2026-W47-6T10:00:00Z",
+        "2026-325T10:00:00Z",
+        "20261121T100000Z",
+        "2026-11-21T100000Z",
+        "2026-11-21T10:00:00+01:00:30",
+        "2026-11-21T10:00:00+0100",
+        "2026-11-21T10:00Z",
+        "2026-11-21 10:00:00Z",
+        "2026-11-21T10:00:00.Z",
+        "2026-11-21T10:00:00.1234567890Z",
+        "+2026-11-21T10:00:00Z",
+        "\uff12\uff10\uff12\uff16-11-21T10:00:00Z",  # full-width digits
+        "2026-11-21T10:00:00+24:00",
+        "2026-11-21T24:00:00Z",
+        "2026-02-30T10:00:00Z",
+        "2026-11-21T10:00:60Z",
+    ],
+)
+def test_parse_refuses_what_rfc_3339_does_not_define(text):
+    with pytest.raises(ValueError):
+        parse_rfc3339(text)
+
+
+def test_parse_rounds_sub_microsecond_fractions_up():
+    assert parse_rfc3339("2026-11-21T10:00:00.000000001Z") == NOW + timedelta(microseconds=1)
+
+
+def test_parse_keeps_nanosecond_fractions_that_are_whole_microseconds():
+    assert parse_rfc3339("2026-11-21T10:00:00.123456000Z") == NOW + timedelta(microseconds=123456)
+
+
+def test_ceil_ms_rounds_sub_millisecond_times_up():
+    assert ceil_ms(NOW + timedelta(microseconds=1)) == NOW + timedelta(milliseconds=1)
+    assert ceil_ms(NOW + timedelta(microseconds=1999)) == NOW + timedelta(milliseconds=2)
+
+
+def test_ceil_ms_keeps_whole_milliseconds():
+    assert ceil_ms(NOW + timedelta(milliseconds=7)) == NOW + timedelta(milliseconds=7)

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from hourglass.core.network import is_forbidden_address
-from hourglass.errors import ValidationError
+from hourglass.core.urls import ascii_url
+from hourglass.errors import DeliveryError, ValidationError
 
 MAX_RESPONSE = 64 * 1024
 
@@ -36,7 +37,7 @@ def resolve(host: str, port: int, *, allow_private: bool) -> str:
 
 
 def check_url(url: str, *, allow_private: bool) -> None:
-    parts = urlsplit(url)
+    parts = urlsplit(_sendable(url))
     resolve(parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80), allow_private=allow_private)
 
 
@@ -66,7 +67,7 @@ def post(
     The whole exchange gets `connect_timeout + read_timeout`: per-read timeouts alone let a server
     that drips its answer hold the dispatcher for as long as it likes.
     """
-    parts = urlsplit(url)
+    parts = urlsplit(_sendable(url))
     host = parts.hostname or ""
     port = parts.port or (443 if parts.scheme == "https" else 80)
     address = resolve(host, port, allow_private=allow_private)
@@ -83,12 +84,16 @@ def post(
         connection.connect()
         if connection.sock is not None:
             connection.sock.settimeout(read_timeout)
-        connection.putrequest("POST", path, skip_host=True, skip_accept_encoding=True)
-        connection.putheader("Host", parts.netloc.rsplit("@", 1)[-1])
-        connection.putheader("Content-Length", str(len(body)))
-        connection.putheader("User-Agent", "Hourglass/1")
-        for name, value in headers.items():
-            connection.putheader(name, value)
+        try:
+            connection.putrequest("POST", path, skip_host=True, skip_accept_encoding=True)
+            connection.putheader("Host", parts.netloc.rsplit("@", 1)[-1])
+            connection.putheader("Content-Length", str(len(body)))
+            connection.putheader("User-Agent", "Hourglass/1")
+            for name, value in headers.items():
+                connection.putheader(name, value)
+        except (UnicodeError, ValueError) as exc:
+            # Refused at create since the URL and header rules; a message stored before them ends here.
+            raise DeliveryError(f"the request cannot be encoded: {exc}", retryable=False) from exc
         connection.endheaders(body)
         response = connection.getresponse()
         data = response.read(MAX_RESPONSE)
@@ -96,6 +101,14 @@ def post(
     finally:
         deadline.cancel()
         connection.close()
+
+
+def _sendable(url: str) -> str:
+    """The URL as sent; one stored before URLs were normalised at create may still need encoding."""
+    try:
+        return ascii_url(url)
+    except ValueError as exc:
+        raise DeliveryError(f"the URL cannot be encoded: {exc}", retryable=False) from exc
 
 
 def _cut(connection: http.client.HTTPConnection) -> None:

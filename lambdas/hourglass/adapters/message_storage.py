@@ -185,6 +185,11 @@ class MessageStorage(Table):
         return message_from_item(answer["Attributes"])
 
 
+def cursor_after(message: Message) -> str:
+    """The `next_cursor` of a list page that ends with `message`."""
+    return _encode_cursor(message_key(message.queue, message.id))
+
+
 def _encode_cursor(key: dict[str, Any]) -> str:
     return base64.urlsafe_b64encode(json.dumps(key, separators=(",", ":")).encode()).decode()
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from hourglass.core.timestamps import to_ms
+from hourglass.core.timestamps import ceil_ms, to_ms
 
 MAX_TIMER_DELAY = 900
 # How long after its due time a handed-off message may sit in the due index before a recovery
@@ -31,11 +31,11 @@ class SweepKeys:
 def due_time(
     now: datetime, *, delay: float | None, deliver_at: datetime | None, default_delay: float
 ) -> datetime:
-    """When a message is due; a `deliver_at` in the past means now."""
+    """When a message is due, in whole milliseconds rounded up (never early); a past `deliver_at` means now."""
     if deliver_at is not None:
-        return max(deliver_at, now)
+        return ceil_ms(max(deliver_at, now))
     seconds = default_delay if delay is None else delay
-    return now + timedelta(seconds=seconds)
+    return ceil_ms(now + timedelta(microseconds=math.ceil(seconds * 1_000_000)))
 
 
 def bucket_of(due: datetime, bucket_seconds: int) -> int:

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-from hourglass.core import wallclock
+from hourglass.core import json_body, limits, wallclock
 from hourglass.core.cron import parse_cron
 from hourglass.core.model import (
     JSON,
@@ -25,26 +25,27 @@ from hourglass.core.model import (
 )
 from hourglass.core.recurrence import MIN_EVERY, Recurrence, ScheduleRequest
 from hourglass.core.timestamps import parse_rfc3339
+from hourglass.core.urls import ascii_url
 from hourglass.errors import ValidationError
 
 QUEUE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$")
 MAX_BODY_BYTES = 256 * 1024
-MAX_REQUEST_BYTES = 6 * 1024 * 1024
+MAX_REQUEST_BYTES = json_body.MAX_REQUEST_BYTES
 MAX_BATCH = 100
 MAX_HORIZON = 10 * 365 * 86400.0
 MAX_TTL = MAX_HORIZON
 MAX_ATTEMPTS = 100
 MAX_LIST_LIMIT = 1000
 MAX_DEDUP_ID = 128
-# Far below the interpreter's recursion limit, so every later json.dumps/loads of a body succeeds.
-MAX_DEPTH = 100
-# A \uD800-\uDFFF escape may decode to a lone surrogate, which cannot be encoded as UTF-8.
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 MAX_URL = 2048
 MAX_HEADERS = 32
+MAX_HEADER_VALUE = 4096
+# Set by Hourglass itself, or hop-by-hop (RFC 9110 7.6.1): they describe one connection, not the message.
 RESERVED_HEADERS = frozenset(
-    {"content-length", "host", "transfer-encoding", "connection", "content-type"}
+    {"content-length", "host", "content-type", "expect"}
+    | {"connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade"}
+    | {"proxy-authenticate", "proxy-authorization"}
 )
 
 
@@ -72,43 +73,9 @@ class LaterTask:
     content: JSON
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
 def decode_json(raw: bytes | str | None, *, limit: int = MAX_REQUEST_BYTES) -> JSON:
-    """The request body as JSON; not JSON, NaN/Infinity, too deep or too large are errors."""
-    if raw is None or raw == b"" or raw == "":
-        raise ValidationError("body", "request body is required")
-    if len(raw) > limit:
-        raise ValidationError("body", f"request body is larger than {limit} bytes", code="too_large")
-    try:
-        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
-        value = json.loads(text, parse_constant=_reject_constant)
-        if _SURROGATE_ESCAPE.search(text):
-            json.dumps(value, ensure_ascii=False).encode("utf-8")
-    except UnicodeError as exc:
-        raise ValidationError("body", "request body is not valid UTF-8") from exc
-    except RecursionError as exc:
-        raise ValidationError("body", "request body is nested too deeply") from exc
-    except ValueError as exc:
-        raise ValidationError("body", f"request body is not valid JSON ({exc})") from exc
-    if _too_deep(value):
-        raise ValidationError("body", f"request body is nested more than {MAX_DEPTH} levels deep")
-    return value
-
-
-def _too_deep(value: JSON) -> bool:
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
-        for child in children:
-            if isinstance(child, (dict, list)):
-                if depth >= MAX_DEPTH:
-                    return True
-                stack.append((child, depth + 1))
-    return False
+    """The request body as JSON (`core.json_body.decode`)."""
+    return json_body.decode(raw, limit=limit)
 
 
 def body_size(body: JSON) -> int:
@@ -162,6 +129,7 @@ def _string(value: object, field: str, *, max_len: int) -> str:
 
 
 def url(value: object, field: str) -> str:
+    """An absolute http(s) URL, returned in the ASCII form it is sent in (IDNA host, percent-encoding)."""
     text = _string(value, field, max_len=MAX_URL)
     try:
         parts = urlsplit(text)
@@ -170,9 +138,27 @@ def url(value: object, field: str) -> str:
         raise ValidationError(field, "is not a valid URL") from exc
     if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
         raise ValidationError(field, "must be an absolute http or https URL")
-    if any(ch.isspace() or ord(ch) < 32 for ch in text):
+    if any(ch.isspace() or ord(ch) < 32 or 0x7F <= ord(ch) < 0xA0 for ch in text):
         raise ValidationError(field, "must not contain whitespace or control characters")
-    return text
+    try:
+        encoded = ascii_url(text)
+    except ValueError as exc:
+        raise ValidationError(field, "has a host name that cannot be IDNA-encoded") from exc
+    if len(encoded) > MAX_URL:
+        raise ValidationError(field, f"is longer than {MAX_URL} characters once percent-encoded")
+    return encoded
+
+
+def header_value(value: object, field: str) -> str:
+    """A value HTTP/1.1 can carry: visible characters, spaces and tabs, Latin-1 at most; 4 KiB."""
+    if not isinstance(value, str) or len(value) > MAX_HEADER_VALUE:
+        raise ValidationError(field, f"must be a single-line string of at most {MAX_HEADER_VALUE} characters")
+    for char in value:
+        if char in "\r\n":
+            raise ValidationError(field, "must be a single-line string")
+        if not (char == "\t" or " " <= char <= "~" or "\xa0" <= char <= "\xff"):
+            raise ValidationError(field, f"contains {char!r}, which an HTTP header cannot carry (only Latin-1 text)")
+    return value
 
 
 def target(value: object, field: str = "target") -> Target:
@@ -183,13 +169,11 @@ def target(value: object, field: str = "target") -> Target:
         headers = _object(doc.get("headers", {}), f"{field}.headers")
         if len(headers) > MAX_HEADERS:
             raise ValidationError(f"{field}.headers", f"at most {MAX_HEADERS} headers")
-        for name, header_value in headers.items():
+        for name, raw_value in headers.items():
             reserved = name.lower() in RESERVED_HEADERS or name.lower().startswith("hourglass-")
             if not HEADER_NAME.fullmatch(name) or reserved:
                 raise ValidationError(f"{field}.headers.{name}", "is not an allowed header name")
-            single_line = isinstance(header_value, str) and not any(c in header_value for c in "\r\n\0")
-            if not single_line or len(header_value) > 4096:
-                raise ValidationError(f"{field}.headers.{name}", "must be a single-line string")
+            header_value(raw_value, f"{field}.headers.{name}")
         return HttpTarget(url=url(doc.get("url"), f"{field}.url"), headers=dict(headers))
     if kind == "sqs":
         _only(doc, frozenset({"type", "queue_url"}), f"{field}.")
@@ -301,13 +285,22 @@ def new_message(doc: object, index: int, settings: QueueSettings, now: datetime)
     if dedup_id is not None:
         dedup_id = _string(dedup_id, f"{prefix}.dedup_id", max_len=MAX_DEDUP_ID)
     raw_target = message.get("target")
+    own_target = None if raw_target is None else target(raw_target, f"{prefix}.target")
+    limits.check_message(
+        body,
+        own_target,
+        queue_target=settings.target,
+        dedup_id=dedup_id,
+        body_field=f"{prefix}.body",
+        target_field=f"{prefix}.target",
+    )
     return NewMessage(
         body=body,
         delay=delay,
         deliver_at=deliver_at,
         ttl=number(message.get("ttl"), f"{prefix}.ttl", low=0.001, high=MAX_TTL, allow_none=True),
         dedup_id=dedup_id,
-        target=None if raw_target is None else target(raw_target, f"{prefix}.target"),
+        target=own_target,
     )
 
 

@@ -7,8 +7,10 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from hourglass.core import lifecycle, schedule, validation
+from hourglass.adapters.message_storage import cursor_after
+from hourglass.core import lifecycle, limits, schedule, sqs_targets, validation
 from hourglass.core.admission import admit
+from hourglass.core.document import message_doc
 from hourglass.core.handoff import Claim, Placement, Scheduled
 from hourglass.core.ids import is_valid_id, new_id
 from hourglass.core.lifecycle import can_cancel, can_edit
@@ -23,9 +25,11 @@ from hourglass.core.model import (
     Queue,
     QueueSettings,
     RetryPolicy,
+    SqsTarget,
     Status,
     Target,
 )
+from hourglass.core.sqs_targets import SqsTargetRule
 from hourglass.errors import (
     ConflictError,
     NotFoundError,
@@ -150,7 +154,14 @@ class Messages:
     def list(self, queue_name: str, params: dict[str, str] | None) -> tuple[list[Message], str | None]:
         query = validation.list_query(params)
         self.get_queue(queue_name)
-        return self.store.list_messages(queue_name, status=query.status, limit=query.limit, cursor=query.cursor)
+        found, cursor = self.store.list_messages(
+            queue_name, status=query.status, limit=query.limit, cursor=query.cursor
+        )
+        # Contract v1.1: a page may hold fewer than `limit`, so that it fits Lambda's 6 MB response.
+        fit = limits.page_length([message_doc(m) for m in found])
+        if fit < len(found):
+            return found[:fit], cursor_after(found[fit - 1])
+        return found, cursor
 
     def cancel(self, queue: str, message_id: str) -> Message:
         message = self.get(queue, message_id)
@@ -180,6 +191,10 @@ class Messages:
                 raise ConflictError(f"message {message_id} is {message.status.value}, not pending")
             now = self.ctx.clock()
             edit = validation.message_patch(doc, queue.settings, now)
+            if edit.has_body:
+                limits.check_message(
+                    edit.body, message.target, queue_target=queue.settings.target, dedup_id=message.dedup_id
+                )
             try:
                 return self._apply_patch(message, edit, now)
             except StaleVersionError:
@@ -231,6 +246,13 @@ class Messages:
         return self.get(LATER_NAMESPACE, validation.later_id(doc))
 
     def _check_target(self, target: Target | None, field: str) -> None:
+        if isinstance(target, SqsTarget):
+            settings = self.ctx.settings
+            reserved = (settings.timer_queue_url, settings.timer_dlq_url)
+            why = sqs_targets.refusal(target.queue_url, SqsTargetRule.parse(settings.sqs_targets), reserved=reserved)
+            if why:
+                raise ValidationError(f"{field}.queue_url", why)
+            return
         if self.ctx.settings.allow_private_callbacks or not isinstance(target, (HttpTarget, LaterTarget)):
             return
         try:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from hourglass.core import validation
+from hourglass.core import json_body, validation
 from hourglass.core.document import created_doc, later_doc, message_doc, queue_doc
 from hourglass.errors import (
     ConflictError,
@@ -37,7 +37,7 @@ class Request:
     raw_body: bytes | None
 
     def json(self) -> Any:
-        return validation.decode_json(self.raw_body)
+        return json_body.decode(self.raw_body)
 
 
 def respond(status: int, doc: Any = None) -> Response:
@@ -145,13 +145,16 @@ class Api:
         return respond(200, {"messages": [message_doc(m) for m in found], "next_cursor": cursor})
 
     def get_message(self, request: Request, name: str, message_id: str) -> Response:
+        validation.queue_name(name)  # `@later` is reached only through /create, /delete, /query
         return respond(200, message_doc(self.messages.get(name, message_id)))
 
     def cancel_message(self, request: Request, name: str, message_id: str) -> Response:
+        validation.queue_name(name)  # `@later` is reached only through /create, /delete, /query
         self.messages.cancel(name, message_id)
         return respond(204)
 
     def patch_message(self, request: Request, name: str, message_id: str) -> Response:
+        validation.queue_name(name)  # `@later` is reached only through /create, /delete, /query
         return respond(200, message_doc(self.messages.patch(name, message_id, request.json())))
 
     def later_create(self, request: Request) -> Response:
