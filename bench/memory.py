@@ -175,6 +175,7 @@ def _handler_child(name: str, setup: dict[str, Any]) -> dict[str, Any]:
             "HOURGLASS_TABLE": setup["table"],
             "HOURGLASS_TIMER_QUEUE_URL": setup["timer_url"],
             "HOURGLASS_ALLOW_PRIVATE_CALLBACKS": "1",
+            "HOURGLASS_SQS_TARGETS": "target",
         }
     )
     from hourglass.handlers import api, dispatcher, sweeper
