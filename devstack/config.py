@@ -6,6 +6,16 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+DEPLOY_MODES = {"": "inprocess", "inprocess": "inprocess", "moto": "inprocess", "cdk": "cdk", "ministack": "cdk"}
+
+
+def deploy_mode(value: str) -> str:
+    try:
+        return DEPLOY_MODES[value.strip().lower()]
+    except KeyError:
+        expected = "'cdk' (deployed into MiniStack) or 'inprocess'"
+        raise ValueError(f"HOURGLASS_DEPLOY={value!r}: expected {expected}") from None
+
 
 @dataclass(frozen=True)
 class RuntimeConfig:
@@ -22,6 +32,8 @@ class RuntimeConfig:
     dispatcher_workers: int = 4
     # Seconds a received timer stays hidden from other pollers; None keeps the queue's own (360 s).
     poll_visibility: int | None = None
+    # "inprocess": handlers in this process on moto; "cdk": `cdk deploy` into MiniStack, Lambdas there.
+    deploy: str = "inprocess"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> RuntimeConfig:
@@ -39,6 +51,7 @@ class RuntimeConfig:
             region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1",
             dispatcher_workers=int(env.get("HOURGLASS_DISPATCHER_WORKERS", "4")),
             poll_visibility=int(env["HOURGLASS_POLL_VISIBILITY"]) if env.get("HOURGLASS_POLL_VISIBILITY") else None,
+            deploy=deploy_mode(env.get("HOURGLASS_DEPLOY", "")),
         )
 
     @property
