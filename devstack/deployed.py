@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -94,12 +95,15 @@ class DeployedStack:
 
         config = self.config
         started = time.monotonic()
-        account = self.client("sts").get_caller_identity()["Account"]
-        if not self._bootstrapped():
-            self.cdk("bootstrap", f"aws://{account}/{config.region}")
-        self.timings["bootstrap"] = time.monotonic() - started
+        # The synth (10-20 s of jsii start-up unless cached) runs while the CLI bootstraps.
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            synth = pool.submit(cached_synth, self.cdk_context())
+            account = self.client("sts").get_caller_identity()["Account"]
+            if not self._bootstrapped():
+                self.cdk("bootstrap", f"aws://{account}/{config.region}")
+            self.timings["bootstrap"] = time.monotonic() - started
+            assembly = synth.result()
         started = time.monotonic()
-        assembly = cached_synth(self.cdk_context())
         outputs_file = self.workdir / "outputs.json"
         self.cdk(
             "deploy",
