@@ -54,6 +54,29 @@ def local_api_url(api_url: str, endpoint_url: str) -> str:
     return f"{endpoint_url.rstrip('/')}/_aws/execute-api/{match['id']}/{match['stage']}"
 
 
+def run_cdk(*args: str, endpoint_url: str, region: str, logdir: Path) -> str:
+    """Run the pinned CDK CLI against the emulator at `endpoint_url`, as a user would against AWS."""
+    env = {
+        **os.environ,
+        "AWS_ENDPOINT_URL": endpoint_url,
+        "AWS_REGION": region,
+        "AWS_DEFAULT_REGION": region,
+        "CDK_DISABLE_CLI_TELEMETRY": "true",
+        "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+        # cdk.json's app is `python3 app.py`: the project's venv must come first.
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+    }
+    env.pop("AWS_PROFILE", None)
+    command = [str(cdk_cli()), *args, "--no-notices", "--ci"]
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    output = result.stdout + result.stderr
+    (logdir / f"cdk-{args[0]}.log").write_text(output)
+    if result.returncode != 0:
+        tail = "\n".join(output.splitlines()[-30:])
+        raise CdkError(f"`cdk {' '.join(args)}` failed (exit {result.returncode}):\n{tail}")
+    return output
+
+
 @dataclass
 class DeployedStack:
     config: RuntimeConfig
@@ -101,7 +124,7 @@ class DeployedStack:
             account = self.client("sts").get_caller_identity()["Account"]
             if not self._bootstrapped():
                 self.cdk("bootstrap", f"aws://{account}/{config.region}")
-            self.timings["bootstrap"] = time.monotonic() - started
+            self.timings["bootstrap + synth"] = time.monotonic() - started
             assembly = synth.result()
         started = time.monotonic()
         outputs_file = self.workdir / "outputs.json"
@@ -137,26 +160,7 @@ class DeployedStack:
         return any(s["StackStatus"] in ("CREATE_COMPLETE", "UPDATE_COMPLETE") for s in stacks)
 
     def cdk(self, *args: str) -> str:
-        """Run the pinned CDK CLI against the emulator, as a user would against AWS."""
-        env = {
-            **os.environ,
-            "AWS_ENDPOINT_URL": self.endpoint_url,
-            "AWS_REGION": self.config.region,
-            "AWS_DEFAULT_REGION": self.config.region,
-            "CDK_DISABLE_CLI_TELEMETRY": "true",
-            "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
-            # cdk.json's app is `python3 app.py`: the project's venv must come first.
-            "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
-        }
-        env.pop("AWS_PROFILE", None)
-        command = [str(cdk_cli()), *args, "--no-notices", "--ci"]
-        result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
-        output = result.stdout + result.stderr
-        (self.workdir / f"cdk-{args[0]}.log").write_text(output)
-        if result.returncode != 0:
-            tail = "\n".join(output.splitlines()[-30:])
-            raise CdkError(f"`cdk {' '.join(args)}` failed (exit {result.returncode}):\n{tail}")
-        return output
+        return run_cdk(*args, endpoint_url=self.endpoint_url, region=self.config.region, logdir=self.workdir)
 
     def client(self, service: str) -> Any:
         return boto3.client(service, endpoint_url=self.endpoint_url, region_name=self.config.region)
