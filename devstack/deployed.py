@@ -85,6 +85,7 @@ class DeployedStack:
     outputs: dict[str, str] = field(default_factory=dict)
     api_key: str = ""
     api_url: str = ""
+    assembly: Path | None = None
     # Seconds each start-up step took: emulator, bootstrap, deploy.
     timings: dict[str, float] = field(default_factory=dict)
     workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="hourglass-deploy-")))
@@ -125,7 +126,7 @@ class DeployedStack:
             if not self._bootstrapped():
                 self.cdk("bootstrap", f"aws://{account}/{config.region}")
             self.timings["bootstrap + synth"] = time.monotonic() - started
-            assembly = synth.result()
+            assembly = self.assembly = synth.result()
         started = time.monotonic()
         outputs_file = self.workdir / "outputs.json"
         self.cdk(

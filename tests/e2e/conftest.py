@@ -16,6 +16,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -25,7 +26,7 @@ from moto.server import ThreadedMotoServer
 from devstack.config import RuntimeConfig
 from devstack.deployed import DeployedStack
 from devstack.emulator import free_port, port_is_free, prepare_embedded_moto
-from devstack.runtime import Runtime
+from devstack.runtime import Runtime, cached_synth
 
 MODES = [mode.strip() for mode in os.environ.get("HOURGLASS_E2E_MODES", "inprocess").split(",") if mode.strip()]
 LATENESS: dict[str, list[float]] = {}
@@ -104,6 +105,8 @@ class Stack:
     swept_delay: float
     # How long a swept message may take to arrive, sweep interval included.
     swept_timeout: float
+    # The synthesized template the stack was deployed from.
+    template: dict[str, Any]
 
     def client(self, service: str) -> Any:
         return boto3.client(service, endpoint_url=self.endpoint_url, region_name="us-east-1")
@@ -150,7 +153,8 @@ def start_inprocess() -> Iterator[Stack]:
     )
     runtime = Runtime(config).start()
     try:
-        yield Stack("inprocess", runtime.api_url, API_KEY, endpoint, runtime.outputs, 8.0, 20.0)
+        template = _template(cached_synth(config.cdk_context()))
+        yield Stack("inprocess", runtime.api_url, API_KEY, endpoint, runtime.outputs, 8.0, 20.0, template)
     finally:
         runtime.stop()
         server.stop()
@@ -170,11 +174,17 @@ def start_deployed() -> Iterator[Stack]:
             deployed.outputs,
             swept_delay=DEPLOYED_LOOKAHEAD + DEPLOYED_HANDOFF_SAFETY + 5,
             swept_timeout=DEPLOYED_LOOKAHEAD + DEPLOYED_HANDOFF_SAFETY + 5 + 30,
+            template=_template(deployed.assembly),
         )
         warm_up(stack)
         yield stack
     finally:
         deployed.stop()
+
+
+def _template(assembly: Path | None) -> dict[str, Any]:
+    assert assembly is not None
+    return dict(json.loads((assembly / "Hourglass.template.json").read_text()))
 
 
 def warm_up(stack: Stack) -> None:
