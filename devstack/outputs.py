@@ -12,17 +12,20 @@ import os
 import shlex
 import sys
 from pathlib import Path
+from typing import Any
 
 import boto3
 
 from devstack.deployed import STACK_NAME, local_api_url
 
 
-def exports(outputs_file: Path, stack: str = STACK_NAME) -> dict[str, str]:
+def exports(
+    outputs_file: Path, stack: str = STACK_NAME, *, endpoint_url: str | None = None, client: Any = None
+) -> dict[str, str]:
     outputs = json.loads(outputs_file.read_text())[stack]
-    key = boto3.client("apigateway").get_api_key(apiKey=outputs["ApiKeyId"], includeValue=True)["value"]
-    endpoint = os.environ.get("AWS_ENDPOINT_URL")
-    api_url = local_api_url(outputs["ApiUrl"], endpoint) if endpoint else outputs["ApiUrl"]
+    apigateway = client or boto3.client("apigateway")
+    key = apigateway.get_api_key(apiKey=outputs["ApiKeyId"], includeValue=True)["value"]
+    api_url = local_api_url(outputs["ApiUrl"], endpoint_url) if endpoint_url else outputs["ApiUrl"]
     return {"API_URL": api_url.rstrip("/") + "/", "API_KEY": key}
 
 
@@ -31,7 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("outputs_file", type=Path, help="the file of `cdk deploy --outputs-file`")
     parser.add_argument("--stack", default=STACK_NAME)
     args = parser.parse_args(argv)
-    for name, value in exports(args.outputs_file, args.stack).items():
+    endpoint_url = os.environ.get("AWS_ENDPOINT_URL") or None
+    for name, value in exports(args.outputs_file, args.stack, endpoint_url=endpoint_url).items():
         print(f"export {name}={shlex.quote(value)}")
     return 0
 
