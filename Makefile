@@ -18,7 +18,7 @@ export PYTHONPATH := lambdas:.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION ?= 20
 
 .PHONY: dev test test-deployed smoke tools lint synth bench bench-modes soak spark-schedule spark-report sample clean \
-	check-node check-java
+	check-node check-java check-chromium
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"' \
@@ -52,10 +52,15 @@ check-node:
 check-java:
 	@command -v java >/dev/null 2>&1 || { echo "error: Java is missing: PySpark needs a JRE 17+. Install it (e.g. apt-get install openjdk-17-jre-headless)."; exit 1; }
 
+# The console's browser tests drive the system's Chromium (browser downloads do not work offline).
+check-chromium:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 \
+		|| echo "note: Chromium is missing: the console's browser tests will be skipped. Install it with: apt-get update && apt-get install -y chromium"
+
 dev: $(STAMP) check-node $(if $(filter cdk ministack,$(DEPLOY)),tools)
 	HOURGLASS_DEPLOY=$(DEPLOY) $(BIN)/python -m devstack
 
-test: $(STAMP) check-node check-java
+test: $(STAMP) check-node check-java check-chromium
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 # The end-to-end suite and the smoke test against the stack as deployed: `cdk deploy` into MiniStack,
@@ -77,7 +82,7 @@ smoke: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/mypy -p hourglass -p devstack -p stacks -p pipeline -p bench
+	$(BIN)/mypy -p hourglass -p devstack -p stacks -p pipeline -p bench -p hourglass_client
 	$(BIN)/mypy app.py
 
 synth: $(STAMP) check-node

@@ -19,11 +19,11 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from bench import capacity_sim, cost, memory, precision, sweep_scaling, throughput
+from bench import body_cost, capacity_sim, cost, log_bytes, memory, precision, sweep_scaling, throughput
 from bench.report import RESULTS, Section, write
 from devstack.emulator import quiet_emulator_logs, use_dummy_credentials
 
-ORDER = ("precision", "sweep_scaling", "cost", "throughput", "memory", "capacity")
+ORDER = ("precision", "sweep_scaling", "cost", "body_cost", "throughput", "memory", "capacity")
 SIDE_BY_SIDE = ("sweep_scaling", "memory", "capacity")
 QUICK_PRECISION = precision.PrecisionConfig(
     per_target=20, max_delay=9.0, post_window=1.0, sweep_interval=1.0, lookahead=4.0, settle=3.0
@@ -45,7 +45,7 @@ def run_all(*, quick: bool = False, only: tuple[str, ...] = ORDER, out: Path | N
     started = time.time()
     sections: dict[str, Section] = {}
     timings: dict[str, float] = {}
-    if "precision" in only or "cost" in only:
+    if {"precision", "cost", "body_cost"} & set(only):
         t = time.time()
         try:
             section, record = precision.run(QUICK_PRECISION if quick else precision.PrecisionConfig())
@@ -53,6 +53,12 @@ def run_all(*, quick: bool = False, only: tuple[str, ...] = ORDER, out: Path | N
         except Exception:
             sections["precision"], sections["cost"] = _failed("precision"), _failed("cost")
         timings["precision+cost"] = round(time.time() - t, 1)
+        t = time.time()
+        try:
+            sections["body_cost"] = _body_cost(sections["cost"])
+        except Exception:
+            sections["body_cost"] = _failed("body_cost")
+        timings["body_cost"] = round(time.time() - t, 1)
     if "throughput" in only:
         t = time.time()
         sizes = {"ingest_posts": 2, "swept": 40, "delivered": 30} if quick else {}
@@ -87,6 +93,15 @@ def run_all(*, quick: bool = False, only: tuple[str, ...] = ORDER, out: Path | N
     print(f"bench: {'all budgets met' if meta['passed'] else 'SOME BUDGETS MISSED'} in {meta['seconds']:.0f} s; "
           f"results in {path}", flush=True)
     return json.loads(path.read_text())
+
+
+def _body_cost(cost_section: Section) -> Section:
+    """The per-size table from the precision run's measured figures and the handlers' log bytes."""
+    if "messages" not in cost_section.data:
+        raise RuntimeError("the cost target did not run, so there are no measured figures to price")
+    measured = body_cost.measured_from(cost_section, log_bytes.measure(1), log_bytes.measure(10))
+    source = f"measured in this run ({cost_section.data['messages']['delivered']:,} messages)"
+    return body_cost.section(measured, source=source)
 
 
 def _failed(name: str) -> Section:

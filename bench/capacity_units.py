@@ -21,7 +21,6 @@ written so that sizes before and after each write are known. The rules:
 
 from __future__ import annotations
 
-import base64
 import math
 import re
 import threading
@@ -30,6 +29,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
+
+from hourglass.adapters.items import item_size
 
 Item = dict[str, dict[str, Any]]
 Key = tuple[str, str]
@@ -56,40 +57,6 @@ class Units:
         self.write += write
         self.read += read
         self.requests += 1
-
-
-def value_size(value: Mapping[str, Any]) -> int:
-    (kind, raw), = value.items()
-    if kind == "S":
-        return len(str(raw).encode("utf-8"))
-    if kind == "N":
-        return _number_size(str(raw))
-    if kind == "B":
-        return len(raw if isinstance(raw, bytes) else base64.b64decode(raw))
-    if kind in ("BOOL", "NULL"):
-        return 1
-    if kind == "L":
-        return 3 + sum(1 + value_size(v) for v in raw)
-    if kind == "M":
-        return 3 + sum(1 + len(k.encode()) + value_size(v) for k, v in raw.items())
-    if kind == "SS":
-        return sum(len(v.encode()) for v in raw)
-    if kind == "NS":
-        return sum(_number_size(v) for v in raw)
-    if kind == "BS":
-        return sum(len(v) for v in raw)
-    raise ValueError(f"unknown DynamoDB type {kind}")
-
-
-def _number_size(text: str) -> int:
-    digits = format(abs(Decimal(text)), "f").replace(".", "").strip("0") or "0"
-    return math.ceil(len(digits) / 2) + 1
-
-
-def item_size(item: Mapping[str, Mapping[str, Any]] | None) -> int:
-    if not item:
-        return 0
-    return sum(len(name.encode("utf-8")) + value_size(value) for name, value in item.items())
 
 
 def write_units(size: int) -> int:
@@ -241,6 +208,9 @@ class CapacityMeter:
 
     # accounting ---------------------------------------------------------------------------------
     def _charge(self, key: Key, write: float = 0.0, read: float = 0.0) -> None:
+        if key[1].startswith("b#"):
+            # A body item (b#<id>#<version>) is part of its message's cost.
+            key = (key[0], "m#" + key[1][2:].rpartition("#")[0])
         if key[1].startswith("m#"):
             self.by_key[key].add(write, read)
         else:

@@ -48,6 +48,10 @@ class Section:
     def markdown(self) -> str:
         lines = [f"### {self.title}", "", "| figure | budget | measured | result |", "|---|---|---|---|"]
         lines += ["| " + " | ".join(c.row()) + " |" for c in self.checks]
+        table = self.data.get("table")
+        if table:
+            lines += ["", "| " + " | ".join(table["header"]) + " |", "|" + "---|" * len(table["header"])]
+            lines += ["| " + " | ".join(row) + " |" for row in table["rows"]]
         lines += [""] + [f"- {note}" for note in self.notes]
         return "\n".join(lines).rstrip() + "\n"
 

@@ -14,7 +14,9 @@ from aws_cdk import aws_lambda_event_sources as event_sources
 from constructs import Construct
 
 from stacks.constructs.api import IngestApi
+from stacks.constructs.body_bucket import BODY_BUCKET_ENV, BodyBucket
 from stacks.constructs.message_store import MessageStore
+from stacks.constructs.monitoring import Monitoring
 from stacks.constructs.timer import TimerQueue
 from stacks.constructs.workers import DISPATCHER, INGEST, SWEEPER, Workers
 
@@ -100,6 +102,12 @@ class HourglassStack(Stack):
             dispatcher=DISPATCHER,
         )
         api = IngestApi(self, "Api", handler=workers.ingest)
+        # Bodies too large for a body item (docs/design.md, "Message bodies").
+        bodies = BodyBucket(self, "Bodies", retention_days=settings.retention_days)
+        for fn in (workers.ingest, workers.dispatcher):
+            fn.add_environment(BODY_BUCKET_ENV, bodies.bucket.bucket_name)
+        bodies.grant_write(workers.ingest)
+        bodies.grant_read(workers.dispatcher)
 
         # Grants: every function reads/writes the table and sends timer messages
         # (ingest hands off, the sweeper hands off, the dispatcher re-sends early or retried ones).
@@ -150,11 +158,26 @@ class HourglassStack(Stack):
             targets=[targets.LambdaFunction(workers.sweeper)],
         )
 
+        # Dashboard and alarms; `-c hourglass:alarm_email=...` (or the AlarmEmail parameter) subscribes an address.
+        monitoring = Monitoring(
+            self,
+            "Monitoring",
+            ingest=workers.ingest,
+            sweeper=workers.sweeper,
+            dispatcher=workers.dispatcher,
+            timer_queue=timer.queue,
+            timer_dlq=timer.dlq,
+            alarm_email=self.node.try_get_context("hourglass:alarm_email"),
+        )
+
         CfnOutput(self, "ApiUrl", value=api.url)
         CfnOutput(self, "ApiKeyId", value=api.api_key.key_id)
         CfnOutput(self, "TableName", value=store.table.table_name)
         CfnOutput(self, "TimerQueueUrl", value=timer.queue.queue_url)
+        CfnOutput(self, "BodyBucketName", value=bodies.bucket.bucket_name)
         CfnOutput(self, "TimerDlqUrl", value=timer.dlq.queue_url)
         CfnOutput(self, "IngestFunctionName", value=workers.ingest.function_name)
         CfnOutput(self, "SweeperFunctionName", value=workers.sweeper.function_name)
         CfnOutput(self, "DispatcherFunctionName", value=workers.dispatcher.function_name)
+        CfnOutput(self, "AlarmTopicArn", value=monitoring.topic.topic_arn)
+        CfnOutput(self, "DashboardName", value=monitoring.dashboard.dashboard_name)

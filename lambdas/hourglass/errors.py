@@ -48,3 +48,7 @@ class DeliveryError(HourglassError):
         super().__init__(message)
         self.retryable = retryable
         self.retry_after = retry_after
+
+
+class BodyStoreError(StoreError):
+    """A message body could not be written to, read from or removed from S3."""

@@ -31,6 +31,9 @@ class Settings:
     sweep_capacity: int = 20_000
     # The function sweep workers are invoked as; unset, the sweeper invokes itself (its own name).
     sweeper_function: str | None = None
+    # The S3 bucket of bodies too large for a body item (docs/design.md, "Message bodies"); unset,
+    # such bodies cannot be stored.
+    body_bucket: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -48,6 +51,7 @@ class Settings:
             delivery_lease=float(env.get("HOURGLASS_DELIVERY_LEASE", "120")),
             sweep_capacity=int(env.get("HOURGLASS_SWEEP_CAPACITY", "20000")),
             sweeper_function=env.get("HOURGLASS_SWEEPER_FUNCTION") or None,
+            body_bucket=env.get("HOURGLASS_BODY_BUCKET") or None,
         )
         settings.check()
         return settings

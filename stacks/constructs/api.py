@@ -46,6 +46,13 @@ class IngestApi(Construct):
             api_stages=[apigw.UsagePlanPerApiStage(api=self.rest_api, stage=self.rest_api.deployment_stage)],
         )
         self.usage_plan.add_api_key(self.api_key)
+        # The web console's static page is public (its API calls carry the key the user enters).
+        # A proxying LambdaRestApi refuses root.add_resource, so the resources are built directly.
+        integration = apigw.LambdaIntegration(handler)
+        console = apigw.Resource(self, "Console", parent=self.rest_api.root, path_part="console")
+        console.add_method("GET", integration, api_key_required=False)
+        assets = apigw.Resource(self, "ConsoleAsset", parent=console, path_part="{asset}")
+        assets.add_method("GET", integration, api_key_required=False)
 
     @property
     def url(self) -> str:

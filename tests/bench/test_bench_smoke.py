@@ -9,7 +9,7 @@ import pytest
 
 from bench.__main__ import run_all
 
-TARGETS = ("precision", "sweep_scaling", "cost", "throughput", "memory", "capacity")
+TARGETS = ("precision", "sweep_scaling", "cost", "body_cost", "throughput", "memory", "capacity")
 
 
 @pytest.fixture(scope="module")
@@ -49,3 +49,9 @@ def test_throughput_and_memory_figures_are_positive(results: dict[str, Any]) -> 
 
 def test_the_capacity_model_ran_every_scenario(results: dict[str, Any]) -> None:
     assert len(results["capacity"]["rows"]) == 6
+
+
+def test_the_cost_by_body_size_has_every_row_and_the_log_budget(results: dict[str, Any]) -> None:
+    section = results["body_cost"]
+    assert len(section["rows"]) == 15
+    assert section["measured"]["log_bytes_lone_message"] <= 1024

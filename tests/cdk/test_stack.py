@@ -302,7 +302,12 @@ def test_dispatcher_may_send_to_any_queue_of_the_account(template: Template) -> 
 def test_api_methods_require_an_api_key(template: Template) -> None:
     methods = template.find_resources("AWS::ApiGateway::Method")
     assert len(methods) >= 2  # root ANY and {proxy+} ANY
-    assert all(m["Properties"]["ApiKeyRequired"] is True for m in methods.values())
+    # Only the console's static page is public (tests/cdk/test_console_route.py).
+    resources = template.find_resources("AWS::ApiGateway::Resource")
+    console = [{"Ref": k} for k, r in resources.items() if r["Properties"]["PathPart"] in ("console", "{asset}")]
+    keyed = [m for m in methods.values() if m["Properties"].get("ResourceId") not in console]
+    assert len(keyed) == len(methods) - 2
+    assert all(m["Properties"]["ApiKeyRequired"] is True for m in keyed)
 
 
 def test_api_proxies_every_path_to_ingest(template: Template) -> None:

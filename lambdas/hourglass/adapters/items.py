@@ -1,15 +1,20 @@
-"""DynamoDB item layout of queues, messages and dedup records (DynamoDB JSON, no boto3).
+"""DynamoDB item layout of queues, messages, message bodies and dedup records (DynamoDB JSON, no boto3).
 
 Shared by the store adapter, the bulk-scheduling job and the report job's export reader.
 """
 
 from __future__ import annotations
 
+import base64
 import json
-from dataclasses import asdict
-from datetime import datetime
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
+from hourglass.core.body_placement import DEFAULT_LIMITS, BodyLimits, Placement, body_expiry, place
 from hourglass.core.model import (
     HttpTarget,
     LaterTarget,
@@ -28,6 +33,7 @@ Item = dict[str, dict[str, Any]]
 QUEUE_SK = "#queue"
 MESSAGE_PREFIX = "m#"
 DEDUP_PREFIX = "d#"
+BODY_PREFIX = "b#"
 
 
 def message_key(queue: str, message_id: str) -> Item:
@@ -78,13 +84,24 @@ def target_from_json(text: str) -> Target:
     return LaterTarget(**doc)
 
 
-def message_to_item(message: Message, sweep: SweepKeys | None = None) -> Item:
+@dataclass(frozen=True)
+class BodyRef:
+    """Where a message's body is kept when not inline: a body item or an S3 object, written at `version`."""
+
+    placement: Placement
+    version: int
+
+
+def message_to_item(message: Message, sweep: SweepKeys | None = None, *, body: BodyRef | None = None) -> Item:
+    """The message item; with `body` (not inline) it carries only where its body is, not the body."""
+    external = body is not None and body.placement is not Placement.INLINE
     item: Item = {
         **message_key(message.queue, message.id),
         "id": s(message.id),
         "queue": s(message.queue),
         "status": s(message.status.value),
-        "body": s(_dumps(message.body)),
+        **({"body_in": s(body.placement.value), "body_v": n(body.version)} if body and external else {}),
+        **({} if external else {"body": s(_dumps(message.body))}),
         "created_at": n(to_ms(message.created_at)),
         "due_at": n(to_ms(message.due_at)),
         "version": n(message.version),
@@ -123,12 +140,13 @@ def _str(item: Item, key: str) -> str | None:
 
 
 def message_from_item(item: Item) -> Message:
+    """The message; its body is None when kept elsewhere (`body_ref_of` says where)."""
     target = _str(item, "target")
     retry = _str(item, "retry")
     return Message(
         id=item["id"]["S"],
         queue=item["queue"]["S"],
-        body=json.loads(item["body"]["S"]),
+        body=json.loads(item["body"]["S"]) if "body" in item else None,
         status=Status(item["status"]["S"]),
         created_at=from_ms(int(item["created_at"]["N"])),
         due_at=from_ms(int(item["due_at"]["N"])),
@@ -165,3 +183,108 @@ def queue_from_item(item: Item) -> Queue:
         target=target_from_json(_dumps(raw_target)) if raw_target else None,
     )
     return Queue(name=item["pk"]["S"], settings=settings, created_at=from_ms(int(item["created_at"]["N"])))
+
+
+# message bodies ------------------------------------------------------------------------------
+def body_text(body: Any) -> str:
+    """A body as stored and delivered: compact JSON text."""
+    return _dumps(body)
+
+
+def body_size(body: Any) -> int:
+    return len(body_text(body).encode("utf-8"))
+
+
+def body_ref_of(item: Item) -> BodyRef | None:
+    """Where the body of a message item is kept; None when it is inline."""
+    where = _str(item, "body_in")
+    version = _num(item, "body_v")
+    return None if where is None or version is None else BodyRef(Placement(where), version)
+
+
+def place_body(
+    message: Message, sweep: SweepKeys | None = None, limits: BodyLimits = DEFAULT_LIMITS
+) -> BodyRef:
+    """Where `message`'s body goes, from the size of its item with `sweep` keys (the largest it is at
+    ingest) and of the encoded body; the ref's version is the message's."""
+    item = message_to_item(message, sweep)
+    rest = item_size({k: v for k, v in item.items() if k != "body"})
+    return BodyRef(place(body_size(message.body), rest, limits), message.version)
+
+
+def new_message_items(
+    message: Message, sweep: SweepKeys | None = None, *, retention: timedelta, limits: BodyLimits = DEFAULT_LIMITS
+) -> tuple[BodyRef, list[Item]]:
+    """What storing a new message writes to the table: its item and, when its body goes to a body item,
+    that item (TTL from the due time). An S3 body (ref.placement is S3) is the caller's to put first
+    (adapters.body_store), so no message item ever names a body that is not there."""
+    ref = place_body(message, sweep, limits)
+    written = [message_to_item(message, sweep, body=ref)]
+    if ref.placement is Placement.ITEM:
+        expire_at = body_expiry(message.due_at, retention)
+        written.append(body_to_item(message.queue, message.id, ref.version, message.body, expire_at=expire_at))
+    return ref, written
+
+
+def body_key(queue: str, message_id: str, version: int) -> Item:
+    """A body item's key: each version of a body is an item of its own, so a PATCH never overwrites
+    the body an attempt under way is reading."""
+    return {"pk": {"S": queue}, "sk": {"S": f"{BODY_PREFIX}{message_id}#{version}"}}
+
+
+def body_to_item(queue: str, message_id: str, version: int, body: Any, *, expire_at: datetime) -> Item:
+    """A body item, written once; the table's TTL (`expire_at`, see core.body_placement.body_expiry)
+    removes it for free instead of a DeleteItem billed by its size."""
+    return {
+        **body_key(queue, message_id, version),
+        "body": s(body_text(body)),
+        "expire_at": n(int(expire_at.timestamp())),
+    }
+
+
+def body_from_item(item: Item) -> Any:
+    return json.loads(item["body"]["S"])
+
+
+def body_item_expiry(item: Item) -> datetime:
+    """When the table's TTL removes a body item (the dispatcher has it from its read: a retry that
+    would outlive it extends it first, see core.body_placement.outlives)."""
+    return datetime.fromtimestamp(int(item["expire_at"]["N"]), tz=UTC)
+
+
+# sizes, by DynamoDB's published rules -------------------------------------------------------
+def value_size(value: Mapping[str, Any]) -> int:
+    """Bytes of one attribute value: strings and binaries their length, a number about one byte per
+    two significant digits plus one, a list or map 3 bytes plus 1 per element and the elements."""
+    ((kind, raw),) = value.items()
+    if kind == "S":
+        return len(str(raw).encode("utf-8"))
+    if kind == "N":
+        return _number_size(str(raw))
+    if kind == "B":
+        return len(raw if isinstance(raw, bytes) else base64.b64decode(raw))
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind == "L":
+        return 3 + sum(1 + value_size(v) for v in raw)
+    if kind == "M":
+        return 3 + sum(1 + len(k.encode()) + value_size(v) for k, v in raw.items())
+    if kind == "SS":
+        return sum(len(v.encode()) for v in raw)
+    if kind == "NS":
+        return sum(_number_size(v) for v in raw)
+    if kind == "BS":
+        return sum(len(v) for v in raw)
+    raise ValueError(f"unknown DynamoDB type {kind}")
+
+
+def _number_size(text: str) -> int:
+    digits = format(abs(Decimal(text)), "f").replace(".", "").strip("0") or "0"
+    return math.ceil(len(digits) / 2) + 1
+
+
+def item_size(item: Mapping[str, Mapping[str, Any]] | None) -> int:
+    """Bytes DynamoDB bills an item by: attribute names (UTF-8) plus values."""
+    if not item:
+        return 0
+    return sum(len(name.encode("utf-8")) + value_size(value) for name, value in item.items())

@@ -1,4 +1,4 @@
-"""How queues and messages look in API responses (REST and the later-compatible view)."""
+"""How queues, messages and schedules look in API responses (REST and the later-compatible view)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from hourglass.core.model import LaterTarget, Message, Queue, RetryPolicy, Target
+from hourglass.core.recurrence import Schedule
 from hourglass.core.timestamps import format_rfc3339, to_ms
 
 
@@ -74,4 +75,24 @@ def later_doc(message: Message) -> dict[str, Any]:
         "callback": callback,
         "content": message.body,
         "creat_time": to_ms(message.created_at) // 1000,
+    }
+
+
+def schedule_doc(schedule: Schedule, now: datetime) -> dict[str, Any]:
+    """The schedule document; `next_due_at` lists the next three occurrences after `now`, none while paused."""
+    recurrence = schedule.recurrence
+    upcoming = [] if schedule.paused else schedule.next_due(now)
+    return {
+        "name": schedule.name,
+        "queue": schedule.queue,
+        "cron": None if recurrence.cron is None else recurrence.cron.text,
+        "every": recurrence.every,
+        "timezone": recurrence.timezone,
+        "start_at": _time(recurrence.start_at),
+        "end_at": _time(recurrence.end_at),
+        "body": schedule.body,
+        "target": target_doc(schedule.target),
+        "paused": schedule.paused,
+        "created_at": _time(schedule.created_at),
+        "next_due_at": [_time(at) for at in upcoming],
     }

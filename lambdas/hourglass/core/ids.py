@@ -1,8 +1,11 @@
-"""Message identifiers: random for the API, deterministic for bulk loads that must not repeat."""
+"""Message identifiers: random for the API, deterministic for bulk loads and schedule occurrences."""
 
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
+
+from hourglass.core.timestamps import to_ms
 
 _NAMESPACE = uuid.UUID("6f1d3c59-8a64-4c1e-9a55-3b1f3f0c2a11")
 
@@ -15,6 +18,12 @@ def new_id() -> str:
 
 def deterministic_id(queue: str, key: str) -> str:
     return uuid.uuid5(_NAMESPACE, f"{queue}\x00{key}").hex
+
+
+def occurrence_id(queue: str, schedule: str, at: datetime, version: int = 1) -> str:
+    """The id of a schedule's occurrence at `at`, so that materializing it twice stores one message."""
+    # NUL cannot appear in a schedule name, and a bulk-load key never starts with it.
+    return deterministic_id(queue, f"\x00schedule\x00{schedule}\x00{version}\x00{to_ms(at)}")
 
 
 def is_valid_id(value: object) -> bool:

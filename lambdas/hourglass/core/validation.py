@@ -11,6 +11,8 @@ from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
+from hourglass.core import wallclock
+from hourglass.core.cron import parse_cron
 from hourglass.core.model import (
     JSON,
     HttpTarget,
@@ -21,6 +23,7 @@ from hourglass.core.model import (
     Status,
     Target,
 )
+from hourglass.core.recurrence import MIN_EVERY, Recurrence, ScheduleRequest
 from hourglass.core.timestamps import parse_rfc3339
 from hourglass.errors import ValidationError
 
@@ -237,7 +240,7 @@ def queue_settings(doc: object) -> QueueSettings:
     )
 
 
-MESSAGE_FIELDS = frozenset({"body", "delay", "deliver_at", "ttl", "dedup_id", "target"})
+MESSAGE_FIELDS = frozenset({"body", "delay", "deliver_at", "timezone", "ttl", "dedup_id", "target"})
 
 
 def _deliver_at(value: object, field: str) -> datetime:
@@ -245,6 +248,22 @@ def _deliver_at(value: object, field: str) -> datetime:
         return parse_rfc3339(value)  # type: ignore[arg-type]
     except (ValueError, TypeError, OverflowError) as exc:
         raise ValidationError(field, "must be an RFC 3339 date-time with an offset") from exc
+
+
+def timezone(value: object, field: str = "timezone") -> str:
+    try:
+        return wallclock.zone(value).key
+    except ValueError as exc:
+        raise ValidationError(field, str(exc)) from exc
+
+
+def _local_deliver_at(value: object, zone_name: object, prefix: str) -> datetime:
+    """A `deliver_at` without an offset, read as wall-clock time in the IANA `timezone`."""
+    tz = wallclock.zone(timezone(zone_name, f"{prefix}timezone"))
+    try:
+        return wallclock.resolve(wallclock.parse_local(value), tz)
+    except (ValueError, OverflowError) as exc:
+        raise ValidationError(f"{prefix}deliver_at", str(exc)) from exc
 
 
 def _check_horizon(
@@ -268,10 +287,14 @@ def new_message(doc: object, index: int, settings: QueueSettings, now: datetime)
         raise ValidationError(f"{prefix}.delay", "delay and deliver_at are mutually exclusive")
     delay = number(message.get("delay"), f"{prefix}.delay", low=0, high=MAX_HORIZON, allow_none=True)
     deliver_at = None
-    if message.get("deliver_at") is not None:
+    if message.get("timezone") is not None and message.get("deliver_at") is None:
+        raise ValidationError(f"{prefix}.timezone", "is only allowed with deliver_at")
+    if message.get("timezone") is not None:
+        deliver_at = _local_deliver_at(message["deliver_at"], message["timezone"], f"{prefix}.")
+    elif message.get("deliver_at") is not None:
         deliver_at = _deliver_at(message["deliver_at"], f"{prefix}.deliver_at")
-        if deliver_at > now + timedelta(seconds=MAX_HORIZON):
-            raise ValidationError(f"{prefix}.deliver_at", "is more than 10 years ahead")
+    if deliver_at is not None and deliver_at > now + timedelta(seconds=MAX_HORIZON):
+        raise ValidationError(f"{prefix}.deliver_at", "is more than 10 years ahead")
     field = f"{prefix}.{'deliver_at' if deliver_at else 'delay'}"
     _check_horizon(field, delay, deliver_at, settings, now)
     dedup_id = message.get("dedup_id")
@@ -349,3 +372,58 @@ def later_id(doc: object) -> str:
     task = _object(doc, "body")
     _only(task, frozenset({"id"}), "")
     return _string(task.get("id"), "id", max_len=64)
+
+
+SCHEDULE_FIELDS = frozenset({"cron", "every", "timezone", "start_at", "end_at", "body", "target"})
+
+
+def schedule_name(value: object) -> str:
+    if not isinstance(value, str) or not QUEUE_NAME.fullmatch(value):
+        raise ValidationError("name", "must match ^[A-Za-z0-9_-]{1,64}$")
+    return value
+
+
+def _bound(value: object, field: str, now: datetime) -> datetime | None:
+    if value is None:
+        return None
+    bound = _deliver_at(value, field)
+    if bound > now + timedelta(seconds=MAX_HORIZON):
+        raise ValidationError(field, "is more than 10 years ahead")
+    return bound
+
+
+def schedule_request(doc: object, now: datetime) -> ScheduleRequest:
+    """The PUT schedule document: exactly one of cron or every, an IANA timezone, bounds, body, target."""
+    schedule = _object(doc, "body")
+    _only(schedule, SCHEDULE_FIELDS, "")
+    raw_cron, raw_every = schedule.get("cron"), schedule.get("every")
+    if (raw_cron is None) == (raw_every is None):
+        raise ValidationError("cron", "give exactly one of cron or every")
+    cron = None
+    if raw_cron is not None:
+        try:
+            cron = parse_cron(raw_cron)
+        except ValueError as exc:
+            raise ValidationError("cron", str(exc)) from exc
+    every = None if raw_every is None else integer(raw_every, "every", low=MIN_EVERY, high=int(MAX_HORIZON))
+    start_at = _bound(schedule.get("start_at"), "start_at", now)
+    end_at = _bound(schedule.get("end_at"), "end_at", now)
+    if start_at is not None and end_at is not None and end_at <= start_at:
+        raise ValidationError("end_at", "must be later than start_at")
+    if "body" not in schedule:
+        raise ValidationError("body", "is required")
+    if body_size(schedule["body"]) > MAX_BODY_BYTES:
+        raise ValidationError("body", f"is larger than {MAX_BODY_BYTES} bytes", code="too_large")
+    raw_target = schedule.get("target")
+    recurrence = Recurrence(
+        cron=cron,
+        every=every,
+        timezone=timezone(schedule.get("timezone", wallclock.DEFAULT_ZONE)),
+        start_at=start_at,
+        end_at=end_at,
+    )
+    return ScheduleRequest(
+        recurrence=recurrence,
+        body=schedule["body"],
+        target=None if raw_target is None else target(raw_target),
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
+from hourglass import console
 from hourglass.service.api import Api, Request
 from hourglass.service.context import Context
 from hourglass.settings import Settings
@@ -16,7 +17,14 @@ def _api() -> Api:
 
 
 def handle(api: Api, event: dict[str, Any]) -> dict[str, Any]:
-    return api.handle(Request.from_event(event))
+    request = Request.from_event(event)
+    page = console.serve(request.method, request.path)
+    if page is not None:
+        return page
+    try:
+        return api.handle(request)
+    finally:
+        api.ctx.metrics.flush()
 
 
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:

@@ -16,7 +16,10 @@ def _dispatcher() -> Dispatcher:
 
 
 def handle(dispatcher: Dispatcher, event: dict[str, Any]) -> dict[str, Any]:
-    failed = dispatcher.run_batch(record_pairs(event))
+    try:
+        failed = dispatcher.run_batch(record_pairs(event))
+    finally:
+        dispatcher.ctx.metrics.flush()
     return {"batchItemFailures": [{"itemIdentifier": record_id} for record_id in failed]}
 
 

@@ -35,7 +35,10 @@ def handle(ctx: Context, event: dict[str, Any] | None, context: Any, invoke: Inv
         sweeper = Sweeper(ctx, shards=worker.shards, until=worker.until, run_id=worker.run)
     else:
         sweeper = Sweeper(ctx, invoke=invoke or _self_invoke(ctx, context))
-    return asdict(sweeper.run(time_left))
+    try:
+        return asdict(sweeper.run(time_left))
+    finally:
+        ctx.metrics.flush()
 
 
 def _self_invoke(ctx: Context, context: Any) -> Invoke | None:

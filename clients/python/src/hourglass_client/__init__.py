@@ -1,0 +1,42 @@
+"""Hourglass client: a typed SDK for the delay queue's REST API, and the `hourglass` CLI."""
+
+from hourglass_client.aio import AsyncClient
+from hourglass_client.client import Client, message, new_dedup_id
+from hourglass_client.errors import (
+    BadRequest,
+    Conflict,
+    HourglassError,
+    NotFound,
+    RateLimited,
+    TransportError,
+    Unauthorized,
+    Unavailable,
+)
+from hourglass_client.models import Attempt, Created, Message, Operation, Page, Queue, Schedule
+from hourglass_client.signing import sign, verify
+from hourglass_client.transport import RetryPolicy
+
+__all__ = [
+    "AsyncClient",
+    "Attempt",
+    "BadRequest",
+    "Client",
+    "Conflict",
+    "Created",
+    "HourglassError",
+    "Message",
+    "NotFound",
+    "Operation",
+    "Page",
+    "Queue",
+    "RateLimited",
+    "RetryPolicy",
+    "Schedule",
+    "TransportError",
+    "Unauthorized",
+    "Unavailable",
+    "message",
+    "new_dedup_id",
+    "sign",
+    "verify",
+]

@@ -1,0 +1,366 @@
+"""The synchronous Hourglass client: one method per endpoint of the REST contract (v1 and v1.1)."""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from datetime import datetime
+from typing import Any, TypeVar
+
+from hourglass_client.models import Attempt, Created, Message, Operation, Page, Queue, Schedule, format_time
+from hourglass_client.transport import RETRY_STATUSES, RetryPolicy, Transport, path
+
+MAX_BATCH = 100
+THROTTLED_ONLY = frozenset({429})
+T = TypeVar("T")
+
+
+def new_dedup_id() -> str:
+    """A dedup id for a message whose caller gave none, so that a retried POST creates it once."""
+    return f"sdk-{uuid.uuid4().hex}"
+
+
+def _fields(**values: Any) -> dict[str, Any]:
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def _when(deliver_at: datetime | str | None) -> str | None:
+    return None if deliver_at is None else format_time(deliver_at)
+
+
+def message(
+    body: Any,
+    *,
+    delay: float | None = None,
+    deliver_at: datetime | str | None = None,
+    timezone: str | None = None,
+    ttl: float | None = None,
+    dedup_id: str | None = None,
+    target: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One entry of a create request (only the fields given are sent)."""
+    return {
+        "body": body,
+        **_fields(
+            delay=delay,
+            deliver_at=_when(deliver_at),
+            timezone=timezone,
+            ttl=ttl,
+            dedup_id=dedup_id,
+            target=dict(target) if target else None,
+        ),
+    }
+
+
+class Client:
+    """Talks to one Hourglass API. `base_url` and `api_key` default to HOURGLASS_URL and
+    HOURGLASS_API_KEY. Calls that are safe to repeat are retried on 429/503 and connection
+    errors; creates are made safe first by giving every message a dedup id (`auto_dedup`)."""
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        timeout: float = 30.0,
+        retry: RetryPolicy | None = None,
+        auto_dedup: bool = True,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        url = base_url or os.environ.get("HOURGLASS_URL")
+        if not url:
+            raise ValueError("base_url: give the API's URL or set HOURGLASS_URL")
+        key = api_key if api_key is not None else os.environ.get("HOURGLASS_API_KEY") or None
+        self.transport = Transport(url, key, timeout, retry or RetryPolicy(), sleep=sleep)
+        self.auto_dedup = auto_dedup
+        self.sleep = sleep
+
+    @property
+    def base_url(self) -> str:
+        return self.transport.base_url
+
+    def _call(self, method: str, route: str, **kwargs: Any) -> Any:
+        return self.transport.request(method, route, **kwargs)[1]
+
+    def health(self) -> dict[str, Any]:
+        return dict(self._call("GET", "/health") or {})
+
+    # --- queues -------------------------------------------------------------------------------
+
+    def put_queue(
+        self,
+        name: str,
+        *,
+        default_delay: float | None = None,
+        max_delay: float | None = None,
+        ttl: float | None = None,
+        target: Mapping[str, Any] | None = None,
+        retry: Mapping[str, Any] | None = None,
+        signing_secret: str | None = None,
+        rate_limit: float | None = None,
+        max_concurrency: int | None = None,
+        timeout: float | None = None,
+        failure_destination: Mapping[str, Any] | None = None,
+        settings: Mapping[str, Any] | None = None,
+    ) -> Queue:
+        """Creates or replaces a queue; fields left None take the server's defaults. `settings`
+        is merged last (a raw document, for fields this SDK does not know yet)."""
+        doc = _fields(
+            default_delay=default_delay,
+            max_delay=max_delay,
+            ttl=ttl,
+            target=dict(target) if target else None,
+            retry=dict(retry) if retry else None,
+            signing_secret=signing_secret,
+            rate_limit=rate_limit,
+            max_concurrency=max_concurrency,
+            timeout=timeout,
+            failure_destination=dict(failure_destination) if failure_destination else None,
+        )
+        doc.update(settings or {})
+        return Queue.from_doc(self._call("PUT", path("v1", "queues", name), body=doc))
+
+    def get_queue(self, name: str) -> Queue:
+        return Queue.from_doc(self._call("GET", path("v1", "queues", name)))
+
+    def delete_queue(self, name: str) -> None:
+        self._call("DELETE", path("v1", "queues", name))
+
+    def pause_queue(self, name: str) -> Queue:
+        return Queue.from_doc(self._call("POST", path("v1", "queues", name, "pause")))
+
+    def resume_queue(self, name: str) -> Queue:
+        return Queue.from_doc(self._call("POST", path("v1", "queues", name, "resume")))
+
+    def list_queues(self, *, limit: int | None = None, cursor: str | None = None) -> Page[Queue]:
+        """One page of `GET /v1/queues` (a NotFound when the server has no queue listing)."""
+        doc = self._call("GET", "/v1/queues", params={"limit": limit, "cursor": cursor})
+        return Page([Queue.from_doc(q) for q in doc.get("queues", [])], doc.get("next_cursor"))
+
+    def iter_queues(self, *, page_size: int | None = None) -> Iterator[Queue]:
+        return _pages(lambda cursor: self.list_queues(limit=page_size, cursor=cursor))
+
+    # --- messages -----------------------------------------------------------------------------
+
+    def send(
+        self,
+        queue: str,
+        body: Any,
+        *,
+        delay: float | None = None,
+        deliver_at: datetime | str | None = None,
+        timezone: str | None = None,
+        ttl: float | None = None,
+        dedup_id: str | None = None,
+        target: Mapping[str, Any] | None = None,
+    ) -> Created:
+        """Schedules one message."""
+        entry = message(
+            body, delay=delay, deliver_at=deliver_at, timezone=timezone, ttl=ttl, dedup_id=dedup_id, target=target
+        )
+        return self.send_batch(queue, [entry])[0]
+
+    def send_batch(self, queue: str, messages: Iterable[Mapping[str, Any]]) -> list[Created]:
+        """Schedules messages (dicts as built by `message()`), 100 per request, in order. Each
+        request is all or nothing; a failure raises after the earlier requests were stored."""
+        results: list[Created] = []
+        for chunk in _chunks(messages, MAX_BATCH):
+            results.extend(self._create(queue, chunk))
+        return results
+
+    def _create(self, queue: str, chunk: list[Mapping[str, Any]]) -> list[Created]:
+        entries = [dict(m) for m in chunk]
+        if self.auto_dedup:
+            for entry in entries:
+                # Chosen before the first try: a retry repeats the same ids, so the server stores each once.
+                entry.setdefault("dedup_id", new_dedup_id())
+        safe = all(entry.get("dedup_id") for entry in entries)
+        doc = self._call(
+            "POST",
+            path("v1", "queues", queue, "messages"),
+            body={"messages": entries},
+            retry_on=RETRY_STATUSES if safe else THROTTLED_ONLY,
+            retry_transport=safe,
+        )
+        return [Created.from_doc(d) for d in doc["messages"]]
+
+    def get_message(self, queue: str, message_id: str) -> Message:
+        return Message.from_doc(self._call("GET", path("v1", "queues", queue, "messages", message_id)))
+
+    def list_messages(
+        self,
+        queue: str,
+        *,
+        status: str | None = None,
+        schedule: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> Page[Message]:
+        params = {"status": status, "schedule": schedule, "limit": limit, "cursor": cursor}
+        doc = self._call("GET", path("v1", "queues", queue, "messages"), params=params)
+        return Page([Message.from_doc(m) for m in doc.get("messages", [])], doc.get("next_cursor"))
+
+    def iter_messages(
+        self, queue: str, *, status: str | None = None, schedule: str | None = None, page_size: int | None = None
+    ) -> Iterator[Message]:
+        """Every message of the queue (optionally of one status or schedule), page after page."""
+        return _pages(
+            lambda cursor: self.list_messages(queue, status=status, schedule=schedule, limit=page_size, cursor=cursor)
+        )
+
+    def cancel(self, queue: str, message_id: str) -> None:
+        """Cancels a pending message (no error when it is already cancelled; Conflict once it ran)."""
+        self._call("DELETE", path("v1", "queues", queue, "messages", message_id))
+
+    def patch(
+        self,
+        queue: str,
+        message_id: str,
+        *,
+        body: Any = None,
+        delay: float | None = None,
+        deliver_at: datetime | str | None = None,
+        timezone: str | None = None,
+    ) -> Message:
+        """Edits or reschedules a pending message. To set the body to JSON null, use `patch_doc`."""
+        doc = _fields(body=body, delay=delay, deliver_at=_when(deliver_at), timezone=timezone)
+        return self.patch_doc(queue, message_id, doc)
+
+    def patch_doc(self, queue: str, message_id: str, doc: Mapping[str, Any]) -> Message:
+        route = path("v1", "queues", queue, "messages", message_id)
+        return Message.from_doc(self._call("PATCH", route, body=dict(doc)))
+
+    def redeliver(
+        self, queue: str, message_id: str, *, delay: float | None = None, deliver_at: datetime | str | None = None
+    ) -> Message:
+        """Makes a failed, expired or delivered message pending again. Retried only on 429: a
+        repeat after a lost answer would be a Conflict, not a second delivery."""
+        doc = _fields(delay=delay, deliver_at=_when(deliver_at))
+        route = path("v1", "queues", queue, "messages", message_id, "redeliver")
+        return Message.from_doc(
+            self._call("POST", route, body=doc or None, retry_on=THROTTLED_ONLY, retry_transport=False)
+        )
+
+    def attempts(self, queue: str, message_id: str) -> list[Attempt]:
+        doc = self._call("GET", path("v1", "queues", queue, "messages", message_id, "attempts"))
+        return [Attempt.from_doc(a) for a in doc.get("attempts", [])]
+
+    # --- bulk operations ----------------------------------------------------------------------
+
+    def start_operation(
+        self,
+        queue: str,
+        action: str,
+        *,
+        filter: Mapping[str, Any] | None = None,
+        seconds: float | None = None,
+    ) -> Operation:
+        """Starts a bulk `cancel`, `redeliver` or `shift` (by `seconds`); retried only on 429."""
+        doc = {"action": action, "filter": dict(filter or {}), **_fields(seconds=seconds)}
+        answer = self._call(
+            "POST",
+            path("v1", "queues", queue, "operations"),
+            body=doc,
+            retry_on=THROTTLED_ONLY,
+            retry_transport=False,
+        )
+        return Operation.from_doc(answer)
+
+    def get_operation(self, queue: str, operation_id: str) -> Operation:
+        return Operation.from_doc(self._call("GET", path("v1", "queues", queue, "operations", operation_id)))
+
+    def wait_operation(
+        self, queue: str, operation_id: str, *, poll: float = 1.0, timeout: float | None = None
+    ) -> Operation:
+        """Polls until the operation is no longer `running` (TimeoutError after `timeout` s)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            operation = self.get_operation(queue, operation_id)
+            if operation.done:
+                return operation
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(f"operation {operation_id} still running after {timeout} s")
+            self.sleep(poll)
+
+    # --- schedules ----------------------------------------------------------------------------
+
+    def put_schedule(
+        self,
+        queue: str,
+        name: str,
+        *,
+        cron: str | None = None,
+        every: float | None = None,
+        timezone: str | None = None,
+        body: Any = None,
+        target: Mapping[str, Any] | None = None,
+        start_at: datetime | str | None = None,
+        end_at: datetime | str | None = None,
+    ) -> Schedule:
+        """Creates or replaces a recurring schedule (exactly one of `cron` and `every`)."""
+        doc = _fields(
+            cron=cron,
+            every=every,
+            timezone=timezone,
+            body=body,
+            target=dict(target) if target else None,
+            start_at=_when(start_at),
+            end_at=_when(end_at),
+        )
+        return Schedule.from_doc(self._call("PUT", path("v1", "queues", queue, "schedules", name), body=doc))
+
+    def get_schedule(self, queue: str, name: str) -> Schedule:
+        return Schedule.from_doc(self._call("GET", path("v1", "queues", queue, "schedules", name)))
+
+    def list_schedules(self, queue: str, *, limit: int | None = None, cursor: str | None = None) -> Page[Schedule]:
+        doc = self._call("GET", path("v1", "queues", queue, "schedules"), params={"limit": limit, "cursor": cursor})
+        return Page([Schedule.from_doc(s) for s in doc.get("schedules", [])], doc.get("next_cursor"))
+
+    def iter_schedules(self, queue: str, *, page_size: int | None = None) -> Iterator[Schedule]:
+        return _pages(lambda cursor: self.list_schedules(queue, limit=page_size, cursor=cursor))
+
+    def delete_schedule(self, queue: str, name: str) -> None:
+        self._call("DELETE", path("v1", "queues", queue, "schedules", name))
+
+    def pause_schedule(self, queue: str, name: str) -> Schedule:
+        return Schedule.from_doc(self._call("POST", path("v1", "queues", queue, "schedules", name, "pause")))
+
+    def resume_schedule(self, queue: str, name: str) -> Schedule:
+        return Schedule.from_doc(self._call("POST", path("v1", "queues", queue, "schedules", name, "resume")))
+
+    # --- the `later`-compatible endpoints -------------------------------------------------------
+
+    def later_create(self, *, topic: str, delay: float, callback: str, content: Any, retry: int | None = None) -> str:
+        """`POST /create`; the id of the new message. No dedup there: retried only on 429."""
+        doc = {"topic": topic, "delay": delay, "callback": callback, "content": content, **_fields(retry=retry)}
+        answer = self._call("POST", "/create", body=doc, retry_on=THROTTLED_ONLY, retry_transport=False)
+        return str(answer["id"])
+
+    def later_query(self, message_id: str) -> dict[str, Any]:
+        return dict(self._call("POST", "/query", body={"id": message_id}))
+
+    def later_delete(self, message_id: str) -> None:
+        self._call("POST", "/delete", body={"id": message_id})
+
+
+def _pages(fetch: Callable[[str | None], Page[T]]) -> Iterator[T]:
+    cursor: str | None = None
+    while True:
+        page = fetch(cursor)
+        yield from page.items
+        if not page.next_cursor or page.next_cursor == cursor:
+            return
+        cursor = page.next_cursor
+
+
+def _chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    chunk: list[T] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk

@@ -1,0 +1,56 @@
+"""Message bodies too large for a body item, kept in S3 (claim check): one object per body version."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from hourglass.adapters import aws
+from hourglass.adapters.items import body_text
+from hourglass.errors import BodyStoreError
+
+MISSING = ("NoSuchKey", "404", "NotFound")
+
+
+def body_object_key(queue: str, message_id: str, version: int) -> str:
+    """`<2 hex of the id>/<queue>/<id>/<version>`: the id's random head spreads objects over prefixes
+    (S3 scales per prefix), and each body version is an object of its own, so a PATCH never
+    overwrites a body an attempt under way is reading."""
+    return f"{message_id[:2]}/{queue}/{message_id}/{version}"
+
+
+class BodyStore:
+    def __init__(self, bucket: str, client: Any = None) -> None:
+        self.bucket = bucket
+        self.client = client or aws.client("s3")
+
+    def put(self, queue: str, message_id: str, version: int, body: Any) -> str:
+        """Writes the body (JSON text, UTF-8); returns its object key."""
+        key = body_object_key(queue, message_id, version)
+        try:
+            self.client.put_object(
+                Bucket=self.bucket, Key=key, Body=body_text(body).encode("utf-8"), ContentType="application/json"
+            )
+        except ClientError as exc:
+            raise BodyStoreError(f"S3 PutObject failed: {exc}") from exc
+        return key
+
+    def get_text(self, queue: str, message_id: str, version: int) -> str | None:
+        """The body's JSON text; None when there is no such object (removed, or never written)."""
+        key = body_object_key(queue, message_id, version)
+        try:
+            answer = self.client.get_object(Bucket=self.bucket, Key=key)
+            return str(answer["Body"].read().decode("utf-8"))
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in MISSING:
+                return None
+            raise BodyStoreError(f"S3 GetObject failed: {exc}") from exc
+
+    def delete(self, queue: str, message_id: str, version: int) -> None:
+        """Removes the body; removing one that is already gone is not an error."""
+        try:
+            self.client.delete_object(Bucket=self.bucket, Key=body_object_key(queue, message_id, version))
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") not in MISSING:
+                raise BodyStoreError(f"S3 DeleteObject failed: {exc}") from exc

@@ -1,0 +1,75 @@
+"""Attempt history: one record per delivery attempt, its table key and its document."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from hourglass.core.timestamps import format_rfc3339
+
+# Sort keys of history items: under the message's queue partition, outside the "m#" range a list reads.
+HISTORY_PREFIX = "a#"
+MAX_ERROR = 500
+ABANDONED = "attempt abandoned: its dispatcher stopped before recording an outcome"
+
+
+class AttemptOutcome(StrEnum):
+    DELIVERED = "delivered"
+    RETRY = "retry"
+    FAILED = "failed"
+    EXPIRED = "expired"
+
+
+@dataclass(frozen=True)
+class Attempt:
+    message_id: str
+    attempt: int
+    started_at: datetime
+    finished_at: datetime
+    outcome: AttemptOutcome
+    status_code: int | None = None
+    error: str | None = None
+    retry_at: datetime | None = None
+
+    def __post_init__(self) -> None:
+        if self.attempt < 1:
+            raise ValueError("attempt is 1-based")
+        if (self.outcome is AttemptOutcome.RETRY) != (self.retry_at is not None):
+            raise ValueError("retry_at is set exactly when the outcome is retry")
+        if self.error is not None and len(self.error) > MAX_ERROR:
+            object.__setattr__(self, "error", self.error[:MAX_ERROR])
+
+
+def history_prefix(message_id: str) -> str:
+    """`begins_with` prefix of one message's history; a Query on it returns attempts in order."""
+    return f"{HISTORY_PREFIX}{message_id}#"
+
+
+def history_key(message_id: str, attempt: int) -> str:
+    # Zero-padded so the sort key orders attempts numerically; redeliveries keep counting past 100.
+    return f"{history_prefix(message_id)}{attempt:06d}"
+
+
+def abandoned(message_id: str, attempt: int, started_at: datetime, noticed_at: datetime) -> Attempt:
+    """What a takeover records for the attempt whose dispatcher died (the target may have seen it)."""
+    outcome = AttemptOutcome.RETRY
+    return Attempt(message_id, attempt, started_at, noticed_at, outcome, error=ABANDONED, retry_at=noticed_at)
+
+
+def attempt_doc(attempt: Attempt) -> dict[str, Any]:
+    return {
+        "attempt": attempt.attempt,
+        "started_at": format_rfc3339(attempt.started_at),
+        "finished_at": format_rfc3339(attempt.finished_at),
+        "outcome": attempt.outcome.value,
+        "status_code": attempt.status_code,
+        "error": attempt.error,
+        "retry_at": None if attempt.retry_at is None else format_rfc3339(attempt.retry_at),
+    }
+
+
+def history_doc(attempts: list[Attempt]) -> dict[str, Any]:
+    """`GET .../attempts`: every recorded attempt, first to last."""
+    return {"attempts": [attempt_doc(a) for a in sorted(attempts, key=lambda a: a.attempt)]}

@@ -1,0 +1,50 @@
+"""Concurrency leases: the slot items an attempt may hold, which it tries, and how long a refused one waits."""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+SLOT_PREFIX = "#slot#"
+# Conditional writes tried per start: each failed one costs a write unit, so few, then wait.
+PROBES = 3
+FIRST_WAIT = 1.0
+MAX_WAIT = 8.0
+MAX_JITTER = 0.25
+
+
+@dataclass(frozen=True)
+class Lease:
+    """Slot `slot` of a queue belongs to `holder` until `until_ms` (the attempt's delivery lease)."""
+
+    slot: int
+    holder: str
+    until_ms: int
+
+
+def slot_key(slot: int) -> str:
+    return f"{SLOT_PREFIX}{slot:04d}"
+
+
+def holder(message_id: str, attempt: int) -> str:
+    """Who holds a slot: only this attempt may release it (a late release of an older one is a no-op)."""
+    return f"{message_id}#{attempt}"
+
+
+def probe_order(holder_id: str, limit: int, seed: int = 0, probes: int = PROBES) -> tuple[int, ...]:
+    """Distinct slots to try, starting at a spread point so concurrent attempts rarely collide."""
+    if limit < 1:
+        raise ValueError("limit must be >= 1")
+    first = zlib.crc32(f"{holder_id}#{seed}".encode()) % limit
+    return tuple((first + step) % limit for step in range(min(probes, limit)))
+
+
+def is_free(until_ms: int | None, now_ms: int) -> bool:
+    """A slot is free when never held, released (0) or its holder's lease ran out."""
+    return until_ms is None or until_ms < now_ms
+
+
+def busy_wait(waits: int, jitter: float = 0.0) -> float:
+    """Seconds before a refused attempt tries again (it stays pending); doubles per refusal, up to 8 s."""
+    base = min(MAX_WAIT, FIRST_WAIT * 2.0 ** min(max(waits, 0), 16))
+    return base * (1.0 + MAX_JITTER * min(max(jitter, 0.0), 1.0))

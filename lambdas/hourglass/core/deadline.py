@@ -1,0 +1,42 @@
+"""How long one attempt may take, and the leases, function timeout and SQS visibility that keep it safe."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timedelta
+
+# From the begin write to the request: the begin is at most this far ahead of the start.
+BEGIN_TO_START = 1.0
+# After the attempt: history record, outcome write, retry slot, failure notification.
+BOOKKEEPING = 30.0
+# The longest a dispatcher sleeps before a begin write (anything earlier goes back to the timer queue).
+MAX_SLEEP = 3.0
+MAX_CONNECT = 5.0
+# The project's rule for Lambda event sources: visibility timeout >= 6 x the function timeout.
+VISIBILITY_FACTOR = 6
+
+
+def attempt_deadline(started_at: datetime, timeout: float) -> datetime:
+    """When a running attempt counts as a retryable timeout."""
+    return started_at + timedelta(seconds=timeout)
+
+
+def delivery_lease(begin_at: datetime, timeout: float) -> datetime:
+    """Until when an attempt owns its message (and its concurrency slot): nobody takes over before."""
+    return begin_at + timedelta(seconds=BEGIN_TO_START + timeout + BOOKKEEPING)
+
+
+def http_timeouts(timeout: float) -> tuple[float, float]:
+    """(connect, read) for the HTTP adapter, whose whole exchange is cut at their sum = `timeout`."""
+    connect = min(MAX_CONNECT, timeout / 2)
+    return connect, timeout - connect
+
+
+def function_timeout(max_timeout: float) -> int:
+    """Seconds the dispatcher function needs so no attempt is killed: every timer of an invocation
+    runs on its own thread, so the longest one bounds the invocation."""
+    return 30 * math.ceil((MAX_SLEEP + BEGIN_TO_START + max_timeout + BOOKKEEPING) / 30)
+
+
+def visibility_timeout(max_timeout: float) -> int:
+    return VISIBILITY_FACTOR * function_timeout(max_timeout)

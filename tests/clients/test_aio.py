@@ -1,0 +1,26 @@
+"""The asyncio client against the local runtime: concurrent sends, async paging."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from hourglass_client import AsyncClient, NotFound
+
+from tests.clients.conftest import API_KEY
+
+
+def test_concurrent_sends_and_async_paging(api_url: str, queue: str) -> None:
+    async def scenario() -> tuple[set[str], set[str]]:
+        hg = AsyncClient(api_url, API_KEY)
+        created = await asyncio.gather(*(hg.send(queue, {"n": n}, delay=600) for n in range(20)))
+        listed = {m.id async for m in hg.iter_messages(queue, page_size=6)}
+        return {c.id for c in created}, listed
+
+    created, listed = asyncio.run(scenario())
+    assert len(created) == 20 and listed == created
+
+
+def test_errors_are_raised_from_the_awaited_call(api_url: str) -> None:
+    with pytest.raises(NotFound):
+        asyncio.run(AsyncClient(api_url, API_KEY).get_queue("no-such-queue-async"))

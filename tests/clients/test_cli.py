@@ -1,0 +1,172 @@
+"""The `hourglass` CLI against the local runtime, configured from HOURGLASS_URL / HOURGLASS_API_KEY."""
+
+from __future__ import annotations
+
+import csv
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+from hourglass_client import Client
+from hourglass_client.cli import main
+
+from tests.clients.conftest import API_KEY, RawReceiver, eventually
+
+
+@pytest.fixture
+def run(api_url: str) -> Any:
+    runner = CliRunner(env={"HOURGLASS_URL": api_url, "HOURGLASS_API_KEY": API_KEY})
+
+    def invoke(*args: str) -> Result:
+        return runner.invoke(main, list(args), catch_exceptions=False)
+
+    return invoke
+
+
+def lines(result: Result) -> list[Any]:
+    return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+
+
+def test_queues_put_then_get_shows_settings_and_counts(run: Any, receiver: RawReceiver) -> None:
+    name = f"cli-{uuid.uuid4().hex[:8]}"
+    put = run("queues", "put", name, "--target-url", receiver.url("/cli"), "--max-attempts", "4", "--ttl", "90")
+    assert put.exit_code == 0, put.output
+    got = run("--json", "queues", "get", name)
+    doc = json.loads(got.stdout)
+    assert (doc["name"], doc["ttl"], doc["retry"]["max_attempts"]) == (name, 90, 4)
+    assert doc["counts"] == dict.fromkeys(["pending", "delivering", "delivered", "failed", "cancelled", "expired"], 0)
+
+
+def test_send_with_arguments_stores_a_json_body(run: Any, client: Client, queue: str) -> None:
+    result = run("--json", "send", queue, '{"order": 1}', "--delay", "600", "--dedup-id", "cli-1")
+    created = json.loads(result.stdout)
+    stored = client.get_message(queue, created["id"])
+    assert (stored.body, stored.dedup_id, stored.status) == ({"order": 1}, "cli-1", "pending")
+
+
+def test_send_text_body_is_kept_as_text(run: Any, client: Client, queue: str) -> None:
+    created = json.loads(run("--json", "send", queue, "hello there", "--delay", "600").stdout)
+    assert client.get_message(queue, created["id"]).body == "hello there"
+
+
+def test_send_a_jsonl_file_in_batches(run: Any, client: Client, queue: str, tmp_path: Path) -> None:
+    path = tmp_path / "messages.jsonl"
+    path.write_text("".join(json.dumps({"body": {"n": n}, "delay": 600}) + "\n" for n in range(250)))
+    result = run("send", queue, "--file", str(path))
+    assert result.exit_code == 0, result.output
+    assert "sent 250 messages" in result.stdout
+    assert sorted(m.body["n"] for m in client.iter_messages(queue, page_size=1000)) == list(range(250))
+
+
+def test_send_a_csv_file(run: Any, client: Client, queue: str, tmp_path: Path) -> None:
+    path = tmp_path / "messages.csv"
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["body", "delay", "dedup_id"])
+        writer.writerows([['{"n": 1}', "600", "csv-1"], ["plain text", "600", "csv-2"]])
+    created = lines(run("--json", "send", queue, "--file", str(path)))
+    bodies = [client.get_message(queue, c["id"]).body for c in created]
+    assert bodies == [{"n": 1}, "plain text"]
+
+
+def test_a_bad_file_line_is_a_usage_error_and_sends_nothing(
+    run: Any, client: Client, queue: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"body": 1}\nnot json\n')
+    result = run("send", queue, "--file", str(path))
+    assert result.exit_code == 2
+    assert "bad.jsonl:2" in result.output
+    assert list(client.iter_messages(queue)) == []
+
+
+def test_list_json_pages_through_every_message(run: Any, client: Client, queue: str) -> None:
+    client.send_batch(queue, [{"body": n, "delay": 600} for n in range(30)])
+    listed = lines(run("--json", "list", queue, "--status", "pending", "--limit", "0"))
+    assert sorted(m["body"] for m in listed) == list(range(30))
+
+
+def test_get_and_cancel(run: Any, client: Client, queue: str) -> None:
+    created = client.send(queue, "x", delay=600)
+    assert run("cancel", queue, created.id).exit_code == 0
+    assert json.loads(run("--json", "get", queue, created.id).stdout)["status"] == "cancelled"
+
+
+def test_api_errors_exit_1_with_the_code(run: Any) -> None:
+    result = run("queues", "get", "missing-queue-xyz")
+    assert result.exit_code == 1
+    assert "404 not_found" in result.output
+
+
+def test_without_a_url_the_cli_says_how_to_configure_it() -> None:
+    result = CliRunner(env={"HOURGLASS_URL": ""}).invoke(main, ["queues", "get", "q"])
+    assert result.exit_code == 2
+    assert "HOURGLASS_URL" in result.output
+
+
+def test_tail_prints_deliveries_and_failures_as_they_happen(
+    run: Any, client: Client, receiver: RawReceiver, queue: str
+) -> None:
+    receiver.script[f"/{queue}"] = [200, 400]
+    ok = client.send(queue, "ok", delay=2)
+    bad = client.send(queue, "bad", delay=2.5)
+    events = lines(run("--json", "tail", queue, "--interval", "0.3", "--count", "2", "--timeout", "30"))
+    assert {(e["id"], e["event"]) for e in events} == {(ok.id, "delivered"), (bad.id, "failed")}
+
+
+def test_tail_shows_retries(run: Any, client: Client, receiver: RawReceiver, queue: str) -> None:
+    # A 3 s backoff: the message stays `pending` with one attempt long enough for a poll to see it.
+    client.put_queue(queue, target={"type": "http", "url": receiver.url(f"/{queue}")}, retry={"backoff_base": 3})
+    receiver.script[f"/{queue}"] = [503, 200]
+    created = client.send(queue, "flaky", delay=2)
+    events = lines(run("--json", "tail", queue, "--interval", "0.2", "--count", "2", "--timeout", "30"))
+    assert [(e["id"], e["event"]) for e in events] == [(created.id, "retrying"), (created.id, "delivered")]
+    eventually(lambda: client.get_message(queue, created.id).status == "delivered")
+
+
+# --- v1.1 commands: skipped while the server has no route for them -------------------------------
+
+
+def v11(result: Result) -> Result:
+    if result.exit_code == 1 and "no route" in result.output:
+        pytest.skip(f"server side of this v1.1 endpoint is not implemented yet: {result.output.strip()}")
+    return result
+
+
+def test_queues_pause_and_resume(run: Any, client: Client, queue: str) -> None:
+    assert v11(run("queues", "pause", queue)).exit_code == 0
+    assert client.get_queue(queue).paused is True
+    assert run("queues", "resume", queue).exit_code == 0
+    assert client.get_queue(queue).paused is False
+
+
+def test_attempts_and_redeliver(run: Any, client: Client, receiver: RawReceiver, queue: str) -> None:
+    receiver.script[f"/{queue}"] = [400, 200]
+    created = client.send(queue, "once")
+    eventually(lambda: client.get_message(queue, created.id).status == "failed")
+    history = lines(v11(run("--json", "attempts", queue, created.id)))[0]
+    assert [(a["outcome"], a["status_code"]) for a in history] == [("failed", 400)]
+    assert v11(run("redeliver", queue, created.id)).exit_code == 0
+    eventually(lambda: client.get_message(queue, created.id).status == "delivered")
+
+
+def test_operations_start_follow_cancels_pending(run: Any, client: Client, queue: str) -> None:
+    created = client.send_batch(queue, [{"body": n, "delay": 600} for n in range(5)])
+    result = v11(
+        run("--json", "operations", "start", queue, "cancel", "--status", "pending", "--follow", "--poll", "0.2")
+    )
+    op = json.loads(result.stdout)
+    assert (op["status"], op["applied"]) == ("succeeded", 5)
+    assert {client.get_message(queue, c.id).status for c in created} == {"cancelled"}
+
+
+def test_schedules_put_list_delete(run: Any, client: Client, queue: str) -> None:
+    made = v11(run("--json", "schedules", "put", queue, "hourly", "--every", "3600", "--body", '{"tick": 1}'))
+    assert json.loads(made.stdout)["name"] == "hourly"
+    listed = lines(run("--json", "schedules", "list", queue))[0]
+    assert [s["name"] for s in listed] == ["hourly"]
+    assert run("schedules", "delete", queue, "hourly").exit_code == 0
+    assert list(client.iter_schedules(queue)) == []

@@ -1,0 +1,34 @@
+"""The console's files as the ingest handler serves them: a fixed list, same-origin CSP, no key."""
+
+from __future__ import annotations
+
+from hourglass import console
+
+
+def test_index_is_html_with_a_same_origin_policy() -> None:
+    page = console.serve("GET", "/console")
+    assert page is not None and page["statusCode"] == 200
+    assert page["headers"]["Content-Type"].startswith("text/html")
+    assert "connect-src 'self'" in page["headers"]["Content-Security-Policy"]
+    assert 'src="console/app.js"' in page["body"]
+
+
+def test_only_the_listed_files_are_served() -> None:
+    for path in ("/console/../settings.py", "/console/__init__.py", "/console/nope.js"):
+        answer = console.serve("GET", path)
+        assert answer is not None and answer["statusCode"] == 404, path
+
+
+def test_a_trailing_slash_redirects_to_the_page() -> None:
+    answer = console.serve("GET", "/console/")
+    assert answer is not None and (answer["statusCode"], answer["headers"]["Location"]) == (301, "../console")
+
+
+def test_other_paths_are_left_to_the_api() -> None:
+    assert console.serve("GET", "/v1/queues/console") is None
+    assert console.serve("GET", "/consoles") is None
+
+
+def test_writes_to_the_console_are_refused() -> None:
+    answer = console.serve("POST", "/console")
+    assert answer is not None and answer["statusCode"] == 405

@@ -1,0 +1,90 @@
+"""Attempt history records: keys, documents and invariants."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hourglass.core.attempts import (
+    ABANDONED,
+    MAX_ERROR,
+    Attempt,
+    AttemptOutcome,
+    abandoned,
+    history_doc,
+    history_key,
+    history_prefix,
+)
+
+T0 = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
+
+
+def test_history_keys_sort_attempts_numerically_and_share_the_message_prefix():
+    keys = [history_key("abc", n) for n in (1, 2, 10, 100, 1000)]
+    assert keys == sorted(keys)
+    assert all(key.startswith(history_prefix("abc")) for key in keys)
+
+
+def test_history_keys_never_fall_in_the_message_range():
+    assert not history_key("abc", 1).startswith("m#")
+
+
+def test_history_prefix_of_one_message_does_not_match_another_with_a_longer_id():
+    assert not history_key("abcd", 1).startswith(history_prefix("abc"))
+
+
+def test_document_matches_the_contract():
+    retry = Attempt(
+        "m1", 1, T0, T0 + timedelta(seconds=1), AttemptOutcome.RETRY, 503, "HTTP 503", T0 + timedelta(seconds=3)
+    )
+    done = Attempt("m1", 2, T0 + timedelta(seconds=3), T0 + timedelta(seconds=4), AttemptOutcome.DELIVERED, 200)
+    assert history_doc([done, retry]) == {
+        "attempts": [
+            {
+                "attempt": 1,
+                "started_at": "2026-11-21T10:00:00.000Z",
+                "finished_at": "2026-11-21T10:00:01.000Z",
+                "outcome": "retry",
+                "status_code": 503,
+                "error": "HTTP 503",
+                "retry_at": "2026-11-21T10:00:03.000Z",
+            },
+            {
+                "attempt": 2,
+                "started_at": "2026-11-21T10:00:03.000Z",
+                "finished_at": "2026-11-21T10:00:04.000Z",
+                "outcome": "delivered",
+                "status_code": 200,
+                "error": None,
+                "retry_at": None,
+            },
+        ]
+    }
+
+
+def test_long_errors_are_cut_to_the_limit():
+    record = Attempt("m1", 1, T0, T0, AttemptOutcome.FAILED, error="x" * 2000)
+    assert record.error == "x" * MAX_ERROR
+
+
+@pytest.mark.parametrize(
+    ("outcome", "retry_at"),
+    [(AttemptOutcome.RETRY, None), (AttemptOutcome.FAILED, T0), (AttemptOutcome.DELIVERED, T0)],
+)
+def test_retry_at_is_set_exactly_for_retries(outcome, retry_at):
+    with pytest.raises(ValueError):
+        Attempt("m1", 1, T0, T0, outcome, retry_at=retry_at)
+
+
+def test_attempts_are_one_based():
+    with pytest.raises(ValueError):
+        Attempt("m1", 0, T0, T0, AttemptOutcome.DELIVERED)
+
+
+def test_an_abandoned_attempt_is_recorded_as_a_retry_noticed_by_the_takeover():
+    record = abandoned("m1", 3, T0, T0 + timedelta(minutes=3))
+    assert (record.outcome, record.error, record.finished_at) == (
+        AttemptOutcome.RETRY,
+        ABANDONED,
+        T0 + timedelta(minutes=3),
+    )
