@@ -151,6 +151,8 @@ class DeployedStack:
     def cdk_context(self) -> dict[str, object]:
         context = self.config.cdk_context()
         context["hourglass:sweep_interval"] = max(MIN_SWEEP_INTERVAL, int(self.config.sweep_interval))
+        # MiniStack 1.5 refuses an alarm on metric math ("Properties.Metrics (metric math) is not supported").
+        context["hourglass:metric_math_alarms"] = False
         return context
 
     def _bootstrapped(self) -> bool:

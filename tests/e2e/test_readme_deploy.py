@@ -38,6 +38,9 @@ def test_the_readme_deploy_steps_work_word_for_word(tmp_path: Path) -> None:
         "CDK_DISABLE_CLI_TELEMETRY": "true",
     }
     env.pop("VIRTUAL_ENV", None)
+    # README's local preamble: the context file that leaves out the metric-math alarm MiniStack refuses.
+    context_file = ROOT / "cdk.context.json"
+    context_file.write_text('{"hourglass:metric_math_alarms": false}\n')
     try:
         script = "set -euo pipefail\n" + deploy_block()
         result = subprocess.run(
@@ -49,6 +52,7 @@ def test_the_readme_deploy_steps_work_word_for_word(tmp_path: Path) -> None:
     finally:
         emulator.stop()
         (ROOT / "cdk-outputs.json").unlink(missing_ok=True)
+        context_file.unlink(missing_ok=True)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     assert '{"status":"ok"}' in result.stdout.replace(" ", "")
     assert "smoke: OK, 3 messages on time" in result.stdout
