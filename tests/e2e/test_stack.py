@@ -21,7 +21,9 @@ def test_every_resource_of_the_template_is_created(stack: Stack) -> None:
     wanted = {
         logical_id
         for logical_id, resource in stack.template["Resources"].items()
+        # Conditional resources (the alarm e-mail subscription, without an address) are rightly absent.
         if resource["Type"] != "AWS::CDK::Metadata"
+        and "Condition" not in resource
         and not (stack.mode == "inprocess" and resource["Type"] in MOTO_SKIPS)
     }
     assert wanted - created == set()
