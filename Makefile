@@ -1,16 +1,24 @@
 # Hourglass: `make dev` runs the whole stack locally, `make test` runs every test.
 # Both create .venv from requirements*.txt on first use (and again when those files change).
+# `make dev DEPLOY=cdk` deploys the stack with the real CDK CLI into MiniStack instead (the Lambdas run
+# there); `make tools` installs what that needs: .venv-ministack and the pinned CDK CLI in node_modules.
 
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+MINISTACK_VENV := .venv-ministack
+MINISTACK_STAMP := $(MINISTACK_VENV)/.installed
+CDK_STAMP := node_modules/.installed
+# `make dev DEPLOY=cdk`: `cdk bootstrap` + `cdk deploy` into MiniStack; empty: the in-process runtime on moto.
+DEPLOY ?=
 export PYTHONPATH := lambdas:.
 # The CDK's jsii prints a 12-line banner on every synth when Node 20 (end-of-life) is installed;
 # check-node says it once instead.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION ?= 20
 
-.PHONY: dev test lint synth bench soak spark-schedule spark-report sample clean check-node check-java check-chromium
+.PHONY: dev test test-deployed smoke tools lint synth bench bench-modes soak spark-schedule spark-report sample clean \
+	check-node check-java check-chromium
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"' \
@@ -19,6 +27,22 @@ $(STAMP): requirements.txt requirements-dev.txt
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -r requirements.txt -r requirements-dev.txt
 	touch $(STAMP)
+
+# MiniStack pins a botocore the project's boto3 cannot share: a venv of its own, which is also the
+# deployed Lambdas' runtime (requirements-ministack.txt).
+$(MINISTACK_STAMP): requirements-ministack.txt
+	$(PYTHON) -m venv $(MINISTACK_VENV)
+	$(MINISTACK_VENV)/bin/pip install --quiet --upgrade pip
+	$(MINISTACK_VENV)/bin/pip install --quiet -r requirements-ministack.txt
+	touch $(MINISTACK_STAMP)
+
+# The CDK CLI, pinned in package-lock.json, installed locally (npx cdk / node_modules/.bin/cdk).
+$(CDK_STAMP): package.json package-lock.json
+	@$(MAKE) --no-print-directory check-node
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $(CDK_STAMP)
+
+tools: $(MINISTACK_STAMP) $(CDK_STAMP)
 
 check-node:
 	@command -v node >/dev/null 2>&1 || { echo "error: Node.js is missing: the CDK (jsii) needs it to synthesize the stack. Install Node.js 18+ (e.g. apt-get install nodejs)."; exit 1; }
@@ -33,11 +57,28 @@ check-chromium:
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 \
 		|| echo "note: Chromium is missing: the console's browser tests will be skipped. Install it with: apt-get update && apt-get install -y chromium"
 
-dev: $(STAMP) check-node
-	$(BIN)/python -m devstack
+dev: $(STAMP) check-node $(if $(filter cdk ministack,$(DEPLOY)),tools)
+	HOURGLASS_DEPLOY=$(DEPLOY) $(BIN)/python -m devstack
 
 test: $(STAMP) check-node check-java check-chromium
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+# The end-to-end suite and the smoke test against the stack as deployed: `cdk deploy` into MiniStack,
+# API Gateway with its key, the Lambdas, the SQS mapping and the EventBridge schedule; a later
+# `cdk bootstrap` over the devstack's; README's "Deploy to AWS" word for word (~6-9 minutes on 2 cores).
+# E2E_MODES=inprocess,deployed runs both modes side by side.
+E2E_MODES ?= deployed
+test-deployed: $(STAMP) tools
+	HOURGLASS_E2E_MODES=$(E2E_MODES) $(BIN)/python -m pytest -q -p no:cacheprovider -o timeout=900 \
+		tests/e2e/test_delivery.py tests/e2e/test_smoke.py tests/e2e/test_stack.py tests/e2e/test_bootstrap.py \
+		tests/e2e/test_readme_deploy.py
+
+# Deployment smoke test against a deployed stack (real AWS: credentials from the usual chain):
+# make smoke API_URL=https://abc123.execute-api.eu-west-1.amazonaws.com/prod/ API_KEY=...
+smoke: $(STAMP)
+	@if [ -z "$(API_URL)" ] || [ -z "$(API_KEY)" ]; then \
+		echo "usage: make smoke API_URL=<the stack's ApiUrl output> API_KEY=<the key's value>"; exit 2; fi
+	$(BIN)/python -m devstack.smoke --api-url "$(API_URL)" --api-key "$(API_KEY)"
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -51,6 +92,11 @@ synth: $(STAMP) check-node
 bench: $(STAMP) check-node
 	$(BIN)/python -m bench
 
+# The two local modes side by side (bench/modes.py): start-up, lateness, deliveries/s, ingest/s and
+# conditional-write atomicity for moto + in-process vs. MiniStack as deployed.
+bench-modes: $(STAMP) tools
+	$(BIN)/python -m bench.modes
+
 # The total-queue check at length: every fault, SIGKILLs of the runtime, a drain that waits out the
 # recovery sweep. SOAK_ROUNDS rounds of 1,500 messages, each ended by a kill -9; about 5 + 2 x SOAK_ROUNDS minutes.
 SOAK_ROUNDS ?= 5
@@ -59,7 +105,7 @@ soak: $(STAMP) check-node
 		-o timeout=3600 tests/faults/test_total_queue.py -k soak -rA
 
 clean:
-	rm -rf $(VENV) .hourglass cdk.out
+	rm -rf $(VENV) $(MINISTACK_VENV) node_modules .hourglass cdk.out
 
 # --- The PySpark pipeline (pipeline/README.md). The jobs talk to the `make dev` stack unless
 # AWS_ENDPOINT_URL names another endpoint; its lookahead/shards settings are passed on.

@@ -20,8 +20,8 @@ from hourglass.adapters.metrics import Metrics
 from hourglass.handlers import api as api_handler
 from hourglass.handlers import dispatcher as dispatcher_handler
 from hourglass.handlers import sweeper as sweeper_handler
-from hourglass.service.rest import Api
 from hourglass.service.dispatch import Dispatcher
+from hourglass.service.rest import Api
 from moto import mock_aws
 
 from bench import inprocess

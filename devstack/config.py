@@ -12,6 +12,17 @@ from hourglass import contract as c
 # tests, the sample and the benchmarks (never the timer queue, which create refuses anyway).
 LOCAL_SQS_TARGETS = "target*,hourglass-*,bench-*"
 
+DEPLOY_MODES = {"": "inprocess", "inprocess": "inprocess", "moto": "inprocess", "cdk": "cdk", "ministack": "cdk"}
+
+
+def deploy_mode(value: str) -> str:
+    try:
+        return DEPLOY_MODES[value.strip().lower()]
+    except KeyError:
+        expected = "'cdk' (deployed into MiniStack) or 'inprocess'"
+        raise ValueError(f"HOURGLASS_DEPLOY={value!r}: expected {expected}") from None
+
+
 @dataclass(frozen=True)
 class RuntimeConfig:
     api_port: int = 8080
@@ -29,6 +40,8 @@ class RuntimeConfig:
     poll_visibility: int | None = None
     log_level: str | None = None
     sqs_targets: str = LOCAL_SQS_TARGETS
+    # "inprocess": handlers in this process on moto; "cdk": `cdk deploy` into MiniStack, Lambdas there.
+    deploy: str = "inprocess"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> RuntimeConfig:
@@ -48,6 +61,7 @@ class RuntimeConfig:
             poll_visibility=int(env["HOURGLASS_POLL_VISIBILITY"]) if env.get("HOURGLASS_POLL_VISIBILITY") else None,
             log_level=env.get(c.LOG_LEVEL) or None,
             sqs_targets=env.get(c.SQS_TARGETS, LOCAL_SQS_TARGETS),
+            deploy=deploy_mode(env.get("HOURGLASS_DEPLOY", "")),
         )
 
     @property

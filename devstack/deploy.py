@@ -1,7 +1,8 @@
 """Synthesize the CDK app and deploy the cloud assembly into an AWS emulator through CloudFormation.
 
-Does what ``cdk bootstrap`` + ``cdk deploy`` would: asset bucket, asset upload, bootstrap version
-parameter, create/update stack, wait, return the outputs. Works against moto_server and LocalStack.
+Does what ``cdk bootstrap`` + ``cdk deploy`` would: a ``CDKToolkit`` stack with the asset bucket and the
+bootstrap version parameter, asset upload, create/update stack, wait, return the outputs. Works against
+moto_server, MiniStack and LocalStack; a later real ``cdk bootstrap`` upgrades that ``CDKToolkit`` stack.
 """
 
 from __future__ import annotations
@@ -25,7 +26,10 @@ from botocore.exceptions import ClientError
 log = logging.getLogger(__name__)
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_BOOTSTRAP_PARAMETER = "/cdk-bootstrap/hnb659fds/version"
-BOOTSTRAP_VERSION = "30"
+BOOTSTRAP_STACK = "CDKToolkit"
+# The stand-in bootstrap's version: what the synthesized template's CheckBootstrapVersion rule accepts
+# (>= 6), and older than any `cdk bootstrap` template, so that the CLI upgrades the stack in place.
+BOOTSTRAP_VERSION = "6"
 MAX_TEMPLATE_BODY = 51_200  # bytes; larger templates go through the asset bucket (TemplateURL)
 CAPABILITIES = ["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM", "CAPABILITY_AUTO_EXPAND"]
 _FIXED_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
@@ -101,15 +105,15 @@ def deploy(
         "${AWS::Partition}": "aws",
     }
 
+    if "BootstrapVersion" in template.get("Parameters", {}):
+        parameter = props.get("bootstrapStackVersionSsmParameter", DEFAULT_BOOTSTRAP_PARAMETER)
+        ensure_bootstrap(client("cloudformation"), client("s3"), parameter, account, region, timeout)
+
     s3 = client("s3")
     template_url = None
     for manifest in sorted(assembly.glob("*.assets.json")):
         uploaded = _publish_assets(s3, assembly, manifest, placeholders, region)
         template_url = uploaded.get(template_path.name, template_url)
-
-    if "BootstrapVersion" in template.get("Parameters", {}):
-        parameter = props.get("bootstrapStackVersionSsmParameter", DEFAULT_BOOTSTRAP_PARAMETER)
-        _ensure_bootstrap_version(client("ssm"), parameter)
 
     cfn = client("cloudformation")
     source: dict[str, str]
@@ -225,13 +229,61 @@ def _zip_directory(root: Path) -> bytes:
     return buffer.getvalue()
 
 
-def _ensure_bootstrap_version(ssm: Any, name: str) -> None:
+def bootstrap_template(parameter: str) -> dict[str, Any]:
+    """The part of the CDK's bootstrap template a file-asset deploy needs, under the same logical IDs.
+
+    The same IDs and names: a later `cdk bootstrap` updates this stack and keeps its bucket, where a
+    bucket made by hand would fail the CLI's check that the bootstrap bucket name is free.
+    """
+    qualifier = parameter.strip("/").split("/")[1] if parameter.count("/") >= 3 else "hnb659fds"
+    return {
+        "Description": "Hourglass devstack: the CDK bootstrap's asset bucket and version (`cdk bootstrap` upgrades it)",
+        "Resources": {
+            "StagingBucket": {
+                "Type": "AWS::S3::Bucket",
+                "Properties": {
+                    "BucketName": {"Fn::Sub": f"cdk-{qualifier}-assets-${{AWS::AccountId}}-${{AWS::Region}}"}
+                },
+                "UpdateReplacePolicy": "Retain",
+                "DeletionPolicy": "Retain",
+            },
+            "CdkBootstrapVersion": {
+                "Type": "AWS::SSM::Parameter",
+                "Properties": {"Type": "String", "Name": parameter, "Value": BOOTSTRAP_VERSION},
+            },
+        },
+        "Outputs": {
+            "BucketName": {"Value": {"Ref": "StagingBucket"}},
+            "BootstrapVersion": {"Value": {"Fn::GetAtt": ["CdkBootstrapVersion", "Value"]}},
+        },
+    }
+
+
+def ensure_bootstrap(cfn: Any, s3: Any, parameter: str, account: str, region: str, timeout: float) -> None:
+    """A `CDKToolkit` stack unless one is there (from `cdk bootstrap` or an earlier run)."""
+    existing = _describe(cfn, BOOTSTRAP_STACK)
+    if existing is not None and existing["StackStatus"] in _SUCCESS:
+        return
+    qualifier = bootstrap_template(parameter)["Resources"]["StagingBucket"]["Properties"]["BucketName"]["Fn::Sub"]
+    bucket = qualifier.replace("${AWS::AccountId}", account).replace("${AWS::Region}", region)
+    if existing is None and _bucket_exists(s3, bucket):
+        # Made by hand by an older devstack: keep using it (a CDKToolkit stack could not create it).
+        log.warning(
+            "%s exists outside any CDKToolkit stack; `cdk bootstrap` will refuse it until it is deleted", bucket
+        )
+        return
+    _create_or_update(cfn, BOOTSTRAP_STACK, {"TemplateBody": json.dumps(bootstrap_template(parameter))})
+    _wait(cfn, BOOTSTRAP_STACK, timeout)
+
+
+def _bucket_exists(s3: Any, bucket: str) -> bool:
     try:
-        ssm.get_parameter(Name=name)
+        s3.head_bucket(Bucket=bucket)
     except ClientError as error:
-        if error.response["Error"]["Code"] != "ParameterNotFound":
-            raise
-        ssm.put_parameter(Name=name, Value=BOOTSTRAP_VERSION, Type="String")
+        if error.response["Error"]["Code"] in ("404", "NoSuchBucket", "NotFound"):
+            return False
+        raise
+    return True
 
 
 def _describe(cfn: Any, stack_name: str) -> dict[str, Any] | None:

@@ -65,7 +65,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """In the child: a SIGKILLed runtime must not leave its emulator running (Linux; elsewhere a no-op)."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
@@ -86,7 +86,7 @@ class Emulator:
         command = [sys.executable, "-m", "devstack.moto_server", str(port)]
         # moto reports its own internal races (a GSI query racing an update) on stderr; botocore retries them.
         process = subprocess.Popen(
-            command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=_die_with_parent
+            command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=die_with_parent
         )
         emulator = cls(endpoint_url=f"http://127.0.0.1:{port}", process=process)
         emulator._wait_until_up(timeout)

@@ -32,6 +32,7 @@ SQS_TARGET = re.compile(
 VISIBILITY_TIMEOUT_FACTOR = 6
 DISPATCH_BATCH_SIZE = 10
 MAX_RECEIVE_COUNT = 10
+_OFF = {"false", "0", "no", "off"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -201,6 +202,8 @@ class HourglassStack(Stack):
             timer_queue=timer.queue,
             timer_dlq=timer.dlq,
             alarm_email=self.node.try_get_context("hourglass:alarm_email"),
+            # `-c hourglass:metric_math_alarms=false`: for emulators without metric-math alarms (local deploys).
+            metric_math=str(self.node.try_get_context("hourglass:metric_math_alarms")).lower() not in _OFF,
         )
 
         CfnOutput(self, "ApiUrl", value=api.url)

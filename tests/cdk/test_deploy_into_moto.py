@@ -53,6 +53,16 @@ def test_outputs_name_the_table_queues_and_functions(outputs: dict[str, str]) ->
         assert outputs[key]
 
 
+def test_the_asset_bucket_and_bootstrap_version_belong_to_a_cdktoolkit_stack(outputs: dict[str, str], aws: Any) -> None:
+    resources = aws("cloudformation").describe_stack_resources(StackName="CDKToolkit")["StackResources"]
+    version = aws("ssm").get_parameter(Name="/cdk-bootstrap/hnb659fds/version")["Parameter"]["Value"]
+    assert {(r["LogicalResourceId"], r["ResourceType"]) for r in resources} == {
+        ("StagingBucket", "AWS::S3::Bucket"),
+        ("CdkBootstrapVersion", "AWS::SSM::Parameter"),
+    }
+    assert version == "6"
+
+
 def test_table_key_schema(outputs: dict[str, str], aws: Any) -> None:
     table = aws("dynamodb").describe_table(TableName=outputs["TableName"])["Table"]
     assert table["KeySchema"] == [

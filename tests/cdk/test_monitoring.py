@@ -133,3 +133,15 @@ def test_the_functions_emit_the_all_queues_series_the_alarms_read() -> None:
     directive = json.loads(stream.getvalue())["_aws"]["CloudWatchMetrics"][0]
     assert directive["Namespace"] == "Hourglass"
     assert [] in directive["Dimensions"] and ["Queue"] in directive["Dimensions"]
+
+
+def test_metric_math_alarms_off_leaves_out_only_the_failure_rate_alarm(template: Template) -> None:
+    local = synth(**{"hourglass:metric_math_alarms": "false"})
+    descriptions = {
+        r["Properties"]["AlarmDescription"] for r in local.find_resources("AWS::CloudWatch::Alarm").values()
+    }
+    everything = {
+        r["Properties"]["AlarmDescription"] for r in template.find_resources("AWS::CloudWatch::Alarm").values()
+    }
+    [left_out] = everything - descriptions
+    assert left_out.endswith("of finished messages failed")

@@ -1,4 +1,4 @@
-"""End to end through the local runtime on a moto_server: REST in, SQS and HTTP out, on time."""
+"""End to end through each mode (in-process runtime, deployed stack): REST in, SQS and HTTP out, on time."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from devstack.runtime import Runtime
-from tests.e2e.conftest import Client, Receiver, record_lateness
+from tests.e2e.conftest import Client, Receiver, Stack, record_lateness
 
 # Delivery must never be early; lateness this large would mean something is broken.
 LATE_LIMIT = 1.5
@@ -34,35 +33,33 @@ def post(api: Client, queue: str, *messages: dict[str, Any]) -> list[dict[str, A
     return list(doc["messages"])
 
 
-def assert_on_time(received_at: float, due: float) -> None:
+def assert_on_time(stack: Stack, received_at: float, due: float) -> None:
     lateness = received_at - due
-    record_lateness(lateness)
+    record_lateness(stack.mode, lateness)
     assert 0 <= lateness < LATE_LIMIT, f"lateness {lateness:.3f} s"
 
 
-def test_handed_off_message_reaches_the_http_target_on_time(api: Client, receiver: Receiver) -> None:
+def test_handed_off_message_reaches_the_http_target_on_time(api: Client, receiver: Receiver, stack: Stack) -> None:
     queue = http_queue(api, receiver, "/handoff")
     [created] = post(api, queue, {"body": {"kind": "handoff"}, "delay": 2})
     [got] = receiver.wait_for("/handoff")
     assert got.body == {"kind": "handoff"} and got.headers["Hourglass-Message-Id"] == created["id"]
-    assert_on_time(got.at, due_epoch(created))
+    assert_on_time(stack, got.at, due_epoch(created))
 
 
-def test_swept_message_reaches_the_http_target_on_time(api: Client, receiver: Receiver, runtime: Runtime) -> None:
+def test_swept_message_reaches_the_http_target_on_time(api: Client, receiver: Receiver, stack: Stack) -> None:
     queue = http_queue(api, receiver, "/swept")
-    [created] = post(api, queue, {"body": "swept", "delay": 8})
-    timer_depth = runtime.client("sqs").get_queue_attributes(
-        QueueUrl=runtime.outputs["TimerQueueUrl"], AttributeNames=["ApproximateNumberOfMessagesDelayed"]
-    )
-    [got] = receiver.wait_for("/swept", timeout=20)
+    [created] = post(api, queue, {"body": "swept", "delay": stack.swept_delay})
+    _, stored = api.call("GET", f"/v1/queues/{queue}/messages/{created['id']}")
+    [got] = receiver.wait_for("/swept", timeout=stack.swept_timeout)
     status, doc = api.call("GET", f"/v1/queues/{queue}/messages/{created['id']}")
+    assert stored["status"] == "pending"
     assert (status, doc["status"]) == (200, "delivered")
-    assert_on_time(got.at, due_epoch(created))
-    assert "Attributes" in timer_depth
+    assert_on_time(stack, got.at, due_epoch(created))
 
 
-def test_message_reaches_the_sqs_target_on_time(api: Client, runtime: Runtime) -> None:
-    sqs = runtime.client("sqs")
+def test_message_reaches_the_sqs_target_on_time(api: Client, stack: Stack) -> None:
+    sqs = stack.client("sqs")
     target = sqs.create_queue(QueueName=f"target-{uuid.uuid4().hex[:8]}")["QueueUrl"]
     name = f"q{uuid.uuid4().hex[:10]}"
     api.call("PUT", f"/v1/queues/{name}", {"target": {"type": "sqs", "queue_url": target}})
@@ -74,7 +71,7 @@ def test_message_reaches_the_sqs_target_on_time(api: Client, runtime: Runtime) -
         messages = got.get("Messages", [])
     [message] = messages
     assert json.loads(message["Body"])["body"] == {"to": "sqs"}
-    assert_on_time(int(message["Attributes"]["SentTimestamp"]) / 1000, due_epoch(created))
+    assert_on_time(stack, int(message["Attributes"]["SentTimestamp"]) / 1000, due_epoch(created))
 
 
 def test_cancel_before_due_means_no_delivery(api: Client, receiver: Receiver) -> None:
@@ -86,14 +83,14 @@ def test_cancel_before_due_means_no_delivery(api: Client, receiver: Receiver) ->
     assert receiver.wait_for("/cancelled", timeout=0.1) == []
 
 
-def test_reschedule_moves_delivery(api: Client, receiver: Receiver) -> None:
+def test_reschedule_moves_delivery(api: Client, receiver: Receiver, stack: Stack) -> None:
     queue = http_queue(api, receiver, "/moved")
     [created] = post(api, queue, {"body": 1, "delay": 2})
     status, patched = api.call("PATCH", f"/v1/queues/{queue}/messages/{created['id']}", {"delay": 5})
     got = receiver.wait_for("/moved", timeout=15)
     time.sleep(1)
     assert status == 200 and len(receiver.wait_for("/moved", timeout=0.1)) == 1
-    assert_on_time(got[0].at, due_epoch(patched))
+    assert_on_time(stack, got[0].at, due_epoch(patched))
 
 
 def test_retries_follow_the_backoff(api: Client, receiver: Receiver) -> None:
@@ -142,3 +139,11 @@ def test_body_that_is_not_json_is_a_400(api: Client, receiver: Receiver) -> None
 
 def test_health_reports_ok(api: Client) -> None:
     assert api.call("GET", "/health") == (200, {"status": "ok"})
+
+
+def test_a_wrong_api_key_is_refused(api: Client) -> None:
+    status, _ = api.call(
+        "PUT", "/v1/queues/refused", {"target": {"type": "http", "url": "http://127.0.0.1:9/"}}, api_key="not-the-key"
+    )
+    assert status == 403
+    assert api.call("GET", "/v1/queues/refused")[0] == 404
