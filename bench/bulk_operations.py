@@ -1,5 +1,5 @@
-"""Bulk-operation throughput on the local emulator (moto in a process of its own, as `make dev` runs it): N pending messages
-written straight into the table, one `cancel` over all of them, its fanned-out workers as threads.
+"""Bulk-operation throughput on the local emulator (moto in a process of its own, as `make dev` runs it):
+N pending messages written straight into the table, one `cancel` over all of them, its workers as threads.
 
 `python -m bench.bulk_operations [N]` prints one JSON line: matched, applied, seconds, msgs/s.
 """
@@ -15,7 +15,7 @@ from typing import Any
 
 import boto3
 from hourglass.core.ids import new_id
-from hourglass.core.model import Message, Status
+from hourglass.core.model import HttpTarget, Message, Queue, QueueSettings, Status
 from hourglass.service.operations import Operations
 
 from bench import inprocess
@@ -76,9 +76,7 @@ def run(messages: int = 100_000) -> dict[str, Any]:
         server.stop()
 
 
-def _queue(now: datetime) -> Any:
-    from hourglass.core.model import HttpTarget, Queue, QueueSettings
-
+def _queue(now: datetime) -> Queue:
     return Queue(QUEUE, QueueSettings(target=HttpTarget(url="http://127.0.0.1:9/")), created_at=now)
 
 
