@@ -101,6 +101,7 @@ class Runtime:
         # Fan-out workers of a busy sweep run the same handler, in threads.
         self.invoker = ThreadInvoker(lambda event, worker: sweeper_handler.handle(context, event, worker))
         invoke = self.invoker.invoke
+        context.invoke_worker = invoke  # bulk operations' workers, as the sweeper function's async invokes
         self.schedule = Schedule(
             lambda event, lambda_context: sweeper_handler.handle(context, event, lambda_context, invoke=invoke),
             config.sweep_interval,

@@ -96,3 +96,10 @@ def test_later_query_fits_the_schema(harness: Harness) -> None:
     check("/create", "POST", status, created)
     status, doc = harness.call("POST", "/query", {"id": created["id"]})
     check("/query", "POST", status, doc)
+
+
+def test_operation_document_fits_the_schema(harness: Harness, queue: str) -> None:
+    status, started = harness.call("POST", f"/v1/queues/{queue}/operations", {"action": "shift", "seconds": 60})
+    check("/v1/queues/{queue}/operations", "POST", status, started)
+    status, doc = harness.call("GET", f"/v1/queues/{queue}/operations/{started['id']}")
+    check("/v1/queues/{queue}/operations/{id}", "GET", status, doc)

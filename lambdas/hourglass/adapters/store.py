@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from hourglass.adapters.concurrency_storage import ConcurrencyStorage
 from hourglass.adapters.message_storage import MessageStorage
+from hourglass.adapters.operation_storage import OperationStorage
 from hourglass.adapters.sweep_storage import SweepStorage
 
 
-class Store(MessageStorage, SweepStorage):
+class Store(MessageStorage, SweepStorage, OperationStorage, ConcurrencyStorage):
     """Both nouns over one table and one client, as the services and the local runtime use it."""

@@ -7,6 +7,7 @@ from functools import cache
 from typing import Any
 
 from hourglass import console
+from hourglass.adapters.worker_invoker import WorkerInvoker
 from hourglass.service.context import Context
 from hourglass.service.rest import Api, Request
 from hourglass.settings import Settings
@@ -14,7 +15,10 @@ from hourglass.settings import Settings
 
 @cache
 def _api() -> Api:
-    return Api(Context.from_settings(Settings.from_env()))
+    settings = Settings.from_env()
+    # Bulk operations run in the sweeper function, invoked asynchronously (one invocation per segment group).
+    invoke = WorkerInvoker(settings.sweeper_function).invoke if settings.sweeper_function else None
+    return Api(Context.from_settings(settings, invoke_worker=invoke))
 
 
 def request_of(event: dict[str, Any]) -> Request:

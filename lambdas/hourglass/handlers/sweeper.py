@@ -9,6 +9,7 @@ from typing import Any
 from hourglass.adapters.worker_invoker import WorkerInvoker
 from hourglass.core import fanout
 from hourglass.service.context import Context
+from hourglass.service.operations import Operations
 from hourglass.service.sweep import Invoke, Sweeper
 from hourglass.settings import Settings
 
@@ -24,12 +25,19 @@ def _invoker(function_name: str) -> WorkerInvoker:
 
 
 def handle(ctx: Context, event: dict[str, Any] | None, context: Any, invoke: Invoke | None = None) -> dict[str, Any]:
-    """`{"shards": [...], "until": ms, "run": id}` is a fan-out worker; anything else a scheduled run."""
+    """`{"shards": [...], "until": ms, "run": id}` is a fan-out worker, `{"operation": id, ...}` a bulk
+    operation's worker; anything else a scheduled run."""
 
     def time_left() -> float:
         return context.get_remaining_time_in_millis() / 1000 if context is not None else 60.0
 
     event = event or {}
+    if "operation" in event:
+        worker_invoke = ctx.invoke_worker or invoke or _self_invoke(ctx, context)
+        try:
+            return {"left": Operations(ctx, worker_invoke).work(event, time_left)}
+        finally:
+            ctx.metrics.flush()
     if "shards" in event:
         worker = fanout.parse_worker(event, ctx.settings.shards)
         sweeper = Sweeper(ctx, shards=worker.shards, until=worker.until, run_id=worker.run)

@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from hourglass import logs
 from hourglass.adapters import http_target
@@ -32,6 +33,8 @@ class Context:
     sleep: Callable[[float], None] = time.sleep
     post: Callable[..., http_target.HttpReply] = http_target.post
     check_url: Callable[..., None] = http_target.check_url
+    # Asynchronous invocation of a worker (bulk operations); None: the request does the work itself.
+    invoke_worker: Callable[[dict[str, Any]], None] | None = None
 
     def __post_init__(self) -> None:
         if self.settings.log_level is not None:

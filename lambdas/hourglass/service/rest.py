@@ -12,6 +12,7 @@ from typing import Any
 
 from hourglass.core import json_body, validation
 from hourglass.core.document import created_doc, later_doc, message_doc, queue_doc
+from hourglass.core.operations import operation_doc
 from hourglass.errors import (
     ConflictError,
     HourglassError,
@@ -23,6 +24,7 @@ from hourglass.errors import (
 from hourglass.logs import log
 from hourglass.service.context import Context
 from hourglass.service.messages import Messages
+from hourglass.service.operations import Operations
 
 Response = dict[str, Any]
 NAME = r"([^/]+)"
@@ -54,6 +56,7 @@ class Api:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self.messages = Messages(ctx)
+        self.operations = Operations(ctx)
         handlers: list[tuple[str, str, Callable[..., Response]]] = [
             ("GET", r"/health", self.health),
             ("PUT", rf"/v1/queues/{NAME}", self.put_queue),
@@ -64,6 +67,8 @@ class Api:
             ("GET", rf"/v1/queues/{NAME}/messages/{NAME}", self.get_message),
             ("DELETE", rf"/v1/queues/{NAME}/messages/{NAME}", self.cancel_message),
             ("PATCH", rf"/v1/queues/{NAME}/messages/{NAME}", self.patch_message),
+            ("POST", rf"/v1/queues/{NAME}/operations", self.start_operation),
+            ("GET", rf"/v1/queues/{NAME}/operations/{NAME}", self.get_operation),
             ("POST", r"/create", self.later_create),
             ("POST", r"/delete", self.later_delete),
             ("POST", r"/query", self.later_query),
@@ -156,6 +161,12 @@ class Api:
     def patch_message(self, request: Request, name: str, message_id: str) -> Response:
         validation.queue_name(name)  # `@later` is reached only through /create, /delete, /query
         return respond(200, message_doc(self.messages.patch(name, message_id, request.json())))
+
+    def start_operation(self, request: Request, name: str) -> Response:
+        return respond(202, operation_doc(self.operations.start(name, request.json())))
+
+    def get_operation(self, request: Request, name: str, operation_id: str) -> Response:
+        return respond(200, operation_doc(self.operations.get(name, operation_id)))
 
     def later_create(self, request: Request) -> Response:
         return respond(200, {"id": self.messages.later_create(request.json()).id})

@@ -1,0 +1,84 @@
+"""Bulk-operation throughput on the local emulator (moto in a process of its own, as `make dev` runs it):
+N pending messages written straight into the table, one `cancel` over all of them, its workers as threads.
+
+`python -m bench.bulk_operations [N]` prints one JSON line: matched, applied, seconds, msgs/s.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import boto3
+from hourglass.core.ids import new_id
+from hourglass.core.model import HttpTarget, Message, Queue, QueueSettings, Status
+from hourglass.service.operations import Operations
+
+from bench import inprocess
+from devstack.emulator import Emulator, free_port, use_dummy_credentials
+
+QUEUE = "bulk"
+
+
+def run(messages: int = 100_000) -> dict[str, Any]:
+    use_dummy_credentials("us-east-1")
+    server = Emulator.start(free_port())  # a process of its own, as `make dev` runs it
+    try:
+        endpoint = server.endpoint_url
+        ddb = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1")
+        sqs = boto3.client("sqs", endpoint_url=endpoint, region_name="us-east-1")
+        aws = inprocess.create(ddb, sqs)
+        now = datetime.now(UTC)
+        ctx = inprocess.context(aws, lambda: datetime.now(UTC))
+        ctx.store.put_queue(_queue(now))
+        due = now + timedelta(hours=1)
+        loaded = time.monotonic()
+        inprocess.write(
+            ddb,
+            aws.table,
+            (
+                Message(id=new_id(), queue=QUEUE, body={"n": i}, status=Status.PENDING, created_at=now, due_at=due)
+                for i in range(messages)
+            ),
+            shards=16,
+        )
+        load_seconds = time.monotonic() - loaded
+        threads: list[threading.Thread] = []
+
+        def invoke(event: dict[str, Any]) -> None:
+            thread = threading.Thread(target=lambda: ops.work(event, lambda: 600.0), daemon=True)
+            threads.append(thread)
+            thread.start()
+
+        ops = Operations(ctx, invoke=invoke)
+        started = time.monotonic()
+        operation = ops.start(QUEUE, {"action": "cancel"})
+        while True:
+            done = ops.get(QUEUE, operation.id)
+            if done.status.value != "running":
+                break
+            time.sleep(0.5)
+        seconds = time.monotonic() - started
+        return {
+            "messages": messages,
+            "status": done.status.value,
+            "matched": done.progress.matched,
+            "applied": done.progress.applied,
+            "seconds": round(seconds, 1),
+            "msgs_per_second": round(done.progress.applied / seconds, 1),
+            "load_seconds": round(load_seconds, 1),
+        }
+    finally:
+        server.stop()
+
+
+def _queue(now: datetime) -> Queue:
+    return Queue(QUEUE, QueueSettings(target=HttpTarget(url="http://127.0.0.1:9/")), created_at=now)
+
+
+if __name__ == "__main__":
+    print(json.dumps(run(int(sys.argv[1]) if len(sys.argv) > 1 else 100_000)), flush=True)

@@ -1,0 +1,145 @@
+"""Bulk operations: start one (202), read its document, and the fanned-out workers that apply it page by page."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta
+from typing import Any
+
+from hourglass.core import fanout, lifecycle, operations, validation
+from hourglass.core.handoff import Claim
+from hourglass.core.ids import is_valid_id, new_id
+from hourglass.core.model import Message
+from hourglass.core.operations import SEGMENTS, Action, MessageResult, Operation, tally
+from hourglass.core.redelivery import RedeliverRequest, redeliver
+from hourglass.errors import NotFoundError, StaleVersionError, ValidationError
+from hourglass.logs import log
+from hourglass.service.context import Context
+
+PAGE = 200
+WORKERS = 4  # invocations per operation, each with SEGMENTS / WORKERS segments
+WRITERS = 4  # conditional writes in flight per segment
+# A worker stops after a page once less than this is left and re-invokes itself for the rest.
+RESERVE_SECONDS = 15.0
+Invoke = Callable[[dict[str, Any]], None]
+
+
+def worker_event(operation: Operation, segments: Sequence[int]) -> dict[str, Any]:
+    return {"operation": operation.id, "queue": operation.queue, "segments": list(segments)}
+
+
+def parse_worker(event: Mapping[str, Any]) -> tuple[str, str, list[int]]:
+    segments = event.get("segments")
+    queue, operation_id = event.get("queue"), event.get("operation")
+    if not isinstance(queue, str) or not isinstance(operation_id, str) or not isinstance(segments, list):
+        raise ValueError("an operation worker event needs operation, queue and segments")
+    if not all(isinstance(i, int) and 0 <= i < SEGMENTS for i in segments):
+        raise ValueError("segments out of range")
+    return queue, operation_id, segments
+
+
+class Operations:
+    def __init__(self, ctx: Context, invoke: Invoke | None = None) -> None:
+        self.ctx = ctx
+        self.store = ctx.store
+        self._invoke = invoke
+
+    @property
+    def invoke(self) -> Invoke | None:
+        """Read at call time: the local runtime wires its worker threads after building the API."""
+        return self._invoke or self.ctx.invoke_worker
+
+    def start(self, queue_name: str, doc: Any) -> Operation:
+        validation.queue_name(queue_name)
+        request = operations.operation_request(doc)
+        if self.store.get_queue(queue_name, consistent=True) is None:
+            raise NotFoundError(f"queue {queue_name} does not exist")
+        operation = Operation(new_id(), queue_name, request, self.ctx.clock())
+        self.store.put_operation(operation)
+        groups = fanout.split(list(range(SEGMENTS)), WORKERS)
+        for group in groups:
+            event = worker_event(operation, group)
+            if self.invoke is not None:
+                self.invoke(event)
+            else:  # no worker function configured: the request does the work itself
+                self.work(event, lambda: 60.0)
+        return operation
+
+    def get(self, queue_name: str, operation_id: str) -> Operation:
+        validation.queue_name(queue_name)
+        found = self.store.get_operation(queue_name, operation_id) if is_valid_id(operation_id) else None
+        if found is None:
+            raise NotFoundError(f"operation {operation_id} does not exist in queue {queue_name}")
+        return found
+
+    # workers ------------------------------------------------------------------------------
+    def work(self, event: Mapping[str, Any], time_left: Callable[[], float]) -> list[int]:
+        """Runs the event's segments from their persisted cursors; returns the ones left for a new invocation."""
+        queue, operation_id, segments = parse_worker(event)
+        operation = self.store.get_operation(queue, operation_id)
+        if operation is None:
+            return []
+        with ThreadPoolExecutor(max_workers=max(1, len(segments))) as pool:
+            done = list(pool.map(lambda seg: self._segment(operation, seg, time_left), segments))
+        left = [seg for seg, finished in zip(segments, done, strict=True) if not finished]
+        if left and self.invoke is not None:
+            self.invoke(worker_event(operation, left))
+        return left
+
+    def _segment(self, operation: Operation, segment: int, time_left: Callable[[], float]) -> bool:
+        todo, cursor = self.store.operation_cursor(operation.queue, operation.id, segment)
+        statuses = operation.request.filter.statuses(operation.request.action)
+        with ThreadPoolExecutor(max_workers=WRITERS) as pool:
+            while todo:
+                if time_left() < RESERVE_SECONDS:
+                    return False
+                page, cursor = self.store.segment_page(operation.queue, segment, statuses, cursor, PAGE)
+                now = self.ctx.clock()
+                request = operation.request
+                matching = [m for m in page if request.filter.matches(request.action, m.status, m.due_at)]
+                results = list(pool.map(self._applier(operation, now), matching))
+                self._send(operation, [claim for _, claim in results if claim is not None], now)
+                self.store.record_page(
+                    operation.queue, operation.id, segment, cursor, tally(r for r, _ in results), now=now
+                )
+                todo = cursor is not None
+        return True
+
+    def _applier(self, operation: Operation, now: datetime) -> Callable[[Message], tuple[MessageResult, Claim | None]]:
+        return lambda message: self._apply(operation, message, now)
+
+    def _apply(self, operation: Operation, message: Message, now: datetime) -> tuple[MessageResult, Claim | None]:
+        try:
+            return MessageResult.APPLIED, self._write(operation, message, now)
+        except StaleVersionError:
+            mark = self.store.last_op(message.queue, message.id)
+            return (MessageResult.ALREADY_APPLIED if mark == operation.id else MessageResult.SKIPPED), None
+        except (ValueError, ValidationError) as exc:
+            log("operation_skip", id=message.id, operation=operation.id, error=str(exc))
+            return MessageResult.SKIPPED, None
+
+    def _write(self, operation: Operation, message: Message, now: datetime) -> Claim | None:
+        """The single-message transition of the action (cancel, reschedule, redeliver), conditional on the version."""
+        action = operation.request.action
+        if action is Action.CANCEL:
+            retention = timedelta(days=self.ctx.settings.retention_days)
+            self.store.put_version_for(operation.id, lifecycle.cancel(message, now, retention))
+            self.ctx.metrics.count("Cancelled", queue=message.queue)
+            return None
+        if action is Action.SHIFT:
+            assert operation.request.seconds is not None
+            due = operations.shifted_due(message.due_at, operation.request.seconds, now)
+            change = lifecycle.reschedule(message, due=due, body=message.body)
+        else:
+            pending = redeliver(message, RedeliverRequest(), now).message
+            change = lifecycle.Change(pending, message.version, message.status)
+        placement = self.ctx.handoff.place(change.message, now, written_first=True)
+        change = change.leased(placement.lease)
+        self.store.put_version_for(operation.id, change, placement.keys)
+        return placement.claim()
+
+    def _send(self, operation: Operation, claims: list[Claim], now: datetime) -> None:
+        if claims:
+            # A refused timer leaves its lease to run out; the recovery sweep then hands the message off.
+            self.ctx.handoff.send_claimed(claims, now, give_back=False)

@@ -1,0 +1,61 @@
+"""Concurrency lease slots on in-process DynamoDB, with threads racing (moto made atomic as DynamoDB is)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from hourglass.core.concurrency import holder
+
+from devstack import moto_atomic
+from tests.integration.conftest import Harness
+
+NOW_MS = 1_000_000
+
+
+def test_racing_acquirers_never_hold_more_than_the_limit(harness: Harness) -> None:
+    moto_atomic.install()
+    store = harness.ctx.store
+    lock = threading.Lock()
+    held: list[int] = []
+    peak: list[int] = [0]
+    granted: list[int] = [0]
+
+    def attempt(worker: int) -> None:
+        for n in range(10):
+            lease = store.acquire_slot("q", 3, holder(f"m{worker}", n), NOW_MS + 60_000, NOW_MS)
+            if lease is None:
+                continue
+            with lock:
+                held.append(lease.slot)
+                peak[0] = max(peak[0], len(held))
+                granted[0] += 1
+            time.sleep(0.002)  # hold the slot a moment so that the others race for it
+            with lock:
+                held.remove(lease.slot)
+            store.release_slot("q", lease)
+
+    threads = [threading.Thread(target=attempt, args=(w,)) for w in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert peak[0] <= 3 < granted[0]
+
+
+def test_a_slot_frees_itself_when_its_lease_ends(harness: Harness) -> None:
+    store = harness.ctx.store
+    leases = [store.acquire_slot("q", 1, holder(f"m{i}", 1), NOW_MS + 1_000, NOW_MS) for i in range(2)]
+    later = store.acquire_slot("q", 1, holder("m9", 1), NOW_MS + 9_000, NOW_MS + 2_000)
+    assert (leases[0] is not None, leases[1], later is not None) == (True, None, True)
+
+
+def test_a_late_release_by_an_older_holder_frees_nothing(harness: Harness) -> None:
+    store = harness.ctx.store
+    old = store.acquire_slot("q", 1, holder("old", 1), NOW_MS + 1_000, NOW_MS)
+    new = store.acquire_slot("q", 1, holder("new", 1), NOW_MS + 9_000, NOW_MS + 2_000)
+    assert old is not None and new is not None
+    store.release_slot("q", old)
+    refused: Any = store.acquire_slot("q", 1, holder("third", 1), NOW_MS + 9_000, NOW_MS + 3_000)
+    assert refused is None
