@@ -116,4 +116,3 @@ class ControlStorage(Table):
             ExpressionAttributeValues={":v": n(old.version), ":st": s(old.status.value)},
         )
         return new
-
