@@ -81,8 +81,11 @@ class ControlStorage(Table):
         }
         return [attempt_from_item(item) for page in self._pages(request) for item in page.get("Items", [])]
 
-    def retain_attempts(self, queue: str, message_id: str, expire_at: datetime | None) -> None:
-        """Give a message's history the message's TTL (or none, while it lives again after a redelivery)."""
+    def retain_attempts(
+        self, queue: str, message_id: str, expire_at: datetime | None, *, except_attempt: int | None = None
+    ) -> None:
+        """Give a message's history the message's TTL (or none, while it lives again after a redelivery);
+        `except_attempt` was written with it already."""
         request: dict[str, Any] = {
             "TableName": self.table,
             "KeyConditionExpression": "pk = :q AND begins_with(sk, :a)",
@@ -95,6 +98,8 @@ class ControlStorage(Table):
             update = {"UpdateExpression": "SET #ttl = :t", "ExpressionAttributeValues": {":t": ttl}}
         for page in self._pages(request):
             for item in page.get("Items", []):
+                if except_attempt is not None and item["sk"]["S"] == history_key(message_id, except_attempt):
+                    continue
                 self._guard(
                     "update_item",
                     TableName=self.table,

@@ -248,7 +248,7 @@ class Dispatcher:
             return Result(True, "superseded")
         if change.expire_at is not None and message.attempts > 1:
             # Earlier attempts go with the message too.
-            self.store.retain_attempts(message.queue, message.id, change.expire_at)
+            self.store.retain_attempts(message.queue, message.id, change.expire_at, except_attempt=message.attempts)
         failure_notices.notify_ended(self.ctx, change.message)
         metric = {"delivered": "Delivered", "failed": "Failed", "expired": "Expired", "cancelled": "Cancelled"}
         self.ctx.metrics.count(metric[status.value], queue=message.queue)
