@@ -21,11 +21,21 @@ from typing import Any
 
 from hourglass import logs
 
-from bench import body_cost, capacity_sim, cost, log_bytes, memory, precision, sweep_scaling, throughput
+from bench import (
+    body_cost,
+    capacity_sim,
+    cost,
+    history_cost,
+    log_bytes,
+    memory,
+    precision,
+    sweep_scaling,
+    throughput,
+)
 from bench.report import RESULTS, Section, write
 from devstack.emulator import quiet_emulator_logs, use_dummy_credentials
 
-ORDER = ("precision", "sweep_scaling", "cost", "body_cost", "throughput", "memory", "capacity")
+ORDER = ("precision", "sweep_scaling", "cost", "body_cost", "history_cost", "throughput", "memory", "capacity")
 SIDE_BY_SIDE = ("sweep_scaling", "memory", "capacity")
 QUICK_PRECISION = precision.PrecisionConfig(
     per_target=20, max_delay=9.0, post_window=1.0, sweep_interval=1.0, lookahead=4.0, settle=3.0
@@ -61,6 +71,8 @@ def run_all(*, quick: bool = False, only: tuple[str, ...] = ORDER, out: Path | N
         except Exception:
             sections["body_cost"] = _failed("body_cost")
         timings["body_cost"] = round(time.time() - t, 1)
+    if "history_cost" in only:
+        sections["history_cost"] = history_cost.section()
     if "throughput" in only:
         t = time.time()
         sizes = {"ingest_posts": 2, "swept": 40, "delivered": 30} if quick else {}

@@ -13,6 +13,7 @@ from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
+from hourglass.core import deadline, delivery_control
 
 ASSET_EXCLUDES = ["__pycache__", "*.pyc", ".pytest_cache", ".mypy_cache", ".ruff_cache"]
 
@@ -28,7 +29,11 @@ class FunctionSpec:
 
 INGEST = FunctionSpec(handler="hourglass.handlers.api.handler", timeout=Duration.seconds(29))
 SWEEPER = FunctionSpec(handler="hourglass.handlers.sweeper.handler", timeout=Duration.seconds(60))
-DISPATCHER = FunctionSpec(handler="hourglass.handlers.dispatcher.handler", timeout=Duration.seconds(60))
+# Long enough that no attempt is killed: a queue's `timeout` may be up to 120 s (core/deadline.py).
+DISPATCHER = FunctionSpec(
+    handler="hourglass.handlers.dispatcher.handler",
+    timeout=Duration.seconds(deadline.function_timeout(delivery_control.MAX_TIMEOUT)),
+)
 
 
 class Workers(Construct):

@@ -103,3 +103,19 @@ def test_operation_document_fits_the_schema(harness: Harness, queue: str) -> Non
     check("/v1/queues/{queue}/operations", "POST", status, started)
     status, doc = harness.call("GET", f"/v1/queues/{queue}/operations/{started['id']}")
     check("/v1/queues/{queue}/operations/{id}", "GET", status, doc)
+
+
+def test_pause_and_resume_fit_the_schema(harness: Harness, queue: str) -> None:
+    for action in ("pause", "resume"):
+        status, doc = harness.call("POST", f"/v1/queues/{queue}/{action}")
+        check(f"/v1/queues/{{queue}}/{action}", "POST", status, doc)
+
+
+def test_attempts_and_redeliver_fit_the_schema(harness: Harness, queue: str) -> None:
+    _, created = harness.call("POST", f"/v1/queues/{queue}/messages", {"messages": [{"body": 1}]})
+    message_id = created["messages"][0]["id"]
+    harness.dispatch(harness.timers())
+    status, doc = harness.call("GET", f"/v1/queues/{queue}/messages/{message_id}/attempts")
+    check("/v1/queues/{queue}/messages/{id}/attempts", "GET", status, doc)
+    status, doc = harness.call("POST", f"/v1/queues/{queue}/messages/{message_id}/redeliver")
+    check("/v1/queues/{queue}/messages/{id}/redeliver", "POST", status, doc)

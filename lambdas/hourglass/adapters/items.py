@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from hourglass.core import delivery_control
 from hourglass.core.body_placement import DEFAULT_LIMITS, BodyLimits, Placement, body_expiry, place
 from hourglass.core.handoff import DueEntry
 from hourglass.core.model import (
@@ -119,6 +120,7 @@ def message_to_item(message: Message, sweep: SweepKeys | None = None, *, body: B
         "claimed_until": n(to_ms(message.claimed_until)) if message.claimed_until else None,
         "topic": s(message.topic) if message.topic else None,
         "retry": s(_dumps(asdict(message.retry))) if message.retry else None,
+        "attempts_base": n(message.attempts_base) if message.attempts_base else None,
         "sweep_pk": s(sweep.pk) if sweep else None,
         "sweep_sk": s(sweep.sk) if sweep else None,
     }
@@ -163,6 +165,7 @@ def message_from_item(item: Item) -> Message:
         claimed_until=_time(item, "claimed_until"),
         topic=_str(item, "topic"),
         retry=RetryPolicy(**json.loads(retry)) if retry else None,
+        attempts_base=_int(item, "attempts_base", 0),
     )
 
 
@@ -170,21 +173,33 @@ def queue_to_item(queue: Queue) -> Item:
     settings = queue.settings
     doc = asdict(settings)
     doc["target"] = asdict(settings.target) if settings.target else None
+    control = delivery_control.of(queue)
+    stored_control = {k: v for k, v in delivery_control.stored(control).items() if k != "paused"}
+    if stored_control:
+        doc["control"] = stored_control
     return {
         **queue_key(queue.name),
         "settings": s(_dumps(doc)),
         "created_at": n(to_ms(queue.created_at)),
+        # Top level, so pause and resume are one small conditional update.
+        "paused": {"BOOL": control.paused},
     }
 
 
 def queue_from_item(item: Item) -> Queue:
     doc = json.loads(item["settings"]["S"])
     raw_target = doc.pop("target")
+    raw_control = doc.pop("control", {})
     settings = QueueSettings(
         **{**doc, "retry": RetryPolicy(**doc["retry"])},
         target=target_from_json(_dumps(raw_target)) if raw_target else None,
     )
-    return Queue(name=item["pk"]["S"], settings=settings, created_at=from_ms(int(item["created_at"]["N"])))
+    paused = bool(item.get("paused", {}).get("BOOL", False))
+    control: delivery_control.DeliveryControl | None = delivery_control.from_stored({**raw_control, "paused": paused})
+    if control == delivery_control.DeliveryControl():
+        control = None  # the default control, as a queue built without one
+    created_at = from_ms(int(item["created_at"]["N"]))
+    return Queue(name=item["pk"]["S"], settings=settings, created_at=created_at, control=control)
 
 
 # message bodies ------------------------------------------------------------------------------

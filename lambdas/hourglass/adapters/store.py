@@ -1,12 +1,13 @@
-"""The one DynamoDB table: message storage (`message_storage`) and sweep bookkeeping (`sweep_storage`)."""
+"""The one DynamoDB table: message storage, sweep bookkeeping and delivery control (`control_storage`)."""
 
 from __future__ import annotations
 
 from hourglass.adapters.concurrency_storage import ConcurrencyStorage
+from hourglass.adapters.control_storage import ControlStorage
 from hourglass.adapters.message_storage import MessageStorage
 from hourglass.adapters.operation_storage import OperationStorage
 from hourglass.adapters.sweep_storage import SweepStorage
 
 
-class Store(MessageStorage, SweepStorage, OperationStorage, ConcurrencyStorage):
+class Store(MessageStorage, SweepStorage, OperationStorage, ConcurrencyStorage, ControlStorage):
     """Both nouns over one table and one client, as the services and the local runtime use it."""

@@ -21,6 +21,8 @@ class Outcome:
     retryable: bool = False
     error: str | None = None
     retry_after: float | None = None
+    # The HTTP status the target answered (None for SQS and transport failures), for the attempt history.
+    status_code: int | None = None
 
 
 DELIVERED = Outcome(delivered=True)
@@ -80,11 +82,12 @@ def retry_after_seconds(header: str | None, now: datetime) -> float | None:
 
 def judge_http(status: int, retry_after: str | None, now: datetime) -> Outcome:
     if 200 <= status < 300:
-        return DELIVERED
+        return Outcome(delivered=True, status_code=status)
     error = f"HTTP {status}"
     if status in RETRYABLE_STATUSES or status >= 500:
-        return Outcome(False, retryable=True, error=error, retry_after=retry_after_seconds(retry_after, now))
-    return Outcome(False, retryable=False, error=error)
+        wait = retry_after_seconds(retry_after, now)
+        return Outcome(False, retryable=True, error=error, retry_after=wait, status_code=status)
+    return Outcome(False, retryable=False, error=error, status_code=status)
 
 
 def judge_later(status: int, body: bytes) -> Outcome:
@@ -94,8 +97,8 @@ def judge_later(status: int, body: bytes) -> Outcome:
     except (ValueError, UnicodeDecodeError, AttributeError, RecursionError):
         code = None
     if code == 100:
-        return DELIVERED
-    return Outcome(False, retryable=True, error=f"HTTP {status}, code {code!r}")
+        return Outcome(delivered=True, status_code=status)
+    return Outcome(False, retryable=True, error=f"HTTP {status}, code {code!r}", status_code=status)
 
 
 def transport_failure(reason: str) -> Outcome:

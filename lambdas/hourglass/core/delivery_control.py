@@ -9,7 +9,7 @@ from typing import Any
 
 from hourglass.core import validation
 from hourglass.core.document import target_doc
-from hourglass.core.model import HttpTarget, SqsTarget
+from hourglass.core.model import HttpTarget, Queue, SqsTarget
 from hourglass.errors import ValidationError
 
 MIN_RATE, MAX_RATE = 0.1, 10_000.0
@@ -90,3 +90,8 @@ def from_stored(doc: Mapping[str, Any]) -> DeliveryControl:
 def pause_read_fresh(read_sent_at: datetime, now: datetime) -> bool:
     """Whether a read of the queue sent at `read_sent_at` may still decide that an attempt starts now."""
     return now - read_sent_at <= PAUSE_READ_MAX_AGE
+
+
+def of(queue: Queue | None) -> DeliveryControl:
+    """A queue's control; the default one for a queue stored before v1.1 (and for `@later`)."""
+    return queue.control if queue is not None and queue.control is not None else DeliveryControl()

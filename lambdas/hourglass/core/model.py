@@ -5,7 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hourglass.core.delivery_control import DeliveryControl
 
 JSON = Any
 LATER_NAMESPACE = "@later"
@@ -78,6 +81,8 @@ class Queue:
     name: str
     settings: QueueSettings
     created_at: datetime
+    # Delivery control (v1.1); None is the default control (`delivery_control.of`).
+    control: DeliveryControl | None = None
 
 
 @dataclass(frozen=True)
@@ -111,3 +116,5 @@ class Message:
     claimed_until: datetime | None = None
     topic: str | None = None
     retry: RetryPolicy | None = None
+    # Attempts made before the last redelivery: the retry budget counts `attempts - attempts_base`.
+    attempts_base: int = 0

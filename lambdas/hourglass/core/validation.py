@@ -197,7 +197,10 @@ def retry_policy(value: object) -> RetryPolicy:
     )
 
 
-QUEUE_FIELDS = frozenset({"default_delay", "max_delay", "ttl", "target", "retry", "signing_secret"})
+QUEUE_FIELDS = frozenset({"default_delay", "max_delay", "ttl", "target", "retry", "signing_secret"}) | frozenset(
+    # delivery control (v1.1), validated by `delivery_control.delivery_control`
+    {"rate_limit", "max_concurrency", "timeout", "failure_destination", "paused"}
+)
 
 
 def queue_settings(doc: object) -> QueueSettings:

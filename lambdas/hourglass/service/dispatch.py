@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from hourglass.adapters.timer_queue import read_timers
-from hourglass.core import delivery, handoff, lifecycle, retry, schedule
+from hourglass.core import deadline, delivery, delivery_control, handoff, lifecycle, next_attempt, schedule
+from hourglass.core.attempts import Attempt, AttemptOutcome
 from hourglass.core.handoff import Scheduled, Timer
 from hourglass.core.model import (
     LATER_NAMESPACE,
@@ -20,7 +21,7 @@ from hourglass.core.model import (
 from hourglass.core.timestamps import from_ms
 from hourglass.errors import DeliveryError, StaleVersionError, StoreError, TimerQueueError, ValidationError
 from hourglass.logs import log
-from hourglass.service import targets
+from hourglass.service import failure_notices, targets
 from hourglass.service.context import Context
 
 # A timer can beat the ingest write it belongs to (the timer is sent first); give the write time.
@@ -36,6 +37,10 @@ BEGIN_LEAD = timedelta(milliseconds=250)
 # ... but not sooner than this after the timer was sent: a hand-off timer is sent before its item is
 # written, and starting before the write lands costs a failed write and a re-send.
 WRITE_GRACE = timedelta(seconds=1)
+# A paused queue's timer comes back this often; its message stays pending with its due time.
+PAUSE_RECHECK = 2
+# How old a cached queue (and its pause flag) may be when an attempt starts (delivery_control).
+QUEUE_MAX_AGE = delivery_control.PAUSE_READ_MAX_AGE
 
 
 @dataclass(frozen=True)
@@ -66,7 +71,9 @@ class Dispatcher:
                 self._poison(exc)
         work.sort(key=lambda pair: pair[1].due_ms)
         if work:
-            with ThreadPoolExecutor(max_workers=min(DISPATCH_WORKERS, len(work))) as pool:
+            # Every timer on a thread of its own: the longest attempt (up to the queue's 120 s timeout)
+            # bounds the invocation, which `deadline.function_timeout` sizes the function for.
+            with ThreadPoolExecutor(max_workers=max(DISPATCH_WORKERS, len(work))) as pool:
                 results = list(pool.map(lambda pair: self.process_timer(pair[1]), work))
             failed.update(record_id for (record_id, _), result in zip(work, results, strict=True) if not result.ok)
         return list(dict.fromkeys(record_id for record_id, _ in bodies if record_id in failed))
@@ -100,33 +107,43 @@ class Dispatcher:
             return Result(True, "redelayed")
         start = min(due, max(due - BEGIN_LEAD, from_ms(timer.sent_ms) + WRITE_GRACE))
         self.ctx.sleep(schedule.seconds_until(start, now))
+        queue = self._queue(timer.queue)
+        control = delivery_control.of(queue)
         now = self.ctx.clock()
+        if control.paused:
+            # No attempt starts while paused: the message stays pending and keeps its due time.
+            self.ctx.handoff.resend([Scheduled(timer, PAUSE_RECHECK)])
+            self.ctx.metrics.count("Paused", queue=timer.queue)
+            return Result(True, "paused")
         try:
-            message = self._begin(timer, now)
+            message = self._begin(timer, now, control.timeout)
         except StaleVersionError:
             return self._not_startable(timer, now)
-        queue = self._queue(message)
         self.ctx.sleep(schedule.seconds_until(due, self.ctx.clock()))
         now = self.ctx.clock()
         if message.queue != LATER_NAMESPACE and (queue is None or queue.created_at != message.queue_epoch):
             return self._finish(message, Status.CANCELLED, now, "queue deleted")
         if message.expires_at is not None and now > message.expires_at:
             return self._finish(message, Status.EXPIRED, now, "expired before delivery")
+        started = self.ctx.clock()
         outcome = targets.deliver(self.ctx, message, queue)
         done = self.ctx.clock()
         if outcome.delivered:
             self.ctx.metrics.lateness((done - message.due_at).total_seconds() * 1000, queue=message.queue)
+            self._record(message, started, done, AttemptOutcome.DELIVERED, outcome)
             return self._finish(message, Status.DELIVERED, done, None, delivered_at=done)
-        return self._after_failure(message, queue, outcome, done)
+        return self._after_failure(message, queue, outcome, started, done)
 
-    def _begin(self, timer: Timer, now: datetime) -> Message:
+    def _begin(self, timer: Timer, now: datetime, timeout: float) -> Message:
         """pending(v) -> delivering, or take over a delivering message whose lease ran out.
 
         One conditional write either way (a failed one costs a write unit too). A timer's version is
         always a pending one, so the new version is v + 1 exactly when the start was from pending(v);
         a takeover of delivering(w) gives w + 1, and w > v.
         """
-        start = lifecycle.begin_delivery(timer.version, now, timedelta(seconds=self.ctx.settings.delivery_lease))
+        # The lease outlives the attempt (its HTTP deadline) and its bookkeeping: no takeover of a live one.
+        lease = max(self.ctx.settings.delivery_lease, (deadline.delivery_lease(now, timeout) - now).total_seconds())
+        start = lifecycle.begin_delivery(timer.version, now, timedelta(seconds=lease))
         message = self.store.begin_delivery(timer.queue, timer.id, start)
         if message.version != timer.version + 1:
             # The dispatcher that held the lease died; it may have reached the target first.
@@ -150,26 +167,57 @@ class Dispatcher:
         self.ctx.metrics.count("Skipped", queue=timer.queue)
         return Result(True, "skipped")
 
-    def _queue(self, message: Message) -> Queue | None:
-        if message.queue == LATER_NAMESPACE:
+    def _queue(self, name: str) -> Queue | None:
+        """The queue from a strongly consistent read at most QUEUE_MAX_AGE old (its age counted from
+        before the read was sent), so a start never relies on a pause state older than that."""
+        if name == LATER_NAMESPACE:
             return None
-        now = self.ctx.clock()
-        cached = self._queues.get(message.queue)
-        if cached and now - cached[0] < timedelta(seconds=10):
+        sent = self.ctx.clock()
+        cached = self._queues.get(name)
+        if cached and delivery_control.pause_read_fresh(cached[0], sent):
             return cached[1]
-        queue = self.store.get_queue(message.queue)
-        self._queues[message.queue] = (now, queue)
+        queue = self.store.get_queue(name, consistent=True)
+        self._queues[name] = (sent, queue)
         return queue
 
-    def _after_failure(self, message: Message, queue: Queue | None, outcome: delivery.Outcome, now: datetime) -> Result:
+    def _after_failure(
+        self, message: Message, queue: Queue | None, outcome: delivery.Outcome, started: datetime, now: datetime
+    ) -> Result:
         policy = message.retry or (queue.settings.retry if queue else RetryPolicy())
-        if not outcome.retryable or not retry.has_attempts_left(policy, message.attempts):
+        decision = next_attempt.after_failure(
+            policy,
+            attempt=message.attempts - message.attempts_base,
+            retryable=outcome.retryable,
+            now=now,
+            expires_at=message.expires_at,
+            retry_after=outcome.retry_after,
+            jitter=random.random(),
+        )
+        self._record(message, started, now, decision.outcome, outcome, retry_at=decision.retry_at)
+        if decision.outcome is AttemptOutcome.FAILED:
             return self._finish(message, Status.FAILED, now, outcome.error)
-        wait = retry.backoff(policy, message.attempts, jitter=random.random(), retry_after=outcome.retry_after)
-        retry_at = now + timedelta(seconds=wait)
-        if message.expires_at is not None and retry_at > message.expires_at:
+        if decision.outcome is AttemptOutcome.EXPIRED:
             return self._finish(message, Status.EXPIRED, now, outcome.error)
-        return self._schedule_retry(message, retry_at, outcome.error, now)
+        assert decision.retry_at is not None
+        return self._schedule_retry(message, decision.retry_at, outcome.error, now)
+
+    def _record(
+        self,
+        message: Message,
+        started: datetime,
+        finished: datetime,
+        result: AttemptOutcome,
+        outcome: delivery.Outcome,
+        retry_at: datetime | None = None,
+    ) -> None:
+        """One history item per attempt, before the outcome write: the attempt happened either way.
+        A terminal attempt carries the TTL the finished message will get (`retain_attempts` for the rest)."""
+        terminal = result is not AttemptOutcome.RETRY
+        expire_at = finished + timedelta(days=self.ctx.settings.retention_days) if terminal else None
+        attempt = Attempt(
+            message.id, message.attempts, started, finished, result, outcome.status_code, outcome.error, retry_at
+        )
+        self.store.put_attempt(message.queue, attempt, expire_at=expire_at)
 
     def _schedule_retry(self, message: Message, retry_at: datetime, error: str | None, now: datetime) -> Result:
         change = lifecycle.await_retry(message, retry_at, error)
@@ -198,6 +246,10 @@ class Dispatcher:
             # Our lease ran out and another dispatcher took over; its outcome stands.
             self.ctx.metrics.count("Superseded", queue=message.queue)
             return Result(True, "superseded")
+        if change.expire_at is not None and message.attempts > 1:
+            # Earlier attempts go with the message too.
+            self.store.retain_attempts(message.queue, message.id, change.expire_at, except_attempt=message.attempts)
+        failure_notices.notify_ended(self.ctx, change.message)
         metric = {"delivered": "Delivered", "failed": "Failed", "expired": "Expired", "cancelled": "Cancelled"}
         self.ctx.metrics.count(metric[status.value], queue=message.queue)
         log("finished", id=message.id, queue=message.queue, status=status.value, attempts=message.attempts, error=error)

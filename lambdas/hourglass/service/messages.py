@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from hourglass.adapters.message_storage import cursor_after
-from hourglass.core import lifecycle, limits, schedule, sqs_targets, validation
+from hourglass.core import delivery_control, lifecycle, limits, schedule, sqs_targets, validation
 from hourglass.core.admission import admit
 from hourglass.core.document import message_doc
 from hourglass.core.handoff import Claim, Placement, Scheduled
@@ -55,8 +55,11 @@ class Messages:
         settings = validation.queue_settings(doc)
         self._check_target(settings.target, "target")
         existing = self.store.get_queue(name, consistent=True)
+        # PUT leaves the paused state as it is (only /pause and /resume change it).
+        control = delivery_control.delivery_control(doc or {}, paused=delivery_control.of(existing).paused)
+        self._check_target(control.failure_destination, "failure_destination")
         created_at = existing.created_at if existing else self.ctx.clock()
-        queue = Queue(name=name, settings=settings, created_at=created_at)
+        queue = Queue(name=name, settings=settings, created_at=created_at, control=control)
         return queue, self.store.put_queue(queue)
 
     def get_queue(self, name: str) -> Queue:
@@ -180,6 +183,9 @@ class Messages:
         retention = timedelta(days=self.ctx.settings.retention_days)
         change = lifecycle.cancel(message, self.ctx.clock(), retention)
         self.store.cancel(change)
+        if message.attempts and change.expire_at is not None:
+            # Its attempt history (retries before the cancel) goes with it.
+            self.store.retain_attempts(message.queue, message.id, change.expire_at)
         self.ctx.metrics.count("Cancelled", queue=message.queue)
         return change.message
 

@@ -10,8 +10,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from hourglass.core import json_body, validation
+from hourglass.core import delivery_control, json_body, validation
+from hourglass.core.attempts import history_doc
 from hourglass.core.document import created_doc, later_doc, message_doc, queue_doc
+from hourglass.core.model import Queue
 from hourglass.core.operations import operation_doc
 from hourglass.errors import (
     ConflictError,
@@ -23,6 +25,7 @@ from hourglass.errors import (
 )
 from hourglass.logs import log
 from hourglass.service.context import Context
+from hourglass.service.control import Control
 from hourglass.service.messages import Messages
 from hourglass.service.operations import Operations
 
@@ -57,6 +60,7 @@ class Api:
         self.ctx = ctx
         self.messages = Messages(ctx)
         self.operations = Operations(ctx)
+        self.control = Control(ctx, self.messages)
         handlers: list[tuple[str, str, Callable[..., Response]]] = [
             ("GET", r"/health", self.health),
             ("PUT", rf"/v1/queues/{NAME}", self.put_queue),
@@ -69,6 +73,10 @@ class Api:
             ("PATCH", rf"/v1/queues/{NAME}/messages/{NAME}", self.patch_message),
             ("POST", rf"/v1/queues/{NAME}/operations", self.start_operation),
             ("GET", rf"/v1/queues/{NAME}/operations/{NAME}", self.get_operation),
+            ("POST", rf"/v1/queues/{NAME}/pause", self.pause_queue),
+            ("POST", rf"/v1/queues/{NAME}/resume", self.resume_queue),
+            ("GET", rf"/v1/queues/{NAME}/messages/{NAME}/attempts", self.message_attempts),
+            ("POST", rf"/v1/queues/{NAME}/messages/{NAME}/redeliver", self.redeliver_message),
             ("POST", r"/create", self.later_create),
             ("POST", r"/delete", self.later_delete),
             ("POST", r"/query", self.later_query),
@@ -130,10 +138,25 @@ class Api:
     def put_queue(self, request: Request, name: str) -> Response:
         doc = request.json() if request.raw_body else {}
         queue, created = self.messages.put_queue(name, doc)
-        return respond(201 if created else 200, queue_doc(queue))
+        return respond(201 if created else 200, full_queue_doc(queue))
 
     def get_queue(self, request: Request, name: str) -> Response:
-        return respond(200, queue_doc(self.messages.get_queue(name)))
+        return respond(200, full_queue_doc(self.messages.get_queue(name)))
+
+    def pause_queue(self, request: Request, name: str) -> Response:
+        return respond(200, full_queue_doc(self.control.pause(name)))
+
+    def resume_queue(self, request: Request, name: str) -> Response:
+        return respond(200, full_queue_doc(self.control.resume(name)))
+
+    def message_attempts(self, request: Request, name: str, message_id: str) -> Response:
+        validation.queue_name(name)
+        return respond(200, history_doc(self.control.attempts(name, message_id)))
+
+    def redeliver_message(self, request: Request, name: str, message_id: str) -> Response:
+        validation.queue_name(name)
+        doc = request.json() if request.raw_body else None
+        return respond(200, message_doc(self.control.redeliver(name, message_id, doc)))
 
     def delete_queue(self, request: Request, name: str) -> Response:
         self.messages.delete_queue(name)
@@ -177,3 +200,8 @@ class Api:
 
     def later_query(self, request: Request) -> Response:
         return respond(200, later_doc(self.messages.later_query(request.json())))
+
+
+def full_queue_doc(queue: Queue) -> dict[str, Any]:
+    """The queue document with its delivery control (v1.1)."""
+    return {**queue_doc(queue), **delivery_control.control_doc(delivery_control.of(queue))}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import http.client
 
-from hourglass.core import delivery
+from hourglass.core import deadline, delivery, delivery_control
 from hourglass.core.model import HttpTarget, LaterTarget, Message, Queue, SqsTarget
 from hourglass.errors import DeliveryError, ValidationError
 from hourglass.service.context import Context
@@ -34,7 +34,8 @@ def deliver(ctx: Context, message: Message, queue: Queue | None) -> delivery.Out
                 message, attempt, headers=target.headers, secret=secret, now=ctx.clock()
             )
             allow = ctx.settings.allow_private_callbacks
-            reply = ctx.post(target.url, body, headers, allow_private=allow)
+            connect, read = deadline.http_timeouts(delivery_control.of(queue).timeout)
+            reply = ctx.post(target.url, body, headers, allow_private=allow, connect_timeout=connect, read_timeout=read)
             return delivery.judge_http(reply.status, reply.headers.get("retry-after"), ctx.clock())
     except DeliveryError as exc:
         return delivery.Outcome(False, retryable=exc.retryable, error=str(exc)[:500])

@@ -1,0 +1,60 @@
+"""Delivery control use cases behind the REST API: pause, resume, attempt history, redelivery."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from hourglass.core import redelivery
+from hourglass.core.attempts import Attempt
+from hourglass.core.delivery_control import PAUSE_SETTLE
+from hourglass.core.model import Message, Queue
+from hourglass.errors import ConflictError, StaleVersionError
+from hourglass.service.context import Context
+from hourglass.service.messages import Messages
+
+
+class Control:
+    def __init__(self, ctx: Context, messages: Messages) -> None:
+        self.ctx = ctx
+        self.store = ctx.store
+        self.messages = messages
+
+    def pause(self, name: str) -> Queue:
+        self.messages.get_queue(name)
+        queue = self.store.set_paused(name, True)
+        # Dispatchers decide a start on a queue read at most 1 s old: after this wait, none that
+        # starts can have read the queue before the pause was committed.
+        self.ctx.sleep(PAUSE_SETTLE.total_seconds())
+        return queue
+
+    def resume(self, name: str) -> Queue:
+        """Held timers come back within `dispatch.PAUSE_RECHECK` and start, in due order per batch."""
+        self.messages.get_queue(name)
+        return self.store.set_paused(name, False)
+
+    def attempts(self, queue: str, message_id: str) -> list[Attempt]:
+        self.messages.get(queue, message_id)  # 404 when unknown
+        return self.store.list_attempts(queue, message_id)
+
+    def redeliver(self, queue_name: str, message_id: str, doc: Any) -> Message:
+        self.messages.get_queue(queue_name)
+        now = self.ctx.clock()
+        request = redelivery.redeliver_request(doc, now)
+        message = self.messages.get(queue_name, message_id)
+        again = redelivery.redeliver(message, request, now)
+        pending = replace(again.message, attempts_base=again.budget_from)
+        handoff = self.ctx.handoff
+        placement = handoff.place(pending, now, written_first=True)
+        pending = replace(pending, claimed_until=placement.lease)
+        try:
+            self.store.redeliver(message, pending, placement.keys)
+        except StaleVersionError as exc:
+            raise ConflictError(f"message {message_id} changed; try again") from exc
+        # The history lives as long as the message, which no longer has a TTL.
+        self.store.retain_attempts(queue_name, message_id, None)
+        claim = placement.claim()
+        if claim is not None:
+            # If this send fails the recovery sweep hands the message off when its lease ends.
+            handoff.send_claimed([claim], now, give_back=False)
+        return pending
