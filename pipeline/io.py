@@ -20,7 +20,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from pipeline import cells, records, transforms
+from pipeline import cells, exports, records, transforms
 from pipeline.deployment import Deployment
 
 FORMATS = ("csv", "jsonl", "parquet")
@@ -39,8 +39,13 @@ def input_format(path: str, given: str | None = None) -> str:
         if name.endswith(suffix):
             return fmt
     if Path(path).is_dir():
-        return "parquet"
+        found = {input_format(str(f)) for f in Path(path).rglob("*") if f.is_file() and _SUFFIXES.get(_suffix(f.name))}
+        return found.pop() if len(found) == 1 else "parquet"
     raise InputError(f"cannot tell the format of {path}; pass --format ({', '.join(FORMATS)})")
+
+
+def _suffix(name: str) -> str:
+    return Path(name.lower().removesuffix(".gz")).suffix
 
 
 @dataclass(frozen=True)
@@ -177,28 +182,33 @@ def _relative_names(files: list[str]) -> dict[str, str]:
 # ---------------------------------------------------------------------------------- exports
 
 
-def read_export(spark: SparkSession, path: str, deployment: Deployment | None = None) -> DataFrame:
-    """Message records from a DynamoDB export (DynamoDB JSON lines, gzip or not)."""
-    if path.startswith("s3://"):
-        keys = s3_export_files(path, deployment)
-        located = spark.sparkContext.parallelize(keys, max(1, len(keys)))
-        items = located.flatMap(lambda key: records.export_items(s3_lines(deployment, key)))
+def read_export(spark: SparkSession, path: str, deployment: Deployment | None = None) -> tuple[DataFrame, str]:
+    """Message records from a DynamoDB export (pipeline.exports: manifests, incremental exports), and
+    what was read."""
+    try:
+        chosen = exports.plan(path, deployment)
+    except exports.ExportError as exc:
+        raise InputError(str(exc)) from exc
+    if chosen.exports:
+        sources = [(f, e.as_of_us) for e in chosen.exports for f in e.files]
     else:
-        files = [str(p) for p in _local_export_files(Path(path))]
-        if not files:
-            raise InputError(f"no export data files (*.json, *.json.gz) under {path}")
-        items = spark.read.text(files).rdd.mapPartitions(lambda rows: records.export_items(r.value for r in rows))
-    return spark.createDataFrame(items.mapPartitions(records.records), records.SCHEMA)
+        sources = [(f, 0) for f in chosen.bare_files]
+    sc = spark.sparkContext
+    located = sc.parallelize(sources, max(1, min(len(sources), 4 * sc.defaultParallelism)))
+    changed = located.flatMap(
+        lambda source: exports.changes(exports.lines(source[0], deployment), source[1], source[0])
+    )
+    if len(chosen.exports) > 1:
+        # Incremental exports over the full one: per key the latest write, deletes dropped.
+        items = changed.reduceByKey(exports.latest).values().filter(lambda write: write[1] is not None)
+    else:
+        items = changed.values()
+    messages = items.map(lambda write: write[1]).mapPartitions(records.records)
+    return spark.createDataFrame(messages, records.SCHEMA), chosen.describe()
 
 
 def _export_data_file(name: str) -> bool:
     return name.endswith((".json", ".json.gz")) and not name.startswith(("manifest", "_"))
-
-
-def _local_export_files(path: Path) -> list[Path]:
-    if path.is_file():
-        return [path]
-    return sorted(p for p in path.rglob("*") if p.is_file() and _export_data_file(p.name))
 
 
 def _split_s3(url: str) -> tuple[str, str]:

@@ -50,7 +50,8 @@ def read_messages(spark: SparkSession, args: argparse.Namespace) -> tuple[DataFr
     """Message records from the export if one is given, else a parallel Scan of the live table."""
     if args.export:
         located = deployment.Deployment(table="", endpoint_url=args.endpoint_url, region=args.region or "us-east-1")
-        return io.read_export(spark, args.export, located), args.export, located
+        messages, source = io.read_export(spark, args.export, located)
+        return messages, f"{args.export} ({source})", located
     target = deployment.resolve(args, needs_timer_queue=False)
     segments = args.segments or 2 * spark.sparkContext.defaultParallelism
     scanned = spark.sparkContext.parallelize(range(segments), segments).mapPartitions(

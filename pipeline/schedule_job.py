@@ -158,7 +158,7 @@ def _store(
     carry this run's id) as its own. The accumulators only drive the progress lines.
     """
     partitions = max(2 * sc.defaultParallelism, math.ceil(accepted / WRITE_ROWS_PER_PARTITION))
-    concurrent = max(1, min(partitions, sc.defaultParallelism))
+    concurrent = max(1, min(partitions, max_concurrent_tasks(sc)))
     share = args.max_write_units / concurrent if args.max_write_units else None
     settings = WriteSettings(
         lookahead=args.lookahead, handoff_safety=args.handoff_safety, write_units=share, run=uuid.uuid4().hex
@@ -173,6 +173,19 @@ def _store(
         for name, value in result.items():
             setattr(total, name, getattr(total, name) + value)
     return total, share
+
+
+def max_concurrent_tasks(sc: SparkContext) -> int:
+    """How many tasks can run at once: with dynamic allocation, its maximum executors x cores each
+    (not the executors already up), so the tasks' shares of the write budget never add up to more."""
+    conf = sc.getConf()
+    if conf.get("spark.dynamicAllocation.enabled", "false").lower() == "true":
+        executors = conf.get("spark.dynamicAllocation.maxExecutors")
+        if executors and executors.isdigit():
+            cores = int(conf.get("spark.executor.cores", "1") or 1)
+            task_cpus = int(conf.get("spark.task.cpus", "1") or 1)
+            return max(1, int(executors) * cores // task_cpus)
+    return max(1, sc.defaultParallelism)
 
 
 def _partition_writer(
