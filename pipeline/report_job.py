@@ -35,7 +35,11 @@ LATENESS_NOTE = (
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m pipeline report", description=__doc__.splitlines()[0])
     p.add_argument("--export", help="DynamoDB export (file, directory or s3:// prefix); default: scan the table")
-    p.add_argument("--segments", type=int, help="parallel Scan segments (default: 2 per core)")
+    p.add_argument(
+        "--segments",
+        type=int,
+        help="parallel Scan segments (default: one per 128 MB of the table's size, at least 2 per core)",
+    )
     p.add_argument("--out", default="pipeline/out/report", help="output directory or s3:// prefix")
     p.add_argument("--now", type=parse_rfc3339, help="the report's 'now' (RFC 3339; default: now)")
     p.add_argument("--stuck-after", type=float, default=600.0, help="seconds past due that make a message stuck")
@@ -53,7 +57,7 @@ def read_messages(spark: SparkSession, args: argparse.Namespace) -> tuple[DataFr
         messages, source = io.read_export(spark, args.export, located)
         return messages, f"{args.export} ({source})", located
     target = deployment.resolve(args, needs_timer_queue=False)
-    segments = args.segments or 2 * spark.sparkContext.defaultParallelism
+    segments = args.segments or table.scan_segments(target, 2 * spark.sparkContext.defaultParallelism)
     scanned = spark.sparkContext.parallelize(range(segments), segments).mapPartitions(
         lambda parts: records.records(item for part in parts for item in table.scan_segment(target, part, segments))
     )

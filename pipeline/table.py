@@ -42,6 +42,8 @@ PROJECTION_NAMES = {
 }
 THROTTLING = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"})
 KB = 1024
+SEGMENT_BYTES = 128 * 1024 * 1024
+MAX_SEGMENTS = 1_000_000
 MESSAGE_FILTER = {"FilterExpression": "begins_with(sk, :m)", "ExpressionAttributeValues": {":m": s("m#")}}
 
 
@@ -58,6 +60,16 @@ def load_queues(deployment: Deployment, names: Iterable[str]) -> dict[str, Queue
         if queue is not None:
             found[name] = queue
     return found
+
+
+def scan_segments(deployment: Deployment, at_least: int) -> int:
+    """Segments for a parallel Scan: one per SEGMENT_BYTES of the table (DescribeTable's size, refreshed
+    about every six hours), at least `at_least`, at most DynamoDB's 1,000,000."""
+    try:
+        size = deployment.client("dynamodb").describe_table(TableName=deployment.table)["Table"].get("TableSizeBytes")
+    except ClientError:
+        size = None
+    return max(at_least, min(MAX_SEGMENTS, -(-int(size or 0) // SEGMENT_BYTES)))
 
 
 def scan_segment(deployment: Deployment, segment: int, segments: int) -> Iterator[Item]:
