@@ -15,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from botocore.exceptions import ClientError
 from hourglass.adapters.items import Item
 
 from pipeline.deployment import Deployment
@@ -146,10 +147,16 @@ def _manifest_files(root: str, summary: dict[str, Any], deployment: Deployment |
     """The data files manifest-files.json lists, located under `root` (local copy or S3)."""
     name = str(summary.get("manifestFilesS3Key") or FILES).rsplit("/", 1)[-1]
     found = []
-    for line in lines(f"{root}/{name}", deployment):
+    try:
+        listed = list(lines(f"{root}/{name}", deployment))
+    except (OSError, ClientError) as exc:
+        raise ExportError(f"export {root} has {SUMMARY} but its {name} cannot be read: {exc}") from exc
+    for line in listed:
         if not line.strip():
             continue
-        key = json.loads(line)["dataFileS3Key"]
+        key = json.loads(line).get("dataFileS3Key")
+        if not key:
+            raise ExportError(f"{root}/{name}: a line without dataFileS3Key")
         # The key is bucket-relative: .../AWSDynamoDB/<id>/data/<file>; data/<file> is below root.
         found.append(f"{root}/data/{key.rsplit('/data/', 1)[-1]}")
     return found

@@ -124,3 +124,11 @@ def test_incremental_exports_apply_over_the_full_one(spark: SparkSession, prefix
         ("d", "pending"),
     ]
     assert "+ 1 incremental" in source
+
+
+def test_a_summary_without_its_file_manifest_is_refused(tmp_path: Path) -> None:
+    root = export(tmp_path / "AWSDynamoDB" / "0001-a", exports.FULL, [{"Item": item("a")}])
+    (root / "manifest-files.json").unlink()
+
+    with pytest.raises(exports.ExportError, match=r"manifest-files\.json cannot be read"):
+        exports.plan(str(tmp_path))
