@@ -1,8 +1,6 @@
-"""DynamoDB exports to S3, read by their manifests: a full export, optionally with incremental ones over it.
+"""DynamoDB exports to S3 read by their manifests: one finished full export, and incremental ones over it.
 
-An export directory (`.../AWSDynamoDB/<export id>/`) is finished when it holds manifest-summary.json;
-its data files are those manifest-files.json lists. Incremental exports apply in time order over the
-full one: per item key the latest write wins and a delete (no NewImage) drops the item.
+Incremental exports apply in time order: per item key the latest write wins, a delete drops the item.
 """
 
 from __future__ import annotations

@@ -103,7 +103,8 @@ def read_input(spark: SparkSession, path: str, fmt: str, source: str | None = No
 def _single_file(path: str) -> bool:
     """A file (not a directory, prefix or glob): its rows keep the ids of earlier releases, source:row."""
     if path.startswith("s3://"):
-        return input_format(path, None) != "parquet" and not path.endswith("/")
+        name = path.rsplit("/", 1)[-1]
+        return bool(name) and _suffix(name) in _SUFFIXES and not any(c in name for c in "*?[{")
     return Path(path).is_file()
 
 

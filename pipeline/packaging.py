@@ -1,7 +1,6 @@
-"""`python -m pipeline.packaging`: what EMR Serverless runs, built into one directory (`make emr-package`).
+"""`python -m pipeline.packaging` (`make emr-package`): what EMR Serverless runs, in one directory.
 
-`main.py` (the entry point), `hourglass_pipeline.zip` (the `--py-files`: hourglass + pipeline) and
-`pyenv.tar.gz`, a relocatable Python (interpreter, stdlib, boto3, matplotlib) unpacked as `./environment`.
+main.py, hourglass_pipeline.zip (hourglass + pipeline) and pyenv.tar.gz, a relocatable Python.
 """
 
 from __future__ import annotations

@@ -65,3 +65,11 @@ def test_one_file_keeps_its_ids_from_earlier_releases(spark: SparkSession, folde
     read = io.read_input(spark, str(folder / "b.jsonl"), "jsonl")
 
     assert [(r.row, r.key) for r in read.rows.limit(2).collect()] == [(1, "b.jsonl:1"), (2, "b.jsonl:2")]
+
+
+@pytest.mark.parametrize(
+    ("path", "single"),
+    [("s3://b/in/messages.csv", True), ("s3://b/in/", False), ("s3://b/in/batch", False), ("s3://b/in/*.csv", False)],
+)
+def test_an_s3_file_is_told_from_a_prefix(path: str, single: bool) -> None:
+    assert io._single_file(path) is single
