@@ -24,7 +24,7 @@ from hourglass.core import ids
 from pipeline import packaging
 from tests.pipeline.conftest import REGION, Stack
 
-pytestmark = [pytest.mark.spark, pytest.mark.emr, pytest.mark.timeout(1500)]
+pytestmark = [pytest.mark.spark, pytest.mark.emr, pytest.mark.timeout(2400)]
 
 SPARK_HOME = Path(pyspark.__file__).parent
 MASTER = "local-cluster[2,1,1024]"
@@ -100,7 +100,7 @@ def submit(package: Path, cluster: Path, stack: Stack, arguments: list[str], sum
     if "JAVA_HOME" in os.environ:
         env["JAVA_HOME"] = os.environ["JAVA_HOME"]
     started = time.monotonic()
-    done = subprocess.run(command, cwd=cluster, env=env, capture_output=True, text=True, timeout=900)
+    done = subprocess.run(command, cwd=cluster, env=env, capture_output=True, text=True, timeout=1800)
     seconds = time.monotonic() - started
     output = done.stdout + done.stderr
     (cluster / f"{arguments[0]}-{int(started)}.log").write_text(output)
