@@ -105,7 +105,7 @@ soak: $(STAMP) check-node
 		-o timeout=3600 tests/faults/test_total_queue.py -k soak -rA
 
 clean:
-	rm -rf $(VENV) $(MINISTACK_VENV) node_modules .hourglass cdk.out
+	rm -rf $(VENV) $(MINISTACK_VENV) node_modules .hourglass cdk.out dist
 
 # --- The PySpark pipeline (pipeline/README.md). The jobs talk to the `make dev` stack unless
 # AWS_ENDPOINT_URL names another endpoint; its lookahead/shards settings are passed on.
@@ -124,7 +124,22 @@ STACK_ARGS = $(if $(HOURGLASS_LOOKAHEAD),--lookahead $(HOURGLASS_LOOKAHEAD)) \
 	$(if $(HOURGLASS_HANDOFF_SAFETY),--handoff-safety $(HOURGLASS_HANDOFF_SAFETY)) \
 	$(if $(HOURGLASS_SHARDS),--shards $(HOURGLASS_SHARDS))
 
-.PHONY: spark-sample
+.PHONY: spark-sample emr-package emr-local
+
+# --- EMR Serverless (pipeline/README.md, "On AWS"). emr-package builds what start-job-run submits:
+# dist/emr/main.py, hourglass_pipeline.zip and pyenv.tar.gz (a relocatable Python with boto3 and
+# matplotlib, packed from EMR_PYTHON; for AWS build it on Amazon Linux 2023, see the README).
+# emr-local runs that package with spark-submit on local-cluster[2,1,1024] against the stack deployed
+# into a moto server (~3-5 min on 2 idle cores; not part of `make test`: it needs PyPI for the runtime).
+EMR_DIST ?= dist/emr
+EMR_PYTHON ?= $(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON))
+
+emr-package:
+	$(EMR_PYTHON) -m pipeline.packaging --out $(EMR_DIST) --python $(EMR_PYTHON)
+
+emr-local: $(STAMP) check-node check-java emr-package
+	HOURGLASS_EMR_PACKAGE=$(EMR_DIST) $(BIN)/python -m pytest -q -p no:cacheprovider -m emr -o timeout=2400 \
+		tests/pipeline/test_emr_local.py -rA
 
 spark-sample: $(STAMP) check-java
 	$(BIN)/python -m pipeline sample --rows $(ROWS) --out $(SAMPLE) $(if $(START),--start $(START))

@@ -40,24 +40,25 @@ class Planner:
     allow_private_callbacks: bool = False
     _checked_hosts: dict[tuple[str, int], str | None] = field(default_factory=dict)
 
-    def plan(self, row: int, text: str | None) -> Plan:
+    def plan(self, row: int, text: str | None, key: str | None = None) -> Plan:
+        """`key` names the row in its id (default `<source>:<row>`); a dedup_id takes its place."""
         named = None
         try:
             doc = _document(text)
             raw = doc.pop("queue", None)
             named = raw if isinstance(raw, str) else None
-            return self._message(row, validation.queue_name(raw), doc)
+            return self._message(key or f"{self.source}:{row}", validation.queue_name(raw), doc)
         except ValidationError as exc:
             return _rejected(_reason(exc), named)
 
-    def _message(self, row: int, name: str, doc: dict[str, object]) -> Plan:
+    def _message(self, key: str, name: str, doc: dict[str, object]) -> Plan:
         queue = self.queues.get(name)
         if queue is None:
             raise ValidationError("queue", f"queue {name} does not exist")
         request = validation.new_message(doc, 0, queue.settings, self.now)
         if isinstance(request.target, HttpTarget) and not self.allow_private_callbacks:
             self._check_url(request.target.url)
-        message_id = ids.deterministic_id(name, request.dedup_id or f"row:{self.source}:{row}")
+        message_id = ids.deterministic_id(name, request.dedup_id or f"row:{key}")
         message = admit(queue, request, self.now, message_id)
         sweep = (
             schedule.sweep_keys(

@@ -35,7 +35,11 @@ LATENESS_NOTE = (
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m pipeline report", description=__doc__.splitlines()[0])
     p.add_argument("--export", help="DynamoDB export (file, directory or s3:// prefix); default: scan the table")
-    p.add_argument("--segments", type=int, help="parallel Scan segments (default: 2 per core)")
+    p.add_argument(
+        "--segments",
+        type=int,
+        help="parallel Scan segments (default: one per 128 MB of the table's size, at least 2 per core)",
+    )
     p.add_argument("--out", default="pipeline/out/report", help="output directory or s3:// prefix")
     p.add_argument("--now", type=parse_rfc3339, help="the report's 'now' (RFC 3339; default: now)")
     p.add_argument("--stuck-after", type=float, default=600.0, help="seconds past due that make a message stuck")
@@ -50,9 +54,10 @@ def read_messages(spark: SparkSession, args: argparse.Namespace) -> tuple[DataFr
     """Message records from the export if one is given, else a parallel Scan of the live table."""
     if args.export:
         located = deployment.Deployment(table="", endpoint_url=args.endpoint_url, region=args.region or "us-east-1")
-        return io.read_export(spark, args.export, located), args.export, located
+        messages, source = io.read_export(spark, args.export, located)
+        return messages, f"{args.export} ({source})", located
     target = deployment.resolve(args, needs_timer_queue=False)
-    segments = args.segments or 2 * spark.sparkContext.defaultParallelism
+    segments = args.segments or table.scan_segments(target, 2 * spark.sparkContext.defaultParallelism)
     scanned = spark.sparkContext.parallelize(range(segments), segments).mapPartitions(
         lambda parts: records.records(item for part in parts for item in table.scan_segment(target, part, segments))
     )

@@ -11,7 +11,8 @@ import argparse
 import math
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import PurePosixPath
 from typing import Any
@@ -32,7 +33,7 @@ from pipeline.table import Planned, TableWriter, WriteCounts, WriteSettings
 ROWS_PER_PARTITION = 25_000
 # Write partitions are smaller: progress is counted as tasks finish, and a retried task redoes less.
 WRITE_ROWS_PER_PARTITION = 2_000
-COUNTERS = (ROWS, *vars(WriteCounts()))
+COUNTERS = (ROWS, "scheduled", "duplicate", "handed_off", "swept", "expired", "throttled")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -49,6 +50,11 @@ def parser() -> argparse.ArgumentParser:
         help="accept callback URLs on loopback/private addresses (the local runtime's default)",
     )
     p.add_argument("--dry-run", action="store_true", help="validate and write rejects; store nothing")
+    p.add_argument(
+        "--max-write-units",
+        type=float,
+        help="write units per second for the whole job, shared by the concurrent write tasks (default: unpaced)",
+    )
     p.add_argument("--partitions", type=int, help=f"default: one per {ROWS_PER_PARTITION} rows, at least one per core")
     p.add_argument("--progress-interval", type=float, default=5.0, help="seconds between progress lines")
     p.add_argument("--master", help="Spark master (default: spark-submit's, else local[*])")
@@ -66,34 +72,41 @@ def run(spark: SparkSession, args: argparse.Namespace) -> dict[str, Any]:
     fmt = io.input_format(args.input, args.format)
     source = args.source_name or PurePosixPath(args.input.rstrip("/")).name
     sc = spark.sparkContext
-    plan, total = _plan(spark, args, target, now, fmt, source, timing)
-    with Reporter(sc, Counters(sc, ()), phase="validate", total=total, interval=args.progress_interval):
+    rows = io.read_input(spark, args.input, fmt, source)
+    plan = _plan(spark, args, target, now, rows, timing)
+    with Reporter(sc, Counters(sc, ()), phase="validate", total=rows.total, interval=args.progress_interval):
         read = plan.count()
+    rows.release()  # the plan holds what the rest needs
     validated = time.monotonic()
-    log("validated", rows=read, seconds=round(validated - started, 1))
+    log("validated", rows=read, files=rows.files, seconds=round(validated - started, 1))
 
     rejects = transforms.rejects(plan)
     io.write_csv(rejects.orderBy("row"), args.rejects)
     rejected = rejects.count()
-    counters = Counters(sc, COUNTERS)
+    counts = WriteCounts()
+    budget = None
     if not args.dry_run:
-        _store(sc, plan, target, now, args, timing, counters, accepted=read - rejected)
+        counts, budget = _store(sc, plan, target, now, args, timing, accepted=read - rejected)
     plan.unpersist()
 
-    counts = counters.values()
     elapsed = time.monotonic() - started
     summary = {
         "input": args.input,
+        "files": rows.files,
         "source": source,
         "format": fmt,
         "table": target.table,
         "now": format_rfc3339(now),
         "dry_run": args.dry_run,
         "read": read,
-        "scheduled": counts["scheduled"],
-        "duplicate": counts["duplicate"],
+        "scheduled": counts.scheduled,
+        "duplicate": counts.duplicate,
         "rejected": rejected,
-        **{name: counts[name] for name in ("handed_off", "swept", "expired", "handoff_fallback")},
+        **{name: getattr(counts, name) for name in ("handed_off", "swept", "expired", "handoff_fallback")},
+        "throttled": counts.throttled,
+        "write_units": counts.write_units,
+        "max_write_units": args.max_write_units,
+        "task_write_units": budget,
         "validate_s": round(validated - started, 2),
         "elapsed_s": round(elapsed, 2),
         "rows_per_s": round(read / elapsed) if elapsed > 0 else None,
@@ -109,12 +122,10 @@ def _plan(
     args: argparse.Namespace,
     target: deployment.Deployment,
     now: datetime,
-    fmt: str,
-    source: str,
+    rows: io.MessageInput,
     timing: Timing,
-) -> tuple[DataFrame, int]:
-    """The persisted plan of every input row (computed by the first action), and the input's row count."""
-    rows = io.read_input(spark, args.input, fmt)
+) -> DataFrame:
+    """The persisted plan of every input row (computed by the first action)."""
     partitions = args.partitions or max(
         spark.sparkContext.defaultParallelism, math.ceil(rows.total / ROWS_PER_PARTITION)
     )
@@ -125,11 +136,11 @@ def _plan(
         rows.documents(partitions),
         queues,
         now=now,
-        source=source,
+        source=args.source_name or PurePosixPath(args.input.rstrip("/")).name,
         keys=KeySettings(shards=timing.shards, bucket_seconds=timing.bucket_seconds),
         allow_private_callbacks=args.allow_private_callbacks,
     )
-    return plan.persist(StorageLevel.MEMORY_AND_DISK), rows.total
+    return plan.persist(StorageLevel.MEMORY_AND_DISK)
 
 
 def _store(
@@ -139,29 +150,57 @@ def _store(
     now: datetime,
     args: argparse.Namespace,
     timing: Timing,
-    counters: Counters,
     *,
     accepted: int,
-) -> None:
-    """Writes the accepted rows in small partitions; progress is counted as each one finishes."""
+) -> tuple[WriteCounts, float | None]:
+    """Writes the accepted rows in small partitions and sums what each finished task reports.
+
+    The counts come back as task results, not accumulators: Spark keeps one result per partition
+    however often a task ran, and a retried task counts the items its failed attempt stored (they
+    carry this run's id) as its own. The accumulators only drive the progress lines.
+    """
+    partitions = max(2 * sc.defaultParallelism, math.ceil(accepted / WRITE_ROWS_PER_PARTITION))
+    concurrent = max(1, min(partitions, max_concurrent_tasks(sc)))
+    share = args.max_write_units / concurrent if args.max_write_units else None
     settings = WriteSettings(
         lookahead=timing.lookahead,
         handoff_safety=timing.safety,
         shards=timing.shards,
         bucket_seconds=timing.bucket_seconds,
+        write_units=share,
+        run=uuid.uuid4().hex,
     )
-    partitions = max(2 * sc.defaultParallelism, math.ceil(accepted / WRITE_ROWS_PER_PARTITION))
+    log("write_plan", partitions=partitions, concurrent_tasks=concurrent, task_write_units=share, run=settings.run)
+    counters = Counters(sc, COUNTERS)
     writes = transforms.mark_repeats(transforms.accepted(plan)).repartition(partitions)
     with Reporter(sc, counters, phase="write", total=accepted, interval=args.progress_interval):
-        writes.foreachPartition(_partition_writer(target, now, settings, counters))
+        results = writes.rdd.mapPartitions(_partition_writer(target, now, settings, counters)).collect()
+    total = WriteCounts()
+    for result in results:
+        for name, value in result.items():
+            setattr(total, name, getattr(total, name) + value)
+    return total, share
+
+
+def max_concurrent_tasks(sc: SparkContext) -> int:
+    """How many tasks can run at once: with dynamic allocation, its maximum executors x cores each
+    (not the executors already up), so the tasks' shares of the write budget never add up to more."""
+    conf = sc.getConf()
+    if conf.get("spark.dynamicAllocation.enabled", "false").lower() == "true":
+        executors = conf.get("spark.dynamicAllocation.maxExecutors")
+        if executors and executors.isdigit():
+            cores = int(conf.get("spark.executor.cores", "1") or 1)
+            task_cpus = int(conf.get("spark.task.cpus", "1") or 1)
+            return max(1, int(executors) * cores // task_cpus)
+    return max(1, sc.defaultParallelism)
 
 
 def _partition_writer(
     target: deployment.Deployment, now: datetime, settings: WriteSettings, counters: Counters
-) -> Callable[[Iterator[Any]], None]:
+) -> Callable[[Iterable[Any]], Iterable[dict[str, int]]]:
     """Stores the first row of every id (later rows are duplicates) with one TableWriter per partition."""
 
-    def write_partition(rows: Iterator[Any]) -> None:
+    def write_partition(rows: Iterable[Any]) -> Iterator[dict[str, int]]:
         started = time.monotonic()
         seen = repeats = 0
 
@@ -176,8 +215,9 @@ def _partition_writer(
 
         counts = TableWriter(target, now, settings).write_all(firsts())
         counts.duplicate += repeats
-        counters.add({ROWS: seen, **vars(counts)})
+        counters.add({ROWS: seen, **{k: v for k, v in vars(counts).items() if k in COUNTERS}})
         log("partition_written", rows=seen, seconds=round(time.monotonic() - started, 2), **vars(counts))
+        yield dict(vars(counts))
 
     return write_partition
 

@@ -32,7 +32,21 @@ from hourglass.service.messages import DEDUP_WINDOW
 from pipeline.deployment import Deployment
 
 BATCH_GET = 100
-PROJECTION_NAMES = {"#p": "pk", "#s": "sk", "#m": "message_id", "#u": "dedup_until"}
+# The job run that stored a message item (not part of the message: the API ignores it).
+RUN_ATTRIBUTE = "bulk_run"
+PROJECTION_NAMES = {
+    "#p": "pk",
+    "#s": "sk",
+    "#m": "message_id",
+    "#u": "dedup_until",
+    "#r": RUN_ATTRIBUTE,
+    "#t": "status",
+    "#w": "sweep_pk",
+}
+THROTTLING = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"})
+KB = 1024
+SEGMENT_BYTES = 128 * 1024 * 1024
+MAX_SEGMENTS = 1_000_000
 MESSAGE_FILTER = {"FilterExpression": "begins_with(sk, :m)", "ExpressionAttributeValues": {":m": s(MESSAGE_PREFIX)}}
 
 
@@ -49,6 +63,16 @@ def load_queues(deployment: Deployment, names: Iterable[str]) -> dict[str, Queue
         if queue is not None:
             found[name] = queue
     return found
+
+
+def scan_segments(deployment: Deployment, at_least: int) -> int:
+    """Segments for a parallel Scan: one per SEGMENT_BYTES of the table (DescribeTable's size, refreshed
+    about every six hours), at least `at_least`, at most DynamoDB's 1,000,000."""
+    try:
+        size = deployment.client("dynamodb").describe_table(TableName=deployment.table)["Table"].get("TableSizeBytes")
+    except ClientError:
+        size = None
+    return max(at_least, min(MAX_SEGMENTS, -(-int(size or 0) // SEGMENT_BYTES)))
 
 
 def scan_segment(deployment: Deployment, segment: int, segments: int) -> Iterator[Item]:
@@ -93,6 +117,10 @@ class WriteSettings:
     attempts: int = 10
     backoff_base: float = 0.05
     backoff_max: float = 5.0
+    # This task's share of the job's --max-write-units (None: unpaced).
+    write_units: float | None = None
+    # The job run's id, stored on every message item it writes.
+    run: str = ""
 
     @property
     def timing(self) -> Timing:
@@ -107,6 +135,48 @@ class WriteCounts:
     expired: int = 0
     duplicate: int = 0
     handoff_fallback: int = 0
+    # Requests DynamoDB throttled (UnprocessedItems/Keys or a throughput error), each retried.
+    throttled: int = 0
+    write_units: int = 0
+
+
+@dataclass
+class WriteBudget:
+    """A token bucket of write units per second: halves its rate when throttled, climbs back on success.
+
+    Tokens may go negative (a batch larger than a second's budget waits its turn after it).
+    """
+
+    ceiling: float
+    clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
+    rate: float = field(init=False)
+    tokens: float = field(init=False)
+    last: float | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        self.rate = self.ceiling
+        self.tokens = self.ceiling
+
+    def take(self, units: float) -> None:
+        now = self.clock()
+        if self.last is not None:
+            self.tokens = min(max(self.rate, 1.0), self.tokens + (now - self.last) * self.rate)
+        self.last = now
+        self.tokens -= units
+        if self.tokens < 0:
+            self.sleep(-self.tokens / self.rate)
+
+    def throttled(self) -> None:
+        self.rate = max(self.ceiling / 64, self.rate / 2)
+
+    def succeeded(self) -> None:
+        self.rate = min(self.ceiling, self.rate + self.ceiling / 20)
+
+
+def write_units(request: dict[str, Any]) -> int:
+    """DynamoDB's write units of one PutRequest: one per started KB (estimated from its JSON text)."""
+    return max(1, -(-len(json.dumps(request["PutRequest"]["Item"], separators=(",", ":"))) // KB))
 
 
 @dataclass
@@ -121,11 +191,14 @@ class TableWriter:
     client: Any = None
     timers: Any = None
     counts: WriteCounts = field(default_factory=WriteCounts)
+    budget: WriteBudget | None = None
 
     def __post_init__(self) -> None:
         self.client = self.client or self.deployment.client("dynamodb")
         if self.timers is None and self.deployment.timer_queue_url:
             self.timers = TimerQueue(self.deployment.timer_queue_url, client=self.deployment.client("sqs"))
+        if self.budget is None and self.settings.write_units:
+            self.budget = WriteBudget(self.settings.write_units, sleep=self.sleep)
 
     def write_all(self, rows: Iterable[Planned]) -> WriteCounts:
         chunk: list[Planned] = []
@@ -139,8 +212,9 @@ class TableWriter:
         return self.counts
 
     def write(self, chunk: Sequence[Planned]) -> None:
-        new = self._new(chunk)
-        self.counts.duplicate += len(chunk) - len(new)
+        new, ours = self._new(chunk)
+        self.counts.duplicate += len(chunk) - len(new) - len(ours)
+        self._count_stored(ours)
         wall = self.clock()
         placements = [self._place(p, wall) for p in new]
         timers = [placement.timer for placement in placements if placement.timer is not None]
@@ -150,6 +224,8 @@ class TableWriter:
             item: Item = json.loads(planned.item)
             # Stored now, as the API stores a message when it is posted; delays still count from `now`.
             item["created_at"] = n(to_ms(wall))
+            if self.settings.run:
+                item[RUN_ATTRIBUTE] = s(self.settings.run)
             keys = placement.index_keys(sent=sent)
             if keys is not None:
                 item["sweep_pk"], item["sweep_sk"] = s(keys.pk), s(keys.sk)
@@ -175,22 +251,39 @@ class TableWriter:
 
     # ----------------------------------------------------------------------- existence check
 
-    def _new(self, chunk: Sequence[Planned]) -> list[Planned]:
-        """The rows whose message does not exist and whose dedup id is not live for another message."""
+    def _count_stored(self, items: Sequence[Item]) -> None:
+        """Counts messages an earlier attempt of this task (same run) stored, as that attempt would have."""
+        for item in items:
+            status = item.get("status", {}).get("S")
+            self.counts.scheduled += 1
+            if status == Status.EXPIRED.value:
+                self.counts.expired += 1
+            elif status == Status.PENDING.value and "sweep_pk" not in item:
+                self.counts.handed_off += 1
+            else:
+                self.counts.swept += 1
+
+    def _new(self, chunk: Sequence[Planned]) -> tuple[list[Planned], list[Item]]:
+        """The rows whose message does not exist and whose dedup id is not live for another message,
+        and the message items this run already stored (a retried task's earlier attempt)."""
         keys = [message_key(p.queue, p.id) for p in chunk]
         keys += [dedup_key(p.queue, p.dedup_id) for p in chunk if p.dedup_id]
         found = self._batch_get(keys)
         now_ms = to_ms(self.now)
-        new = []
+        new: list[Planned] = []
+        ours: list[Item] = []
         for planned in chunk:
-            if _key(message_key(planned.queue, planned.id)) in found:
+            existing = found.get(_key(message_key(planned.queue, planned.id)))
+            if existing is not None:
+                if self.settings.run and existing.get(RUN_ATTRIBUTE, {}).get("S") == self.settings.run:
+                    ours.append(existing)
                 continue
             dedup = found.get(_key(dedup_key(planned.queue, planned.dedup_id))) if planned.dedup_id else None
             live = dedup is not None and int(dedup["dedup_until"]["N"]) >= now_ms
             if live and dedup is not None and dedup["message_id"]["S"] != planned.id:
                 continue
             new.append(planned)
-        return new
+        return new, ours
 
     def _batch_get(self, keys: list[Item]) -> dict[tuple[str, str], Item]:
         found: dict[tuple[str, str], Item] = {}
@@ -199,17 +292,21 @@ class TableWriter:
                 self.deployment.table: {
                     "Keys": keys[start : start + BATCH_GET],
                     "ConsistentRead": True,
-                    "ProjectionExpression": "#p, #s, #m, #u",
+                    "ProjectionExpression": ", ".join(PROJECTION_NAMES),
                     "ExpressionAttributeNames": PROJECTION_NAMES,
                 }
             }
             for attempt in range(self.settings.attempts):
                 answer = self._call("batch_get_item", RequestItems=request)
+                if answer is None:  # throttled: the same request again
+                    self._backoff(attempt)
+                    continue
                 for item in answer.get("Responses", {}).get(self.deployment.table, []):
                     found[_key(item)] = item
                 request = answer.get("UnprocessedKeys") or {}
                 if not request:
                     break
+                self._throttled()
                 self._backoff(attempt)
             else:
                 raise StoreError("BatchGetItem kept returning UnprocessedKeys")
@@ -221,9 +318,21 @@ class TableWriter:
         for start in range(0, len(requests), BATCH_WRITE):
             pending = {self.deployment.table: requests[start : start + BATCH_WRITE]}
             for attempt in range(self.settings.attempts):
-                pending = self._call("batch_write_item", RequestItems=pending).get("UnprocessedItems") or {}
+                units = sum(write_units(r) for r in pending[self.deployment.table])
+                if self.budget is not None:
+                    self.budget.take(units)
+                answer = self._call("batch_write_item", RequestItems=pending)
+                if answer is None:  # throttled: nothing was written
+                    self._backoff(attempt)
+                    continue
+                left = answer.get("UnprocessedItems") or {}
+                self.counts.write_units += units - sum(write_units(r) for r in left.get(self.deployment.table, []))
+                pending = left
                 if not pending:
+                    if self.budget is not None:
+                        self.budget.succeeded()
                     break
+                self._throttled()
                 self._backoff(attempt)
             else:
                 left = len(pending.get(self.deployment.table, []))
@@ -234,10 +343,19 @@ class TableWriter:
         ceiling = min(self.settings.backoff_max, self.settings.backoff_base * 2**attempt)
         self.sleep(random.uniform(0, ceiling))
 
-    def _call(self, operation: str, **kwargs: Any) -> dict[str, Any]:
+    def _throttled(self) -> None:
+        self.counts.throttled += 1
+        if self.budget is not None:
+            self.budget.throttled()
+
+    def _call(self, operation: str, **kwargs: Any) -> dict[str, Any] | None:
+        """The answer, or None when DynamoDB throttled the request (counted; the caller retries)."""
         try:
             answer: dict[str, Any] = getattr(self.client, operation)(**kwargs)
         except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in THROTTLING:
+                self._throttled()
+                return None
             raise StoreError(f"DynamoDB {operation} failed: {exc}") from exc
         return answer
 

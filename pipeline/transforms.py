@@ -37,19 +37,24 @@ QUANTILES = (0.5, 0.9, 0.99)
 
 
 def documents_from_cells(table: DataFrame) -> DataFrame:
-    """`row` + the cell columns of a CSV/Parquet input -> `row`, `doc` (JSON text of the message)."""
+    """`row` (and `key`) + the cell columns of a CSV/Parquet input -> `row`, `key`, `doc` (JSON of the message)."""
     present = [name for name in cells.COLUMNS if name in table.columns]
 
     @F.udf(T.StringType(), useArrow=False)  # type: ignore[misc]
     def to_document(values: Any) -> str:
         return cells.document(values.asDict())
 
-    return table.select("row", to_document(F.struct(*present)).alias("doc"))
+    return table.select("row", *_key(table), to_document(F.struct(*present)).alias("doc"))
 
 
 def documents_from_lines(lines: DataFrame) -> DataFrame:
-    """`row`, `value` (one JSON document per line) -> `row`, `doc`; blank lines are not rows."""
-    return lines.where(F.trim("value") != "").select("row", F.col("value").alias("doc"))
+    """`row`, `value` (one JSON document per line) -> `row`, `key`, `doc`; blank lines are not rows."""
+    return lines.where(F.trim("value") != "").select("row", *_key(lines), F.col("value").alias("doc"))
+
+
+def _key(table: DataFrame) -> list[Column]:
+    """The row's name in ids (io.with_row_numbers), when the input has one."""
+    return [F.col("key")] if "key" in table.columns else []
 
 
 def queue_names_from_cells(table: DataFrame) -> DataFrame:
@@ -71,7 +76,7 @@ def plan_messages(
     keys: KeySettings = KeySettings(),
     allow_private_callbacks: bool = False,
 ) -> DataFrame:
-    """`row`, `doc` -> one planned message or reject reason (`error`) per row.
+    """`row`, `doc` (and `key`) -> one planned message or reject reason (`error`) per row.
 
     `queues` is broadcast once; every row is validated exactly as a REST request would be.
     """
@@ -79,15 +84,16 @@ def plan_messages(
     planners: dict[int, Planner] = {}
 
     @F.udf(PLAN_FIELDS, useArrow=False)  # type: ignore[misc]
-    def plan(row: int, doc: str | None) -> Any:
+    def plan(row: int, doc: str | None, key: str | None) -> Any:
         # Built once per task (not per row): the queue settings and the resolved-host cache are reused.
         planner = planners.get(0)
         if planner is None:
             planner = Planner(shared.value, now, source, keys, allow_private_callbacks)
             planners[0] = planner
-        return planner.plan(row, doc)
+        return planner.plan(row, doc, key)
 
-    planned = documents.select("row", plan("row", "doc").alias("p")).select("row", "p.*")
+    key = F.col("key") if "key" in documents.columns else F.lit(None).cast("string")
+    planned = documents.select("row", plan("row", "doc", key).alias("p")).select("row", "p.*")
     return planned.withColumn("due_at", F.timestamp_millis("due_ms"))
 
 

@@ -14,7 +14,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from stacks.constructs.analytics import RELEASE_LABEL, SparkAnalytics, SparkCapacity
+from stacks.constructs.analytics import LOG_PREFIX, RELEASE_LABEL, SparkAnalytics, SparkCapacity
 
 # The report scans; the scheduling job reads queue settings and checks which ids exist.
 TABLE_READ_ACTIONS = ["dynamodb:Scan", "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:DescribeTable"]
@@ -56,3 +56,4 @@ class AnalyticsStack(Stack):
         CfnOutput(self, "ApplicationId", value=spark.application.attr_application_id)
         CfnOutput(self, "JobRoleArn", value=role.role_arn)
         CfnOutput(self, "BucketName", value=spark.bucket.bucket_name)
+        CfnOutput(self, "LogUri", value=spark.bucket.s3_url_for_object(LOG_PREFIX))

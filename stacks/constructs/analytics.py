@@ -15,9 +15,12 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 EMR_SERVICE = "emr-serverless.amazonaws.com"
-# Spark 3.5 and Python 3.9 on the workers; the jobs need 3.11, shipped as a venv archive (pipeline/README.md).
-RELEASE_LABEL = "emr-7.5.0"
+# Spark 4, as the local PySpark 4 the tests run. The jobs bring their own Python 3.11+ with boto3
+# and matplotlib (`make emr-package`'s pyenv.tar.gz, built on Amazon Linux 2023 for x86_64).
+RELEASE_LABEL = "emr-spark-8.0.0"
+ARCHITECTURE = "X86_64"
 LOG_RETENTION = Duration.days(30)
+LOG_PREFIX = "logs/"
 # Explicit actions only: Spark reads, writes, overwrites and lists its outputs, with multipart uploads.
 OBJECT_ACTIONS = [
     "s3:GetObject",
@@ -31,11 +34,33 @@ BUCKET_ACTIONS = ["s3:ListBucket", "s3:GetBucketLocation", "s3:ListBucketMultipa
 
 @dataclass(frozen=True, kw_only=True)
 class SparkCapacity:
-    """Upper bound of the application's workers and when it stops when idle."""
+    """Upper bound of the application's workers, when it stops when idle, and each job's default sizing.
+
+    The sizing fits in the bound: one driver and `max_executors` executors. The schedule job shares
+    its --max-write-units among max_executors x executor_cores concurrent write tasks.
+    """
 
     max_cpu: str = "32 vCPU"
     max_memory: str = "128 GB"
     idle_minutes: int = 15
+    driver_cores: int = 2
+    driver_memory: str = "6g"
+    executor_cores: int = 4
+    executor_memory: str = "12g"
+    initial_executors: int = 2
+    max_executors: int = 6
+
+    def spark_defaults(self) -> dict[str, str]:
+        return {
+            "spark.driver.cores": str(self.driver_cores),
+            "spark.driver.memory": self.driver_memory,
+            "spark.executor.cores": str(self.executor_cores),
+            "spark.executor.memory": self.executor_memory,
+            "spark.executor.instances": str(self.initial_executors),
+            "spark.dynamicAllocation.enabled": "true",
+            "spark.dynamicAllocation.maxExecutors": str(self.max_executors),
+            "spark.sql.session.timeZone": "UTC",
+        }
 
 
 class SparkAnalytics(Construct):
@@ -65,6 +90,21 @@ class SparkAnalytics(Construct):
             "Application",
             release_label=release_label,
             type="SPARK",
+            architecture=ARCHITECTURE,
+            # Every job's driver and executor logs go to the bucket (also kept by EMR for the console).
+            monitoring_configuration=emrserverless.CfnApplication.MonitoringConfigurationProperty(
+                s3_monitoring_configuration=emrserverless.CfnApplication.S3MonitoringConfigurationProperty(
+                    log_uri=self.bucket.s3_url_for_object(LOG_PREFIX)
+                ),
+                managed_persistence_monitoring_configuration=(
+                    emrserverless.CfnApplication.ManagedPersistenceMonitoringConfigurationProperty(enabled=True)
+                ),
+            ),
+            runtime_configuration=[
+                emrserverless.CfnApplication.ConfigurationObjectProperty(
+                    classification="spark-defaults", properties=capacity.spark_defaults()
+                )
+            ],
             auto_start_configuration=emrserverless.CfnApplication.AutoStartConfigurationProperty(enabled=True),
             auto_stop_configuration=emrserverless.CfnApplication.AutoStopConfigurationProperty(
                 enabled=True, idle_timeout_minutes=capacity.idle_minutes

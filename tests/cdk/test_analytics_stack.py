@@ -11,6 +11,7 @@ import pytest
 from aws_cdk.assertions import Match, Template
 
 import app as hourglass_app
+from stacks.constructs.analytics import SparkCapacity
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -66,10 +67,36 @@ def test_application_runs_spark(template: Template) -> None:
         "AWS::EMRServerless::Application",
         {
             "Type": "SPARK",
-            "ReleaseLabel": Match.string_like_regexp(r"^emr-7\."),
+            "ReleaseLabel": Match.string_like_regexp(r"^emr-spark-8\."),
+            "Architecture": "X86_64",
             "AutoStopConfiguration": {"Enabled": True, "IdleTimeoutMinutes": Match.any_value()},
         },
     )
+
+
+def test_job_logs_go_to_the_bucket(template: Template) -> None:
+    (bucket,) = template.find_resources("AWS::S3::Bucket")
+    template.has_resource_properties(
+        "AWS::EMRServerless::Application",
+        {
+            "MonitoringConfiguration": {
+                "S3MonitoringConfiguration": {
+                    "LogUri": {"Fn::Join": ["", ["s3://", {"Ref": bucket}, "/logs/"]]},
+                }
+            }
+        },
+    )
+
+
+def test_jobs_are_sized_within_the_application_maximum(template: Template) -> None:
+    capacity = SparkCapacity()
+    defaults = capacity.spark_defaults()
+    template.has_resource_properties(
+        "AWS::EMRServerless::Application",
+        {"RuntimeConfiguration": [{"Classification": "spark-defaults", "Properties": defaults}]},
+    )
+    cores = int(defaults["spark.driver.cores"]) + capacity.max_executors * int(defaults["spark.executor.cores"])
+    assert cores <= int(capacity.max_cpu.split()[0])
 
 
 def test_bucket_is_encrypted_and_private(template: Template) -> None:
@@ -141,4 +168,4 @@ def test_scheduling_may_write_the_table_and_send_timers(scheduling: Template) ->
 
 
 def test_outputs_name_application_role_and_bucket(template: Template) -> None:
-    assert {"ApplicationId", "JobRoleArn", "BucketName"} <= set(template.find_outputs("*"))
+    assert {"ApplicationId", "JobRoleArn", "BucketName", "LogUri"} <= set(template.find_outputs("*"))

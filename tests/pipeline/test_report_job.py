@@ -112,7 +112,11 @@ def test_stuck_messages_are_listed(from_table: Path) -> None:
 def test_export_gives_the_same_report(spark: SparkSession, stack: Stack, tmp_path: Path) -> None:
     data = tmp_path / "export" / "AWSDynamoDB" / "01234-abcd" / "data"
     data.mkdir(parents=True)
-    (data.parent / "manifest-summary.json").write_text("{}")
+    (data.parent / "manifest-summary.json").write_text(
+        '{"exportType": "FULL_EXPORT", "exportTime": "2026-11-21T10:00:00Z"}'
+    )
+    listed = {"dataFileS3Key": "exports/AWSDynamoDB/01234-abcd/data/part-0.json.gz", "itemCount": 17}
+    (data.parent / "manifest-files.json").write_text(json.dumps(listed) + "\n")
     settings = Queue("rpt-a", validation.queue_settings({}), NOW)
     items = [queue_to_item(settings), *(message_to_item(m) for m in messages())]
     with gzip.open(data / "part-0.json.gz", "wt") as lines:

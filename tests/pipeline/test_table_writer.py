@@ -9,6 +9,7 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 from hourglass.adapters.items import dedup_key, dedup_to_item, message_key
 from hourglass.adapters.timer_queue import Scheduled
 from hourglass.core import validation
@@ -16,9 +17,10 @@ from hourglass.core.model import Queue
 from hourglass.errors import TimerQueueError
 from moto import mock_aws
 
+from pipeline import table
 from pipeline.deployment import Deployment
 from pipeline.planner import Planner
-from pipeline.table import Planned, TableWriter
+from pipeline.table import Planned, TableWriter, WriteBudget, WriteSettings
 from tests.integration.conftest import create_table
 
 NOW = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
@@ -147,3 +149,105 @@ def test_refused_timers_fall_back_to_the_due_index(client: Any) -> None:
 
     assert stored(client, soon)["sweep_sk"]["S"] == soon.sweep_sk  # type: ignore[index]
     assert (counts.handed_off, counts.handoff_fallback) == (0, 1)
+
+
+class ThroughputExceeded:
+    """A DynamoDB client whose first `times` BatchWriteItem calls fail with a throughput error."""
+
+    def __init__(self, client: Any, times: int) -> None:
+        self.client = client
+        self.times = times
+
+    def batch_write_item(self, RequestItems: dict[str, Any]) -> dict[str, Any]:
+        if self.times > 0:
+            self.times -= 1
+            error = {"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "slow down"}}
+            raise ClientError(error, "BatchWriteItem")  # type: ignore[arg-type]
+        return dict(self.client.batch_write_item(RequestItems=RequestItems))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.client, name)
+
+
+def test_throttled_writes_are_retried_and_counted(client: Any) -> None:
+    rows = [planned(i, delay=3600) for i in range(1, 6)]
+
+    counts = writer(ThroughputExceeded(client, times=2)).write_all(rows)
+
+    assert (counts.scheduled, counts.throttled) == (5, 2)
+    assert all(stored(client, row) is not None for row in rows)
+
+
+def test_unprocessed_items_count_as_throttled(client: Any) -> None:
+    counts = writer(Throttled(client, times=3)).write_all([planned(i, delay=3600) for i in range(1, 31)])
+
+    assert counts.throttled == 3
+
+
+def test_the_budget_paces_writes_to_its_rate() -> None:
+    clock = [0.0]
+    sleeps: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        clock[0] += seconds
+
+    budget = WriteBudget(50.0, clock=lambda: clock[0], sleep=sleep)
+    for _ in range(8):
+        budget.take(25)
+
+    # 200 units at 50/s, the first second's 50 already in the bucket: 3 s of waiting.
+    assert sum(sleeps) == pytest.approx(3.0)
+
+
+def test_throttling_halves_the_rate_and_success_climbs_back() -> None:
+    budget = WriteBudget(100.0)
+
+    budget.throttled()
+    budget.throttled()
+    halved = budget.rate
+    for _ in range(100):
+        budget.succeeded()
+
+    assert (halved, budget.rate) == (25.0, 100.0)
+
+
+def test_a_retried_task_counts_what_its_failed_attempt_stored(client: Any) -> None:
+    rows = [planned(1, delay=3600), planned(2, delay=10)]
+    run = WriteSettings(run="run-1")
+    first = TableWriter(Deployment(table="messages"), NOW, run, clock=lambda: NOW, client=client, timers=Timers())
+    first.write_all(rows[:1])  # the attempt that failed after its first chunk
+
+    again = TableWriter(Deployment(table="messages"), NOW, run, clock=lambda: NOW, client=client, timers=Timers())
+    counts = again.write_all(rows)
+
+    assert (counts.scheduled, counts.duplicate, counts.swept, counts.handed_off) == (2, 0, 1, 1)
+
+
+def test_another_run_counts_them_as_duplicates(client: Any) -> None:
+    row = planned(1, delay=3600)
+    TableWriter(
+        Deployment(table="messages"), NOW, WriteSettings(run="run-1"), client=client, timers=Timers()
+    ).write_all([row])
+
+    counts = TableWriter(
+        Deployment(table="messages"), NOW, WriteSettings(run="run-2"), client=client, timers=Timers()
+    ).write_all([row])
+
+    assert (counts.scheduled, counts.duplicate) == (0, 1)
+
+
+class Sized:
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+    def describe_table(self, TableName: str) -> dict[str, Any]:
+        return {"Table": {"TableName": TableName, "TableSizeBytes": self.size}}
+
+
+@pytest.mark.parametrize(("size", "segments"), [(0, 4), (10 * 2**30, 80)])
+def test_scan_segments_follow_the_table_size(size: int, segments: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    located = Deployment(table="messages")
+    monkeypatch.setattr(Deployment, "client", lambda self, service: Sized(size))
+
+    assert table.scan_segments(located, at_least=4) == segments

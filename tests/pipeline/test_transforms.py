@@ -137,10 +137,10 @@ def test_repeats_of_an_id_are_marked_after_the_first_row(spark: SparkSession) ->
 def test_row_numbers_follow_the_input_order_across_partitions(spark: SparkSession) -> None:
     ordered = spark.sparkContext.parallelize([(c,) for c in "abcdefg"], 3)
 
-    numbered, total = io.with_row_numbers(spark.createDataFrame(ordered, "v STRING"))
+    numbered = io.with_row_numbers(spark.createDataFrame(ordered, "v STRING"), "in.csv")
 
-    assert total == 7
-    assertDataFrameEqual(numbered, [Row(i + 1, c) for i, c in enumerate("abcdefg")])
+    assert numbered.total == 7
+    assertDataFrameEqual(numbered.rows, [Row(i + 1, f"in.csv:{i + 1}", c) for i, c in enumerate("abcdefg")])
 
 
 # ---------------------------------------------------------------------------------- report
