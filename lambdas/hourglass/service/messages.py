@@ -259,4 +259,3 @@ class Messages:
             self.ctx.check_url(target.url, allow_private=False)
         except ValidationError as exc:
             raise ValidationError(field, exc.detail) from exc
-
