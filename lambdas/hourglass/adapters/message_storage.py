@@ -35,6 +35,9 @@ from hourglass.errors import StoreError, ValidationError
 # A dedup transaction cancelled by throttling or a conflicting transaction is tried this often.
 DEDUP_ATTEMPTS = 4
 DEDUP_BACKOFF = 0.05
+# A status-filtered list reads pages of this many items, and at most this many pages per request.
+LIST_PAGE = 200
+LIST_READ_PAGES = 5
 
 
 class MessageStorage(Table):
@@ -142,6 +145,11 @@ class MessageStorage(Table):
     def list_messages(
         self, queue: str, *, status: Status | None, limit: int, cursor: str | None
     ) -> tuple[list[Message], str | None]:
+        """A page of up to `limit` messages; with a status filter, at most LIST_READ_PAGES reads.
+
+        Filtered reads use pages of LIST_PAGE items whatever is left to find, so the cost follows
+        what is read, not one Query per stored item; a page may come back short, with a cursor.
+        """
         request: dict[str, Any] = {
             "TableName": self.table,
             "KeyConditionExpression": "pk = :q AND begins_with(sk, :m)",
@@ -152,14 +160,23 @@ class MessageStorage(Table):
             request["FilterExpression"] = "#st = :st"
             request["ExpressionAttributeNames"] = {"#st": "status"}
             request["ExpressionAttributeValues"][":st"] = s(status.value)
+            request["Limit"] = max(limit, LIST_PAGE)
         messages: list[Message] = []
         last = None
-        for page in self._pages(request, _decode_cursor(cursor, queue) if cursor else None):
-            messages.extend(message_from_item(item) for item in page.get("Items", []))
+        for reads, page in enumerate(self._pages(request, _decode_cursor(cursor, queue) if cursor else None), 1):
+            items = page.get("Items", [])
             last = page.get("LastEvaluatedKey")
-            if len(messages) >= limit:
+            for index, item in enumerate(items):
+                messages.append(message_from_item(item))
+                if len(messages) == limit:
+                    # Cut inside a page: the next page starts after the last one returned.
+                    if index < len(items) - 1 or last:
+                        return messages, cursor_after(messages[-1])
+                    return messages, None
+            if status is None and len(messages) >= limit:
                 break
-            request["Limit"] = limit - len(messages)
+            if reads >= LIST_READ_PAGES:
+                break
         return messages, _encode_cursor(last) if last else None
 
     # versions -----------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -36,6 +37,9 @@ BEGIN_LEAD = timedelta(milliseconds=250)
 # ... but not sooner than this after the timer was sent: a hand-off timer is sent before its item is
 # written, and starting before the write lands costs a failed write and a re-send.
 WRITE_GRACE = timedelta(seconds=1)
+# The longest one attempt can take after its start (HTTP connect + read timeouts, the writes around
+# it): an attempt is started only if this much is left before the invocation's deadline.
+ATTEMPT_BUDGET = timedelta(seconds=20)
 
 
 @dataclass(frozen=True)
@@ -48,14 +52,21 @@ class Dispatcher:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self.store = ctx.store
-        self._queues: dict[str, tuple[datetime, Queue | None]] = {}
+        self._queues: dict[str, Queue | None] = {}
+        self._queues_lock = threading.Lock()
+        self.deadline: datetime | None = None
 
-    def run_batch(self, bodies: list[tuple[str, str]]) -> list[str]:
+    def run_batch(self, bodies: list[tuple[str, str]], deadline: datetime | None = None) -> list[str]:
         """Processes (record id, body) pairs, every timer of every pack concurrently, earliest due first.
 
         Returns the ids of the records with a timer that failed: SQS redelivers the whole record and
-        the timers that did succeed are then skipped (their version has moved on).
+        the timers that did succeed are then skipped (their version has moved on). No attempt starts
+        that could not finish before `deadline` (the invocation's end): its timer is sent again.
         """
+        # Queues are read once per batch, strongly consistently: a queue deleted before the batch
+        # started is seen as deleted (never a cached answer from an earlier invocation).
+        self._queues = {}
+        self.deadline = deadline
         failed: set[str] = set()
         work: list[tuple[str, Timer]] = []
         for record_id, body in bodies:
@@ -86,10 +97,16 @@ class Dispatcher:
         return Result(False, "poison")
 
     def process_timer(self, timer: Timer) -> Result:
+        """One timer; no exception escapes, so nothing raised for one message fails its batch-mates."""
         try:
             return self._process(timer)
         except (StoreError, DeliveryError, TimerQueueError) as exc:
+            # Transient: the timer comes back (SQS redelivers its record) and the attempt is retried.
             log("dispatch_failed", id=timer.id, queue=timer.queue, error=str(exc))
+            return Result(False, "error")
+        except Exception as exc:
+            log("dispatch_crashed", id=timer.id, queue=timer.queue, error=f"{type(exc).__name__}: {exc}")
+            self.ctx.metrics.count("DispatchError", queue=timer.queue)
             return Result(False, "error")
 
     def _process(self, timer: Timer) -> Result:
@@ -99,6 +116,11 @@ class Dispatcher:
             self.ctx.handoff.resend([handoff.resend(timer, now)])
             return Result(True, "redelayed")
         start = min(due, max(due - BEGIN_LEAD, from_ms(timer.sent_ms) + WRITE_GRACE))
+        if self.deadline is not None and max(start, due) + ATTEMPT_BUDGET > self.deadline:
+            # Killed mid-attempt, it would be taken over only when its lease ends: send it again now.
+            self.ctx.handoff.resend([handoff.resend(timer, now)])
+            self.ctx.metrics.count("Deferred", queue=timer.queue)
+            return Result(True, "deferred")
         self.ctx.sleep(schedule.seconds_until(start, now))
         now = self.ctx.clock()
         try:
@@ -112,7 +134,13 @@ class Dispatcher:
             return self._finish(message, Status.CANCELLED, now, "queue deleted")
         if message.expires_at is not None and now > message.expires_at:
             return self._finish(message, Status.EXPIRED, now, "expired before delivery")
-        outcome = targets.deliver(self.ctx, message, queue)
+        try:
+            outcome = targets.deliver(self.ctx, message, queue)
+        except Exception as exc:
+            # A programming or encoding error: the next attempt would raise it again.
+            outcome = delivery.Outcome(
+                False, retryable=False, error=f"internal error: {type(exc).__name__}: {exc}"[:500]
+            )
         done = self.ctx.clock()
         if outcome.delivered:
             self.ctx.metrics.lateness((done - message.due_at).total_seconds() * 1000, queue=message.queue)
@@ -153,13 +181,10 @@ class Dispatcher:
     def _queue(self, message: Message) -> Queue | None:
         if message.queue == LATER_NAMESPACE:
             return None
-        now = self.ctx.clock()
-        cached = self._queues.get(message.queue)
-        if cached and now - cached[0] < timedelta(seconds=10):
-            return cached[1]
-        queue = self.store.get_queue(message.queue)
-        self._queues[message.queue] = (now, queue)
-        return queue
+        with self._queues_lock:
+            if message.queue not in self._queues:
+                self._queues[message.queue] = self.store.get_queue(message.queue, consistent=True)
+            return self._queues[message.queue]
 
     def _after_failure(self, message: Message, queue: Queue | None, outcome: delivery.Outcome, now: datetime) -> Result:
         policy = message.retry or (queue.settings.retry if queue else RetryPolicy())
