@@ -169,7 +169,7 @@ def test_dispatcher_starts_no_attempt_it_cannot_finish_before_its_deadline(harne
     assert timer_ids(again) == [created]
 
 
-def post_many(h: Harness, count: int, delay: int = 5) -> list[str]:
+def post_many(h: Harness, count: int, delay: float = 5) -> list[str]:
     ids: list[str] = []
     for start in range(0, count, 100):
         size = min(100, count - start)
@@ -299,3 +299,62 @@ def test_status_filtered_listing_returns_what_matches_across_pages(harness: Harn
             break
         params = {**params, "cursor": doc["next_cursor"]}
     assert sorted(seen) == sorted(ids[::3])
+
+
+# sweep ------------------------------------------------------------------------------------
+
+
+def test_first_sweep_of_a_stack_covers_what_was_indexed_long_before(harness: Harness) -> None:
+    make_queue(harness)
+    [old] = post_many(harness, 1, delay=3600)
+    # No sweeper ran for the stack's first hours: the message is two hours overdue at the first sweep.
+    harness.clock.advance(3 * 3600)
+    report = harness.sweep()
+    assert (report.handed_off, timer_ids(harness.timers())) == (1, [old])
+
+
+def test_first_sweep_reads_only_buckets_that_hold_entries(harness: Harness) -> None:
+    make_queue(harness)
+    post_many(harness, 1, delay=3600)
+    harness.clock.advance(7 * 24 * 3600)
+    counting = CountingClient(harness.ctx.store.client)
+    harness.ctx.store.client = counting
+    harness.sweep()
+    shards = harness.ctx.settings.shards
+    # The old bucket and the ~15 recent ones (initial window + lookahead), per shard: not a week of buckets.
+    assert counting.queries <= shards * 30
+
+
+def test_lookahead_of_900_keeps_the_hand_off_safety_margin(harness: Harness) -> None:
+    harness.ctx.settings = replace(harness.ctx.settings, lookahead=900.0)
+    timing = harness.ctx.settings.timing
+    assert timing.sweep_ahead + timing.safety <= 900
+
+
+def test_a_write_in_flight_during_a_sweep_is_swept_next_time_with_lookahead_900(harness: Harness) -> None:
+    harness.ctx.settings = replace(harness.ctx.settings, lookahead=900.0)
+    make_queue(harness)
+    started = harness.clock.now
+    harness.clock.advance(1)
+    harness.sweep()
+    # An ingest that started before that sweep lands after it, due just past its hand-off window.
+    harness.clock.now = started
+    [late] = post_many(harness, 1, delay=900.5)
+    assert harness.timers() == []
+    harness.clock.advance(61)
+    harness.sweep()
+    assert timer_ids(harness.timers()) == [late]
+
+
+def test_lowering_the_lookahead_between_deployments_strands_nothing(harness: Harness) -> None:
+    make_queue(harness)
+    harness.ctx.settings = replace(harness.ctx.settings, lookahead=800.0)
+    harness.sweep()
+    harness.ctx.settings = replace(harness.ctx.settings, lookahead=120.0)
+    harness.clock.advance(5)
+    # Due after the new hand-off window but before the watermark the old deployment stored.
+    [message] = post_many(harness, 1, delay=400)
+    assert harness.timers() == []
+    harness.clock.advance(300)
+    harness.sweep()
+    assert timer_ids(harness.timers()) == [message]
