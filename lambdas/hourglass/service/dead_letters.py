@@ -29,7 +29,9 @@ class DeadLetters:
             try:
                 timers = read_timers(body)
             except ValidationError as exc:
-                log("poison_dead_letter", error=str(exc))
+                # Names no message: logged whole (bounded) for the operator, then acknowledged.
+                log("poison_dead_letter", error=str(exc), receives=receives, body=body[:1000])
+                self.ctx.metrics.count("Poison")
                 continue
             for timer in timers:
                 try:
