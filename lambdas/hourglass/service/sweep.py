@@ -79,7 +79,7 @@ class Sweeper:
         now = self.ctx.clock()
         start_ms = to_ms(now - INITIAL_LOOKBACK)
         state = self.store.load_sweep_state(SweepState(FIRST_RUN, FIRST_RUN))
-        self._old_buckets: set[int] | None = None
+        self._old_buckets = None
         if state.watermark == FIRST_RUN:
             # No sweep state yet: the first sweep covers everything ever indexed (rows bulk-loaded
             # due in the past, a sweeper that failed for its first hours), reading only the
