@@ -12,7 +12,6 @@ from hourglass import contract as c
 # tests, the sample and the benchmarks (never the timer queue, which create refuses anyway).
 LOCAL_SQS_TARGETS = "target*,hourglass-*,bench-*"
 
-
 @dataclass(frozen=True)
 class RuntimeConfig:
     api_port: int = 8080

@@ -204,7 +204,9 @@ def body_ref_of(item: Item) -> BodyRef | None:
     return None if where is None or version is None else BodyRef(Placement(where), version)
 
 
-def place_body(message: Message, sweep: SweepKeys | None = None, limits: BodyLimits = DEFAULT_LIMITS) -> BodyRef:
+def place_body(
+    message: Message, sweep: SweepKeys | None = None, limits: BodyLimits = DEFAULT_LIMITS
+) -> BodyRef:
     """Where `message`'s body goes, from the size of its item with `sweep` keys (the largest it is at
     ingest) and of the encoded body; the ref's version is the message's."""
     item = message_to_item(message, sweep)
