@@ -75,6 +75,8 @@ class QueuePoller:
                     "body": m["Body"],
                     "attributes": m.get("Attributes", {}),
                     "eventSource": "aws:sqs",
+                    # Lambda's event source names the queue; the handler tells the timer DLQ by it.
+                    "eventSourceARN": "arn:aws:sqs:::" + self.queue_url.rstrip("/").rsplit("/", 1)[-1],
                 }
                 for m in messages
             ]

@@ -66,6 +66,7 @@ class Runtime:
     settings: Settings | None = None
     context: Context | None = None
     pollers: QueuePoller | None = None
+    dlq_poller: QueuePoller | None = None
     schedule: Schedule | None = None
     invoker: ThreadInvoker | None = None
     stop_event: threading.Event = field(default_factory=threading.Event)
@@ -91,12 +92,22 @@ class Runtime:
         self.pollers = QueuePoller(
             sqs,
             self.settings.timer_queue_url,
-            lambda event, _: dispatcher_handler.handle(dispatcher, event),
+            lambda event, lambda_context: dispatcher_handler.handle(dispatcher, event, lambda_context),
             workers=config.dispatcher_workers,
             stop=self.stop_event,
             visibility=config.poll_visibility,
         )
         self.pollers.start()
+        if self.settings.timer_dlq_url:
+            # The timer DLQ's event source: a dead-lettered timer's message ends failed with a reason.
+            self.dlq_poller = QueuePoller(
+                sqs,
+                self.settings.timer_dlq_url,
+                lambda event, lambda_context: dispatcher_handler.handle(dispatcher, event, lambda_context),
+                workers=1,
+                stop=self.stop_event,
+            )
+            self.dlq_poller.start()
         context = self.context
         # Fan-out workers of a busy sweep run the same handler, in threads.
         self.invoker = ThreadInvoker(lambda event, worker: sweeper_handler.handle(context, event, worker))
@@ -170,6 +181,8 @@ class Runtime:
         self.stop_event.set()
         if self.pollers is not None:
             self.pollers.join(5)
+        if self.dlq_poller is not None:
+            self.dlq_poller.join(5)
         if self.schedule is not None:
             self.schedule.thread.join(5)
         if self.gateway is not None:

@@ -184,6 +184,11 @@ class HourglassStack(Stack):
                 report_batch_item_failures=True,
             )
         )
+        # The timer DLQ drives it too: a dead-lettered timer's message ends failed with a reason
+        # (service.dead_letters), never stays delivering.
+        workers.dispatcher.add_event_source(
+            event_sources.SqsEventSource(timer.dlq, batch_size=10, report_batch_item_failures=True)
+        )
         events.Rule(
             self,
             "SweepSchedule",

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from botocore.awsrequest import AWSResponse
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, ConnectionClosedError, EndpointConnectionError, ReadTimeoutError
 from hourglass.adapters.timer_queue import read_timers
 
 Kwargs = dict[str, Any]
@@ -29,6 +29,7 @@ class Rule:
     times: int | None
     when: Callable[[Kwargs], bool] | None
     act: Callable[[str], None]
+    after: bool = False
 
     def fires(self, operation: str, kwargs: Kwargs) -> bool:
         if operation != self.operation or self.times == 0:
@@ -40,11 +41,24 @@ class Rule:
         return True
 
 
-def client_error(operation: str, code: str, status: int) -> ClientError:
-    return ClientError(
-        {"Error": {"Code": code, "Message": "injected fault"}, "ResponseMetadata": {"HTTPStatusCode": status}},
-        operation,
-    )
+def client_error(operation: str, code: str, status: int, reasons: list[str] | None = None) -> ClientError:
+    response: dict[str, Any] = {
+        "Error": {"Code": code, "Message": "injected fault"},
+        "ResponseMetadata": {"HTTPStatusCode": status},
+    }
+    if reasons is not None:
+        response["CancellationReasons"] = [{"Code": r} for r in reasons]
+    return ClientError(response, operation)  # type: ignore[arg-type]
+
+
+def connection_error(operation: str, kind: str) -> Exception:
+    """A botocore error that is not a ClientError: no connection, a read timeout, a closed connection."""
+    url = "http://127.0.0.1:1/"
+    if kind == "read_timeout":
+        return ReadTimeoutError(endpoint_url=url)
+    if kind == "closed":
+        return ConnectionClosedError(endpoint_url=url)
+    return EndpointConnectionError(endpoint_url=url)
 
 
 class FaultyClient:
@@ -69,13 +83,33 @@ class FaultyClient:
         status: int = 500,
         times: int | None = 1,
         when: Callable[[Kwargs], bool] | None = None,
+        reasons: list[str] | None = None,
     ) -> None:
-        """The next `times` calls (None: all) of `operation` matching `when` raise a ClientError."""
+        """The next `times` calls (None: all) of `operation` matching `when` raise a ClientError.
+
+        `reasons`: the CancellationReasons codes of a TransactionCanceledException, one per item.
+        """
 
         def act(op: str) -> None:
-            raise client_error(op, code, status)
+            raise client_error(op, code, status, reasons)
 
         self._rules.append(Rule(operation, times, when, act))
+
+    def disconnect(
+        self,
+        operation: str,
+        *,
+        kind: str = "connect",
+        times: int | None = 1,
+        when: Callable[[Kwargs], bool] | None = None,
+        after: bool = False,
+    ) -> None:
+        """The call fails with a botocore connection error; `after`: the call is made first (it committed)."""
+
+        def act(op: str) -> None:
+            raise connection_error(op, kind)
+
+        self._rules.append(Rule(operation, times, when, act, after=after))
 
     def crash(self, operation: str, *, times: int | None = 1, when: Callable[[Kwargs], bool] | None = None) -> None:
         """The caller dies instead of making the call."""
@@ -102,12 +136,15 @@ class FaultyClient:
             self._rules.clear()
             self._entry_rules.clear()
 
-    def _check(self, operation: str, kwargs: Kwargs) -> None:
+    def _check(self, operation: str, kwargs: Kwargs) -> list[Rule]:
+        """Acts the rules that fire before the call; returns those that act after it."""
         with self._lock:
             fired = [rule for rule in self._rules if rule.fires(operation, kwargs)]
             self.injected[operation] += len(fired)
         for rule in fired:
-            rule.act(operation)
+            if not rule.after:
+                rule.act(operation)
+        return [rule for rule in fired if rule.after]
 
     def _send_batch(self, kwargs: Kwargs) -> Kwargs:
         with self._lock:
@@ -130,10 +167,13 @@ class FaultyClient:
             return attr
 
         def call(**kwargs: Any) -> Any:
-            self._check(name, kwargs)
+            after = self._check(name, kwargs)
             if name == "send_message_batch" and self._entry_rules:
                 return self._send_batch(kwargs)
-            return attr(**kwargs)
+            answer = attr(**kwargs)
+            for rule in after:
+                rule.act(name)
+            return answer
 
         return call
 

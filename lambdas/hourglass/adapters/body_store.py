@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from hourglass.adapters import aws
 from hourglass.adapters.items import body_text
@@ -32,7 +32,7 @@ class BodyStore:
             self.client.put_object(
                 Bucket=self.bucket, Key=key, Body=body_text(body).encode("utf-8"), ContentType="application/json"
             )
-        except ClientError as exc:
+        except (ClientError, BotoCoreError) as exc:
             raise BodyStoreError(f"S3 PutObject failed: {exc}") from exc
         return key
 
@@ -46,6 +46,8 @@ class BodyStore:
             if exc.response.get("Error", {}).get("Code") in MISSING:
                 return None
             raise BodyStoreError(f"S3 GetObject failed: {exc}") from exc
+        except BotoCoreError as exc:
+            raise BodyStoreError(f"S3 GetObject failed: {exc}") from exc
 
     def delete(self, queue: str, message_id: str, version: int) -> None:
         """Removes the body; removing one that is already gone is not an error."""
@@ -54,3 +56,5 @@ class BodyStore:
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") not in MISSING:
                 raise BodyStoreError(f"S3 DeleteObject failed: {exc}") from exc
+        except BotoCoreError as exc:
+            raise BodyStoreError(f"S3 DeleteObject failed: {exc}") from exc

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from typing import Any
+
+from botocore.exceptions import ClientError
 
 from hourglass import contract
 from hourglass.adapters.items import (
@@ -22,12 +25,19 @@ from hourglass.adapters.items import (
     queue_to_item,
     s,
 )
-from hourglass.adapters.table import Table
+from hourglass.adapters.table import Table, code_of
 from hourglass.core.lifecycle import Change, DeliveryStart
 from hourglass.core.model import Message, Queue, Status
 from hourglass.core.schedule import SweepKeys
 from hourglass.core.timestamps import to_ms
-from hourglass.errors import StaleVersionError, StoreError, ValidationError
+from hourglass.errors import StoreError, ValidationError
+
+# A dedup transaction cancelled by throttling or a conflicting transaction is tried this often.
+DEDUP_ATTEMPTS = 4
+DEDUP_BACKOFF = 0.05
+# A status-filtered list reads pages of this many items, and at most this many pages per request.
+LIST_PAGE = 200
+LIST_READ_PAGES = 5
 
 
 class MessageStorage(Table):
@@ -50,36 +60,67 @@ class MessageStorage(Table):
         self._batch_write([{"PutRequest": {"Item": message_to_item(m, keys)}} for m, keys in entries])
 
     def put_with_dedup(
-        self, message: Message, keys: SweepKeys | None, *, now: datetime, window: timedelta
+        self,
+        message: Message,
+        keys: SweepKeys | None,
+        *,
+        now: datetime,
+        window: timedelta,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> str | None:
-        """Store `message` unless its dedup id was used within `window`; then return the first id."""
+        """Store `message` unless its dedup id was used within `window` in this queue's epoch; then the first id.
+
+        Only a failed condition on a live dedup record of the same queue epoch is a duplicate. A
+        transaction cancelled for anything else (throttling, a conflicting transaction) is tried
+        again a few times with backoff, then raises StoreError (503): never a false duplicate.
+        """
         assert message.dedup_id is not None
-        dedup = dedup_to_item(message.queue, message.dedup_id, message.id, now + window)
-        try:
-            self._conditional(
-                "transact_write_items",
-                "dedup id in use",
-                TransactItems=[
-                    {
-                        "Put": {
-                            "TableName": self.table,
-                            "Item": dedup,
-                            "ConditionExpression": "attribute_not_exists(pk) OR dedup_until < :now",
-                            "ExpressionAttributeValues": {":now": n(to_ms(now))},
-                        }
-                    },
-                    {"Put": {"TableName": self.table, "Item": message_to_item(message, keys)}},
-                ],
-            )
-            return None
-        except StaleVersionError:
-            pass
+        epoch = to_ms(message.queue_epoch) if message.queue_epoch is not None else 0
+        dedup = {**dedup_to_item(message.queue, message.dedup_id, message.id, now + window), "queue_epoch": n(epoch)}
+        # A re-created queue (a new epoch) starts with no dedup history: its records of the old epoch
+        # are overwritten. Records written before epochs were stored have none and keep their meaning.
+        condition = "attribute_not_exists(pk) OR dedup_until < :now OR queue_epoch <> :epoch"
+        for attempt in range(DEDUP_ATTEMPTS):
+            try:
+                self._call(
+                    "transact_write_items",
+                    TransactItems=[
+                        {
+                            "Put": {
+                                "TableName": self.table,
+                                "Item": dedup,
+                                "ConditionExpression": condition,
+                                "ExpressionAttributeValues": {":now": n(to_ms(now)), ":epoch": n(epoch)},
+                            }
+                        },
+                        {"Put": {"TableName": self.table, "Item": message_to_item(message, keys)}},
+                    ],
+                )
+                return None
+            except ClientError as exc:
+                if code_of(exc) != "TransactionCanceledException":
+                    raise StoreError(f"DynamoDB transact_write_items failed: {exc}") from exc
+                reasons = [str(r.get("Code", "")) for r in exc.response.get("CancellationReasons", [])]
+                if reasons and reasons[0] == "ConditionalCheckFailed":
+                    first = self._live_dedup(message, now, epoch)
+                    if first is not None:
+                        return first
+            if attempt + 1 < DEDUP_ATTEMPTS:
+                sleep(DEDUP_BACKOFF * 2**attempt)
+        raise StoreError(f"dedup transaction for {message.dedup_id!r} cancelled {DEDUP_ATTEMPTS} times")
+
+    def _live_dedup(self, message: Message, now: datetime, epoch: int) -> str | None:
+        """The message id of the live dedup record of this queue epoch, if there is one."""
+        assert message.dedup_id is not None
         got = self._guard(
             "get_item", TableName=self.table, Key=dedup_key(message.queue, message.dedup_id), ConsistentRead=True
         )
-        if "Item" not in got:
-            raise StoreError("dedup record vanished while resolving a duplicate")
-        return str(got["Item"]["message_id"]["S"])
+        item = got.get("Item")
+        if item is None or int(item["dedup_until"]["N"]) < to_ms(now):
+            return None
+        if "queue_epoch" in item and int(item["queue_epoch"]["N"]) != epoch:
+            return None
+        return str(item["message_id"]["S"])
 
     # reads --------------------------------------------------------------------------------
     def get_message(self, queue: str, message_id: str, *, consistent: bool = True) -> Message | None:
@@ -104,6 +145,11 @@ class MessageStorage(Table):
     def list_messages(
         self, queue: str, *, status: Status | None, limit: int, cursor: str | None
     ) -> tuple[list[Message], str | None]:
+        """A page of up to `limit` messages; with a status filter, at most LIST_READ_PAGES reads.
+
+        Filtered reads use pages of LIST_PAGE items whatever is left to find, so the cost follows
+        what is read, not one Query per stored item; a page may come back short, with a cursor.
+        """
         request: dict[str, Any] = {
             "TableName": self.table,
             "KeyConditionExpression": "pk = :q AND begins_with(sk, :m)",
@@ -114,14 +160,23 @@ class MessageStorage(Table):
             request["FilterExpression"] = "#st = :st"
             request["ExpressionAttributeNames"] = {"#st": "status"}
             request["ExpressionAttributeValues"][":st"] = s(status.value)
+            request["Limit"] = max(limit, LIST_PAGE)
         messages: list[Message] = []
         last = None
-        for page in self._pages(request, _decode_cursor(cursor, queue) if cursor else None):
-            messages.extend(message_from_item(item) for item in page.get("Items", []))
+        for reads, page in enumerate(self._pages(request, _decode_cursor(cursor, queue) if cursor else None), 1):
+            items = page.get("Items", [])
             last = page.get("LastEvaluatedKey")
-            if len(messages) >= limit:
+            for index, item in enumerate(items):
+                messages.append(message_from_item(item))
+                if len(messages) == limit:
+                    # Cut inside a page: the next page starts after the last one returned.
+                    if index < len(items) - 1 or last:
+                        return messages, cursor_after(messages[-1])
+                    return messages, None
+            if status is None and len(messages) >= limit:
                 break
-            request["Limit"] = limit - len(messages)
+            if reads >= LIST_READ_PAGES:
+                break
         return messages, _encode_cursor(last) if last else None
 
     # versions -----------------------------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from hourglass.adapters import aws
 from hourglass.errors import DeliveryError
@@ -36,3 +36,5 @@ class SqsTargets:
         except ClientError as exc:
             code = exc.response.get("Error", {}).get("Code", "")
             raise DeliveryError(f"SQS {code}: {exc}", retryable=code not in PERMANENT_CODES) from exc
+        except BotoCoreError as exc:
+            raise DeliveryError(f"SQS connection: {exc}", retryable=True) from exc

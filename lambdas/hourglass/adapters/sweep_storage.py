@@ -38,6 +38,25 @@ class SweepStorage(Table):
         for page in self._pages(request):
             yield from (due_entry_from_item(item) for item in page.get("Items", []))
 
+    def indexed_buckets(self) -> set[int]:
+        """Every bucket that holds a due-index entry: one Scan of the sparse index, keys only.
+
+        For the first sweep of a stack (no sweep state yet), so that it covers everything ever
+        indexed without querying every empty bucket since the epoch.
+        """
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "IndexName": contract.DUE_INDEX,
+            "ProjectionExpression": "sweep_pk",
+        }
+        buckets: set[int] = set()
+        while True:
+            page = self._guard("scan", **request)
+            buckets.update(int(item["sweep_pk"]["S"].split("#", 1)[0]) for item in page.get("Items", []))
+            if not page.get("LastEvaluatedKey"):
+                return buckets
+            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
     def claim(self, entry: DueEntry, *, now: datetime, lease_until: datetime) -> bool:
         """Claim a due message for hand-off; False when another sweeper has it or it changed."""
         try:
@@ -48,8 +67,7 @@ class SweepStorage(Table):
                 Key=message_key(entry.queue, entry.id),
                 UpdateExpression="SET claimed_until = :lease",
                 ConditionExpression=(
-                    "version = :v AND #st = :pending AND "
-                    "(attribute_not_exists(claimed_until) OR claimed_until < :now)"
+                    "version = :v AND #st = :pending AND (attribute_not_exists(claimed_until) OR claimed_until < :now)"
                 ),
                 ExpressionAttributeNames={"#st": "status"},
                 ExpressionAttributeValues={

@@ -1,6 +1,7 @@
 """Calls on the one DynamoDB table: metering, errors, pagination and conditional writes in one place.
 
-Every failed condition becomes `StaleVersionError`; every other `ClientError` a `StoreError`.
+Every failed condition becomes `StaleVersionError`; every other `ClientError`, and every botocore
+connection or read-timeout error (not a `ClientError`), a `StoreError`.
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from hourglass.adapters import aws
 from hourglass.errors import StaleVersionError, StoreError
@@ -17,7 +18,7 @@ BATCH_WRITE = 25
 Meter = Callable[[str, dict[str, Any]], None]
 
 
-def _code(exc: ClientError) -> str:
+def code_of(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", ""))
 
 
@@ -36,6 +37,10 @@ class Table:
             if self.meter is not None:
                 self.meter(operation, {**kwargs, "_failed": True})
             raise
+        except BotoCoreError as exc:
+            # EndpointConnectionError, ReadTimeoutError, ConnectionClosedError: the outcome of a
+            # write is unknown, which the caller treats like any other failed call (503, retry).
+            raise StoreError(f"DynamoDB {operation} failed: {exc}") from exc
         if self.meter is not None:
             self.meter(operation, kwargs)
         return response
@@ -51,7 +56,7 @@ class Table:
         try:
             return self._call(operation, **kwargs)
         except ClientError as exc:
-            if _code(exc) in ("ConditionalCheckFailedException", "TransactionCanceledException"):
+            if code_of(exc) in ("ConditionalCheckFailedException", "TransactionCanceledException"):
                 raise StaleVersionError(stale) from exc
             raise StoreError(f"DynamoDB {operation} failed: {exc}") from exc
 

@@ -10,7 +10,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from hourglass.adapters import aws
 from hourglass.core.handoff import Scheduled, Timer
@@ -80,7 +80,7 @@ class TimerQueue:
             try:
                 self.requests += 1
                 answer = self.client.send_message_batch(QueueUrl=self.queue_url, Entries=entries)
-            except ClientError:
+            except (ClientError, BotoCoreError):
                 failed.extend(item for pack in chunk for item in pack)
                 continue
             failed.extend(item for entry in answer.get("Failed", []) for item in chunk[int(entry["Id"])])

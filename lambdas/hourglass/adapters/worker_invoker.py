@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from hourglass.adapters import aws
 from hourglass.errors import InvokeError
@@ -25,6 +25,6 @@ class WorkerInvoker:
                 InvocationType="Event",
                 Payload=json.dumps(event, separators=(",", ":")).encode(),
             )
-        except ClientError as exc:
+        except (ClientError, BotoCoreError) as exc:
             raise InvokeError(f"Lambda Invoke of {self.function_name} failed: {exc}") from exc
         self.invocations += 1

@@ -25,6 +25,16 @@ class Timing:
     lookahead: float
     safety: float
 
+    @property
+    def sweep_ahead(self) -> float:
+        """The lookahead in effect: clamped so that lookahead + safety fits in one SQS delay.
+
+        Ingest hands off what is due within sweep_ahead + safety and the sweep covers up to
+        now + sweep_ahead, so a write in flight during a sweep (shorter than `safety`) is either
+        handed off or due after the sweep's end, whatever HOURGLASS_LOOKAHEAD says.
+        """
+        return max(0.0, min(self.lookahead, schedule.MAX_TIMER_DELAY - self.safety))
+
 
 @dataclass(frozen=True)
 class DueEntry:
@@ -61,8 +71,11 @@ class Timer:
         try:
             doc = json.loads(text)
             timer = cls(
-                queue=str(doc["q"]), id=str(doc["id"]), version=int(doc["v"]),
-                due_ms=int(doc["due"]), sent_ms=int(doc["sent"]),
+                queue=str(doc["q"]),
+                id=str(doc["id"]),
+                version=int(doc["v"]),
+                due_ms=int(doc["due"]),
+                sent_ms=int(doc["sent"]),
             )
         except (ValueError, KeyError, TypeError) as exc:
             raise ValidationError("timer", f"malformed timer message: {exc}") from exc
@@ -109,7 +122,7 @@ class Placement:
 
 
 def hands_off(due: datetime, now: datetime, timing: Timing) -> bool:
-    return schedule.hands_off_now(due, now, timing.lookahead, timing.safety)
+    return schedule.hands_off_now(due, now, timing.sweep_ahead, timing.safety)
 
 
 def keys_of(message_id: str, due: datetime, timing: Timing) -> SweepKeys:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from functools import cache
 from typing import Any
 
 from hourglass.service.context import Context
+from hourglass.service.dead_letters import DeadLetters
 from hourglass.service.dispatch import Dispatcher
 from hourglass.settings import Settings
 
@@ -20,13 +22,33 @@ def record_pairs(event: dict[str, Any]) -> list[tuple[str, str]]:
     return [(str(r.get("messageId")), str(r.get("body", ""))) for r in event.get("Records", [])]
 
 
-def handle(dispatcher: Dispatcher, event: dict[str, Any]) -> dict[str, Any]:
+def dead_letter_records(event: dict[str, Any], dlq_url: str) -> list[tuple[str, str, int]]:
+    """(record id, body, receive count) of the event's records that come from the timer DLQ."""
+    name = dlq_url.rstrip("/").rsplit("/", 1)[-1]
+    out = []
+    for r in event.get("Records", []):
+        if name and str(r.get("eventSourceARN", "")).rsplit(":", 1)[-1] == name:
+            receives = int(r.get("attributes", {}).get("ApproximateReceiveCount", 0) or 0)
+            out.append((str(r.get("messageId")), str(r.get("body", "")), receives))
+    return out
+
+
+def handle(dispatcher: Dispatcher, event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+    deadline = None
+    if context is not None and hasattr(context, "get_remaining_time_in_millis"):
+        remaining = timedelta(milliseconds=context.get_remaining_time_in_millis())
+        deadline = dispatcher.ctx.clock() + remaining
+    dead = dead_letter_records(event, dispatcher.ctx.settings.timer_dlq_url)
     try:
-        failed = dispatcher.run_batch(record_pairs(event))
+        if dead:
+            # The timer DLQ drives this function too (one event source each; an event is one queue's).
+            failed = DeadLetters(dispatcher.ctx).run_batch(dead)
+        else:
+            failed = dispatcher.run_batch(record_pairs(event), deadline)
     finally:
         dispatcher.ctx.metrics.flush()
     return {"batchItemFailures": [{"itemIdentifier": record_id} for record_id in failed]}
 
 
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
-    return handle(_dispatcher(), event)
+    return handle(_dispatcher(), event, context)

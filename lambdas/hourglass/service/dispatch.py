@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -41,6 +42,9 @@ WRITE_GRACE = timedelta(seconds=1)
 PAUSE_RECHECK = 2
 # How old a cached queue (and its pause flag) may be when an attempt starts (delivery_control).
 QUEUE_MAX_AGE = delivery_control.PAUSE_READ_MAX_AGE
+# The longest one attempt can take after its start (HTTP connect + read timeouts, the writes around
+# it): an attempt is started only if this much is left before the invocation's deadline.
+ATTEMPT_BUDGET = timedelta(seconds=20)
 
 
 @dataclass(frozen=True)
@@ -54,13 +58,20 @@ class Dispatcher:
         self.ctx = ctx
         self.store = ctx.store
         self._queues: dict[str, tuple[datetime, Queue | None]] = {}
+        self._queues_lock = threading.Lock()
+        self.deadline: datetime | None = None
 
-    def run_batch(self, bodies: list[tuple[str, str]]) -> list[str]:
+    def run_batch(self, bodies: list[tuple[str, str]], deadline: datetime | None = None) -> list[str]:
         """Processes (record id, body) pairs, every timer of every pack concurrently, earliest due first.
 
         Returns the ids of the records with a timer that failed: SQS redelivers the whole record and
-        the timers that did succeed are then skipped (their version has moved on).
+        the timers that did succeed are then skipped (their version has moved on). No attempt starts
+        that could not finish before `deadline` (the invocation's end): its timer is sent again.
         """
+        # Queues are read once per batch, strongly consistently: a queue deleted before the batch
+        # started is seen as deleted (never a cached answer from an earlier invocation).
+        self._queues = {}
+        self.deadline = deadline
         failed: set[str] = set()
         work: list[tuple[str, Timer]] = []
         for record_id, body in bodies:
@@ -93,10 +104,16 @@ class Dispatcher:
         return Result(False, "poison")
 
     def process_timer(self, timer: Timer) -> Result:
+        """One timer; no exception escapes, so nothing raised for one message fails its batch-mates."""
         try:
             return self._process(timer)
         except (StoreError, DeliveryError, TimerQueueError) as exc:
+            # Transient: the timer comes back (SQS redelivers its record) and the attempt is retried.
             log("dispatch_failed", id=timer.id, queue=timer.queue, error=str(exc))
+            return Result(False, "error")
+        except Exception as exc:
+            log("dispatch_crashed", id=timer.id, queue=timer.queue, error=f"{type(exc).__name__}: {exc}")
+            self.ctx.metrics.count("DispatchError", queue=timer.queue)
             return Result(False, "error")
 
     def _process(self, timer: Timer) -> Result:
@@ -106,10 +123,20 @@ class Dispatcher:
             self.ctx.handoff.resend([handoff.resend(timer, now)])
             return Result(True, "redelayed")
         start = min(due, max(due - BEGIN_LEAD, from_ms(timer.sent_ms) + WRITE_GRACE))
+        if self.deadline is not None and max(start, due) + ATTEMPT_BUDGET > self.deadline:
+            # Killed mid-attempt, it would be taken over only when its lease ends: send it again now.
+            self.ctx.handoff.resend([handoff.resend(timer, now)])
+            self.ctx.metrics.count("Deferred", queue=timer.queue)
+            return Result(True, "deferred")
         self.ctx.sleep(schedule.seconds_until(start, now))
         queue = self._queue(timer.queue)
         control = delivery_control.of(queue)
         now = self.ctx.clock()
+        if self.deadline is not None and deadline.attempt_deadline(max(now, due), control.timeout) > self.deadline:
+            # The queue's timeout would outlast the invocation: send the timer again rather than be killed.
+            self.ctx.handoff.resend([handoff.resend(timer, now)])
+            self.ctx.metrics.count("Deferred", queue=timer.queue)
+            return Result(True, "deferred")
         if control.paused:
             # No attempt starts while paused: the message stays pending and keeps its due time.
             self.ctx.handoff.resend([Scheduled(timer, PAUSE_RECHECK)])
@@ -126,7 +153,13 @@ class Dispatcher:
         if message.expires_at is not None and now > message.expires_at:
             return self._finish(message, Status.EXPIRED, now, "expired before delivery")
         started = self.ctx.clock()
-        outcome = targets.deliver(self.ctx, message, queue)
+        try:
+            outcome = targets.deliver(self.ctx, message, queue)
+        except Exception as exc:
+            # A programming or encoding error: the next attempt would raise it again.
+            outcome = delivery.Outcome(
+                False, retryable=False, error=f"internal error: {type(exc).__name__}: {exc}"[:500]
+            )
         done = self.ctx.clock()
         if outcome.delivered:
             self.ctx.metrics.lateness((done - message.due_at).total_seconds() * 1000, queue=message.queue)
@@ -173,11 +206,13 @@ class Dispatcher:
         if name == LATER_NAMESPACE:
             return None
         sent = self.ctx.clock()
-        cached = self._queues.get(name)
+        with self._queues_lock:
+            cached = self._queues.get(name)
         if cached and delivery_control.pause_read_fresh(cached[0], sent):
             return cached[1]
         queue = self.store.get_queue(name, consistent=True)
-        self._queues[name] = (sent, queue)
+        with self._queues_lock:
+            self._queues[name] = (sent, queue)
         return queue
 
     def _after_failure(
@@ -254,4 +289,3 @@ class Dispatcher:
         self.ctx.metrics.count(metric[status.value], queue=message.queue)
         log("finished", id=message.id, queue=message.queue, status=status.value, attempts=message.attempts, error=error)
         return Result(True, status.value)
-

@@ -59,6 +59,11 @@ class HandOff:
         sent = self.timers.send([handoff.timer_for(claim.entry, now) for claim in claims])
         refused = {(s.timer.queue, s.timer.id) for s in sent}
         failed = [claim for claim in claims if (claim.entry.queue, claim.entry.id) in refused]
+        if failed:
+            # Reported, not raised: the stored item keeps its due-index keys and lease, so the
+            # message stays deliverable (a sweep takes it once the lease is given back or ends).
+            log("timer_refused", count=len(failed), ids=[c.entry.id for c in failed[:10]], give_back=give_back)
+            self._count("TimerRefused", len(failed))
         if give_back:
             self.give_back(failed)
         return failed

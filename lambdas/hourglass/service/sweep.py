@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
@@ -21,6 +21,8 @@ from hourglass.logs import log
 from hourglass.service.context import Context
 
 INITIAL_LOOKBACK = timedelta(minutes=10)
+# The watermark of a stack that has never been swept (no state item).
+FIRST_RUN = -1
 # Claims gathered (across the shards of a bucket) before they are sent: packs fill up, and a
 # sweeper that dies strands at most this many until their leases end.
 SEND_CHUNK = 500
@@ -70,12 +72,22 @@ class Sweeper:
         self.until = until
         self.run_id = run_id
         self._pool: ThreadPoolExecutor | None = None
+        self._old_buckets: set[int] | None = None
 
     def run(self, time_left: Callable[[], float] = lambda: 60.0) -> SweepReport:
         """One sweep: main window then recovery; stops early when `time_left()` gets short."""
         now = self.ctx.clock()
         start_ms = to_ms(now - INITIAL_LOOKBACK)
-        state = self.store.load_sweep_state(SweepState(start_ms, start_ms))
+        state = self.store.load_sweep_state(SweepState(FIRST_RUN, FIRST_RUN))
+        self._old_buckets = None
+        if state.watermark == FIRST_RUN:
+            # No sweep state yet: the first sweep covers everything ever indexed (rows bulk-loaded
+            # due in the past, a sweeper that failed for its first hours), reading only the
+            # buckets that hold entries below the usual initial window.
+            width = self.ctx.settings.bucket_seconds * 1000
+            self._old_buckets = {b for b in self.store.indexed_buckets() if b * width <= start_ms}
+            first = min((b * width - 1 for b in self._old_buckets), default=start_ms)
+            state = replace(state, watermark=min(first, start_ms), recovery_watermark=start_ms)
         report = SweepReport()
         with ThreadPoolExecutor(max_workers=CLAIM_WORKERS) as self._pool:
             if self.worker:
@@ -91,7 +103,8 @@ class Sweeper:
         self, state: SweepState, now: datetime, report: SweepReport, time_left: Callable[[], float]
     ) -> None:
         """Sweeps its shards and records their progress; the next scheduled run moves the watermark."""
-        end = self.until if self.until is not None else schedule.main_sweep_end(now, self.ctx.settings.lookahead)
+        ahead = self.ctx.settings.timing.sweep_ahead
+        end = self.until if self.until is not None else schedule.main_sweep_end(now, ahead)
         starts = {shard: state.start_of(shard) for shard in self.shards}
         reached = self._sweep(starts, end, now, report, time_left, recovery=False)
         self.store.save_shard_progress(self._progress(starts, reached, report, self.run_id))
@@ -100,9 +113,17 @@ class Sweeper:
     def _run_scheduled(
         self, state: SweepState, now: datetime, report: SweepReport, time_left: Callable[[], float]
     ) -> None:
-        end = schedule.main_sweep_end(now, self.ctx.settings.lookahead)
+        ahead = self.ctx.settings.timing.sweep_ahead
+        end = schedule.main_sweep_end(now, ahead)
         run_id = to_ms(now)
         starts = {shard: state.start_of(shard) for shard in self.shards}
+        if state.last_run:
+            # Since the last run, ingest handed off only what was due within its lookahead + safety
+            # of then: with a lookahead lowered since, what is due after last_run + lookahead may be
+            # written with index keys below the stored watermark. Sweep again from there (in the
+            # steady state the watermark is exactly last_run + lookahead: nothing is read twice).
+            cap = state.last_run + int(ahead * 1000)
+            starts = {shard: min(start, cap) for shard, start in starts.items()}
         groups = self._plan(state, starts)
         own = self._start_workers(groups, end, run_id)
         own_starts = {shard: starts[shard] for shard in own}
@@ -171,8 +192,11 @@ class Sweeper:
         """Hand off everything due in (start of its shard, high]; returns how far every shard got without a gap."""
         low = min(starts.values())
         bucket_seconds = self.ctx.settings.bucket_seconds
+        recent = schedule.bucket_of(self.ctx.clock() - INITIAL_LOOKBACK, bucket_seconds)
         for bucket in schedule.buckets_between(low + 1, high, bucket_seconds):
             bucket_start = bucket * bucket_seconds * 1000 - 1
+            if self._old_buckets is not None and bucket < recent and bucket not in self._old_buckets:
+                continue
             if time_left() < TIME_MARGIN:
                 report.complete = False
                 report.out_of_time = True

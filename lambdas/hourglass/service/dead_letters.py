@@ -1,0 +1,78 @@
+"""The timer DLQ's consumer: a message whose timer was dead-lettered ends `failed` with a reason."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+
+from hourglass.adapters.timer_queue import read_timers
+from hourglass.core import lifecycle
+from hourglass.core.handoff import Timer
+from hourglass.core.model import Message, Status
+from hourglass.errors import StaleVersionError, StoreError, ValidationError
+from hourglass.logs import log
+from hourglass.service import failure_notices
+from hourglass.service.context import Context
+
+# Called with each message this consumer failed: where a failure-destination notifier plugs in.
+Notify = Callable[[Message], None]
+
+
+class DeadLetters:
+    def __init__(self, ctx: Context, *, notify: Notify | None = None) -> None:
+        self.ctx = ctx
+        # By default the queue's failure destination hears of it, as of any message that ends failed.
+        self.notify = notify if notify is not None else (lambda message: failure_notices.notify_ended(ctx, message))
+
+    def run_batch(self, records: list[tuple[str, str, int]]) -> list[str]:
+        """(record id, body, receive count) of dead-lettered timer records; returns the ids to retry."""
+        failed: list[str] = []
+        for record_id, body, receives in records:
+            try:
+                timers = read_timers(body)
+            except ValidationError as exc:
+                # Names no message: logged whole (bounded) for the operator, then acknowledged.
+                log("poison_dead_letter", error=str(exc), receives=receives, body=body[:1000])
+                self.ctx.metrics.count("Poison")
+                continue
+            for timer in timers:
+                try:
+                    done = self._fail(timer, receives)
+                except StoreError as exc:
+                    log("dead_letter_failed", id=timer.id, queue=timer.queue, error=str(exc))
+                    done = False
+                if not done:
+                    failed.append(record_id)
+                    break
+        return failed
+
+    def _fail(self, timer: Timer, receives: int) -> bool:
+        """Fails the timer's message if it is still the version the timer was for, or stuck delivering.
+
+        False while an attempt holds a live lease: the record is looked at again later.
+        """
+        message = self.ctx.store.get_message(timer.queue, timer.id)
+        if message is None:
+            return True
+        now = self.ctx.clock()
+        pending_here = message.status is Status.PENDING and message.version == timer.version
+        delivering = message.status is Status.DELIVERING
+        if delivering and message.claimed_until is not None and message.claimed_until > now:
+            return False
+        if not (pending_here or delivering):
+            # Moved on (delivered, cancelled, rescheduled with a timer of its own): nothing is stuck.
+            return True
+        reason = f"timer dead-lettered after {receives} receives"
+        change = lifecycle.finish(
+            message, Status.FAILED, now, timedelta(days=self.ctx.settings.retention_days), error=reason
+        )
+        try:
+            self.ctx.store.finish(change)
+        except StaleVersionError:
+            return True
+        self.ctx.metrics.count("TimerDeadLettered", queue=message.queue)
+        self.ctx.metrics.count("Failed", queue=message.queue)
+        log("dead_lettered", id=message.id, queue=message.queue, receives=receives)
+        if self.notify is not None:
+            self.notify(change.message)
+        return True
