@@ -40,6 +40,19 @@ class BodyLimits:
 
 
 DEFAULT_LIMITS = BodyLimits()
+# Without an S3 bucket every body that does not fit inline goes to a body item (a DynamoDB item holds
+# 400 KB, the API's largest body 256 KB).
+NO_BUCKET_LIMITS = BodyLimits(item_body_max=300 * 1024)
+
+
+@dataclass(frozen=True)
+class BodyRef:
+    """Where a message's body is kept when not inline: a body item or an S3 object, written at `version`."""
+
+    placement: Placement
+    version: int
+
+
 # A body item outlives its message's own expiry by this much (TTL removes both; see body_expiry).
 BODY_TTL_SLACK = timedelta(days=1)
 

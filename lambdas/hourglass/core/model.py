@@ -7,6 +7,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from hourglass.core.body_placement import BodyRef
+
 JSON = Any
 LATER_NAMESPACE = "@later"
 
@@ -111,3 +113,5 @@ class Message:
     claimed_until: datetime | None = None
     topic: str | None = None
     retry: RetryPolicy | None = None
+    # Where the body is kept when not inline (docs/design.md, "Message bodies"); the store fills `body`.
+    body_ref: BodyRef | None = field(default=None, compare=False)

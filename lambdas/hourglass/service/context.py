@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from hourglass import logs
 from hourglass.adapters import http_target
@@ -36,6 +36,10 @@ class Context:
     def __post_init__(self) -> None:
         if self.settings.log_level is not None:
             logs.set_level(self.settings.log_level)
+        # Bodies above the body-item threshold go to S3; its client is built on first use.
+        configure = getattr(self.store, "configure_bodies", None)
+        if configure is not None:
+            configure(retention=timedelta(days=self.settings.retention_days), bucket=self.settings.body_bucket)
 
     @property
     def handoff(self) -> HandOff:
