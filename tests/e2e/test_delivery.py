@@ -142,3 +142,14 @@ def test_body_that_is_not_json_is_a_400(api: Client, receiver: Receiver) -> None
 
 def test_health_reports_ok(api: Client) -> None:
     assert api.call("GET", "/health") == (200, {"status": "ok"})
+
+
+def test_large_bodies_are_delivered_intact(api: Client, receiver: Receiver, runtime: Runtime) -> None:
+    queue = http_queue(api, receiver, "/large")
+    bodies = [{"size": size, "text": "é" + "x" * size} for size in (64 * 1024, 200 * 1024)]
+    created = [post(api, queue, {"body": body, "delay": 2})[0] for body in bodies]
+    got = receiver.wait_for("/large", count=2, timeout=20)
+    bucket = runtime.settings.body_bucket if runtime.settings else None
+    kept = runtime.client("s3").list_objects_v2(Bucket=bucket).get("KeyCount", 0) if bucket else 0
+    assert sorted((g.body for g in got), key=lambda b: b["size"]) == bodies
+    assert kept >= len(created)

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 from hourglass import logs
 from hourglass.adapters import http_target
+from hourglass.adapters.body_store import BodyStore
 from hourglass.adapters.metrics import Metrics
 from hourglass.adapters.sqs_target import SqsTargets
 from hourglass.adapters.store import Store
@@ -32,6 +33,8 @@ class Context:
     sleep: Callable[[float], None] = time.sleep
     post: Callable[..., http_target.HttpReply] = http_target.post
     check_url: Callable[..., None] = http_target.check_url
+    # The S3 body store; by default built from settings.body_bucket on first use.
+    body_store: BodyStore | None = None
 
     def __post_init__(self) -> None:
         if self.settings.log_level is not None:
@@ -39,7 +42,8 @@ class Context:
         # Bodies above the body-item threshold go to S3; its client is built on first use.
         configure = getattr(self.store, "configure_bodies", None)
         if configure is not None:
-            configure(retention=timedelta(days=self.settings.retention_days), bucket=self.settings.body_bucket)
+            retention = timedelta(days=self.settings.retention_days)
+            configure(retention=retention, bucket=self.settings.body_bucket, body_store=self.body_store)
 
     @property
     def handoff(self) -> HandOff:
