@@ -157,3 +157,14 @@ def test_retry_past_the_body_item_ttl_extends_it_first(h: Harness) -> None:
     [body] = body_items(h)
     assert int(body["expire_at"]["N"]) >= int((retry_at + timedelta(days=7)).timestamp())
     assert get(h, created["id"])["body"] == body_of(SIZES["item"])
+
+
+def test_s3_body_is_tagged_to_outlive_its_message_and_a_late_retry_extends_it(h: Harness) -> None:
+    make_queue(h)
+    [created] = post(h, {"body": body_of(SIZES["s3"]), "delay": 3600})
+    message = h.ctx.store.get_message("orders", created["id"])
+    assert message is not None
+    store = h.ctx.store.bodies
+    at_ingest = store.kept_days("orders", message.id, 1)
+    h.ctx.store.await_retry(lifecycle.await_retry(message, message.due_at + timedelta(days=20), "HTTP 503"), None)
+    assert (at_ingest, store.kept_days("orders", message.id, 1)) == (9, 29)

@@ -75,8 +75,14 @@ class MessageStorage(Table):
         """The items storing a new message writes; an S3 body is put first, so no item names a missing body."""
         ref, items = new_message_items(message, keys, retention=self.retention, limits=self.body_limits)
         if ref.placement is Placement.S3:
-            self.bodies.put(message.queue, message.id, ref.version, message.body)
+            self._put_s3(message, ref)
         return items
+
+    def _put_s3(self, message: Message, ref: BodyRef) -> None:
+        """An S3 body, tagged to be kept as long as its message (see core.body_placement.keep_days)."""
+        until = body_placement.body_expiry(message.due_at, self.retention)
+        keep = body_placement.keep_days(message.created_at, until)
+        self.bodies.put(message.queue, message.id, ref.version, message.body, keep_days=keep)
 
     # queues -------------------------------------------------------------------------------
     def put_queue(self, queue: Queue) -> bool:
@@ -207,6 +213,16 @@ class MessageStorage(Table):
         return self._put_version(change, keys)
 
     def _keep_body_until(self, message: Message, finished_at: datetime) -> None:
+        """A body that would go before a message finishing at `finished_at` is kept longer first."""
+        ref = message.body_ref
+        if ref is not None and ref.placement is Placement.S3:
+            needed = body_placement.keep_days(
+                message.created_at, body_placement.body_expiry(finished_at, self.retention)
+            )
+            kept = self.bodies.kept_days(message.queue, message.id, ref.version)
+            if kept is not None and kept < needed:
+                self.bodies.keep(message.queue, message.id, ref.version, needed)
+            return
         expires = self.body_expiry(message)
         if expires is not None and not body_placement.outlives(expires, finished_at, self.retention):
             self._extend(
@@ -329,7 +345,7 @@ class MessageStorage(Table):
         """Writes `message`'s body as a new version of its own (a PATCH); returns where it went."""
         ref = place_body(replace(message, body_ref=None), None, self.body_limits)
         if ref.placement is Placement.S3:
-            self.bodies.put(message.queue, message.id, ref.version, message.body)
+            self._put_s3(message, ref)
         elif ref.placement is Placement.ITEM:
             until = body_placement.body_expiry(message.due_at, self.retention)
             item = body_to_item(message.queue, message.id, ref.version, message.body, expire_at=until)
