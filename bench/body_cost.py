@@ -311,7 +311,8 @@ def section(measured: Measured, *, source: str) -> Section:
         "rules applied to the items hourglass.adapters.items builds; 'all inline' is the same message with its "
         "body in the message item (the layout before issue 11).",
         "Storage: items for delay + 7 days' retention (+1 day for a body item), 100 B overhead each; an S3 body "
-        "until its keep-days lifecycle rung (the message's retention; GET still returns it). S3 adds one PUT and one GET, and "
+        "until its keep-days lifecycle rung (the message's retention; GET still returns it). "
+        "S3 adds one PUT and one GET, and "
         f"{S3_PUT_SECONDS * 1000:.0f} + {S3_GET_SECONDS * 1000:.0f} ms of Lambda time (assumed, not overlapped).",
         "SQS: the timer messages carry no body (one chunk each). Delivery to an SQS target costs the target's "
         "owner one request per 64 KB chunk (last column), as with any scheduler: not in the totals. "
