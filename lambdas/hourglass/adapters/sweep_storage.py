@@ -48,7 +48,8 @@ class SweepStorage(Table):
                 Key=message_key(entry.queue, entry.id),
                 UpdateExpression="SET claimed_until = :lease",
                 ConditionExpression=(
-                    "version = :v AND #st = :pending AND (attribute_not_exists(claimed_until) OR claimed_until < :now)"
+                    "version = :v AND #st = :pending AND "
+                    "(attribute_not_exists(claimed_until) OR claimed_until < :now)"
                 ),
                 ExpressionAttributeNames={"#st": "status"},
                 ExpressionAttributeValues={

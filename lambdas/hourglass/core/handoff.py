@@ -61,11 +61,8 @@ class Timer:
         try:
             doc = json.loads(text)
             timer = cls(
-                queue=str(doc["q"]),
-                id=str(doc["id"]),
-                version=int(doc["v"]),
-                due_ms=int(doc["due"]),
-                sent_ms=int(doc["sent"]),
+                queue=str(doc["q"]), id=str(doc["id"]), version=int(doc["v"]),
+                due_ms=int(doc["due"]), sent_ms=int(doc["sent"]),
             )
         except (ValueError, KeyError, TypeError) as exc:
             raise ValidationError("timer", f"malformed timer message: {exc}") from exc

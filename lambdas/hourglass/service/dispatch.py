@@ -202,3 +202,4 @@ class Dispatcher:
         self.ctx.metrics.count(metric[status.value], queue=message.queue)
         log("finished", id=message.id, queue=message.queue, status=status.value, attempts=message.attempts, error=error)
         return Result(True, status.value)
+
