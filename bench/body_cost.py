@@ -16,7 +16,7 @@ from typing import Any
 
 from hourglass.adapters.items import BodyRef, body_key, item_size, message_to_item, new_message_items
 from hourglass.core import delivery, schedule
-from hourglass.core.body_placement import Placement, body_expiry
+from hourglass.core.body_placement import Placement, body_expiry, keep_days
 from hourglass.core.ids import new_id
 from hourglass.core.model import Message, Status
 
@@ -52,10 +52,9 @@ DUE_INDEX = Index("due", "sweep_pk", "sweep_sk", ("version",))
 RETENTION = timedelta(days=7)
 LEASE = timedelta(seconds=120)
 # Assumptions for the S3 claim check, billed as Lambda time (not overlapped with anything, so high):
-# a PutObject at ingest and a GetObject at dispatch, each at the function's 512 MB.
+# a PutObject at ingest and a GetObject at dispatch, each at its function's memory.
 S3_PUT_SECONDS = 0.040
 S3_GET_SECONDS = 0.025
-LAMBDA_GB = 0.5
 
 BUDGETS = {100: 5.10, 4 * 1024: 9.0, 64 * 1024: 15.0, 256 * 1024: 20.0}
 LOG_BUDGET_BYTES = 1024
@@ -111,7 +110,12 @@ def layout_units(size: int, *, path: str, delay: timedelta, inline_always: bool 
     created = START
     due = created + delay
     message = Message(
-        id=new_id(), queue="orders", body="x" * (size - 2), status=Status.PENDING, created_at=created, due_at=due,
+        id=new_id(),
+        queue="orders",
+        body="x" * (size - 2),
+        status=Status.PENDING,
+        created_at=created,
+        due_at=due,
         queue_epoch=created,
     )
     keys = schedule.sweep_keys(message.id, due, shards=8, bucket_seconds=60)
@@ -156,8 +160,9 @@ def layout_units(size: int, *, path: str, delay: timedelta, inline_always: bool 
         body_months = (lifetime + (body_expiry(due, RETENTION) - due - RETENTION)).total_seconds() / 3600
         ddb_gb_months += (item_size(body_item) + ITEM_OVERHEAD) / 1e9 * body_months / HOURS_PER_MONTH
     s3 = ref.placement is Placement.S3
-    # An S3 body is deleted when its message finishes (DeleteObject is free): stored for the delay.
-    s3_months = delay.total_seconds() / 3600 / HOURS_PER_MONTH
+    # An S3 body is kept as long as its message (GET returns it): the lifecycle rung of its keep-days tag.
+    kept = keep_days(START, body_expiry(due, RETENTION))
+    s3_months = kept * 24 / HOURS_PER_MONTH
     return Units(
         write=write,
         read=read,
@@ -173,7 +178,9 @@ def layout_units(size: int, *, path: str, delay: timedelta, inline_always: bool 
 def dollars(units: Units, measured: Measured) -> dict[str, float]:
     """US$ per million messages, per service."""
     million = 1e6
-    s3_seconds = units.s3_put * S3_PUT_SECONDS + units.s3_get * S3_GET_SECONDS
+    s3_gb_seconds = (
+        units.s3_put * S3_PUT_SECONDS * MEMORY_GB["ingest"] + units.s3_get * S3_GET_SECONDS * MEMORY_GB["dispatcher"]
+    )
     figures = {
         "DynamoDB requests": (
             (units.write + measured.shared_write_units) * PRICE_WRITE_UNIT
@@ -183,7 +190,7 @@ def dollars(units: Units, measured: Measured) -> dict[str, float]:
         "S3": units.s3_put * PRICE_S3_PUT + units.s3_get * PRICE_S3_GET + units.s3_gb_months * PRICE_S3_GB_MONTH,
         "SQS": measured.sqs_requests * PRICE_SQS_REQUEST,
         "Lambda": measured.lambda_invocations * PRICE_LAMBDA_REQUEST
-        + (measured.lambda_gb_seconds + s3_seconds * LAMBDA_GB) * PRICE_LAMBDA_GB_SECOND,
+        + (measured.lambda_gb_seconds + s3_gb_seconds) * PRICE_LAMBDA_GB_SECOND,
         "CloudWatch Logs": measured.log_bytes / 1e9 * PRICE_LOGS_GB,
     }
     figures = {k: v * million for k, v in figures.items()}
@@ -193,8 +200,9 @@ def dollars(units: Units, measured: Measured) -> dict[str, float]:
 
 def target_sqs_requests(size: int) -> int:
     """SendMessage requests the delivery to an SQS target is billed as (64 KB chunks of its envelope)."""
-    message = Message(id=new_id(), queue="orders", body="x" * (size - 2), status=Status.DELIVERING,
-                      created_at=START, due_at=START)
+    message = Message(
+        id=new_id(), queue="orders", body="x" * (size - 2), status=Status.DELIVERING, created_at=START, due_at=START
+    )
     return math.ceil(len(delivery.sqs_envelope(message, 1).encode()) / SQS_CHUNK)
 
 
@@ -250,21 +258,49 @@ def section(measured: Measured, *, source: str) -> Section:
         passed=measured.log_bytes_lone_message <= LOG_BUDGET_BYTES,
     )
     result.check("CloudWatch Logs: bytes per message as priced (batch of 10, Lambda lines)", measured.log_bytes, "B")
-    result.check("US$ per million: Step Functions Standard, Wait + delivery task (≥ 2 transitions)",
-                 2 * PRICE_STEP_TRANSITION * 1e6)
-    header = ["path", "body", "kept", "WU", "RU", "S3 req", "DynamoDB", "S3", "SQS", "Lambda", "Logs", "total",
-              "all inline (WU / US$)", "Scheduler", "SQS target sends"]
+    result.check(
+        "US$ per million: Step Functions Standard, Wait + delivery task (≥ 2 transitions)",
+        2 * PRICE_STEP_TRANSITION * 1e6,
+    )
+    header = [
+        "path",
+        "body",
+        "kept",
+        "WU",
+        "RU",
+        "S3 req",
+        "DynamoDB",
+        "S3",
+        "SQS",
+        "Lambda",
+        "Logs",
+        "total",
+        "all inline (WU / US$)",
+        "Scheduler",
+        "SQS target sends",
+    ]
     body = []
     for row in table:
         usd = row["usd_per_million"]
-        body.append([
-            row["path"], _size(row["body_bytes"]), row["placement"], f"{row['write_units']:g}",
-            f"{row['read_units']:g}", str(row["s3_requests"]),
-            f"{usd['DynamoDB requests'] + usd['DynamoDB storage']:.2f}", f"{usd['S3']:.2f}", f"{usd['SQS']:.2f}",
-            f"{usd['Lambda']:.2f}", f"{usd['CloudWatch Logs']:.2f}", f"**{usd['total']:.2f}**",
-            f"{row['inline_write_units']:g} / {row['inline_usd_per_million']:.2f}",
-            f"{row['scheduler_usd_per_million']:.2f}", str(row["target_sqs_requests"]),
-        ])
+        body.append(
+            [
+                row["path"],
+                _size(row["body_bytes"]),
+                row["placement"],
+                f"{row['write_units']:g}",
+                f"{row['read_units']:g}",
+                str(row["s3_requests"]),
+                f"{usd['DynamoDB requests'] + usd['DynamoDB storage']:.2f}",
+                f"{usd['S3']:.2f}",
+                f"{usd['SQS']:.2f}",
+                f"{usd['Lambda']:.2f}",
+                f"{usd['CloudWatch Logs']:.2f}",
+                f"**{usd['total']:.2f}**",
+                f"{row['inline_write_units']:g} / {row['inline_usd_per_million']:.2f}",
+                f"{row['scheduler_usd_per_million']:.2f}",
+                str(row["target_sqs_requests"]),
+            ]
+        )
     result.data["table"] = {"header": header, "rows": body}
     result.data["rows"] = table
     result.data["measured"] = measured.__dict__
@@ -275,7 +311,8 @@ def section(measured: Measured, *, source: str) -> Section:
         "rules applied to the items hourglass.adapters.items builds; 'all inline' is the same message with its "
         "body in the message item (the layout before issue 11).",
         "Storage: items for delay + 7 days' retention (+1 day for a body item), 100 B overhead each; an S3 body "
-        "for the delay (deleted when its message finishes). S3 adds one PUT and one GET, and "
+        "until its keep-days lifecycle rung (the message's retention; GET still returns it). "
+        "S3 adds one PUT and one GET, and "
         f"{S3_PUT_SECONDS * 1000:.0f} + {S3_GET_SECONDS * 1000:.0f} ms of Lambda time (assumed, not overlapped).",
         "SQS: the timer messages carry no body (one chunk each). Delivery to an SQS target costs the target's "
         "owner one request per 64 KB chunk (last column), as with any scheduler: not in the totals. "

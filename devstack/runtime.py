@@ -12,6 +12,7 @@ from typing import Any
 import boto3
 from hourglass import contract
 from hourglass.adapters.aws import AWS_CONFIG
+from hourglass.adapters.body_store import BodyStore
 from hourglass.adapters.metrics import Metrics
 from hourglass.adapters.sqs_target import SqsTargets
 from hourglass.adapters.store import Store
@@ -169,6 +170,9 @@ class Runtime:
             timers=TimerQueue(self.settings.timer_queue_url, client=sqs),
             targets=SqsTargets(client=sqs),
             metrics=Metrics(emit=False),
+            body_store=BodyStore(self.settings.body_bucket, client=self.client("s3"))
+            if self.settings.body_bucket
+            else None,
         )
 
     @property

@@ -41,6 +41,9 @@ class Deployment:
     table: str
     timer_queue_url: str | None = None
     endpoint_url: str | None = None
+    # The S3 bucket of large message bodies (stack output BodyBucketName); unset, bodies that do not
+    # fit inline go to body items.
+    body_bucket: str | None = None
     region: str = DEFAULT_REGION
 
     def client(self, service: str) -> Any:
@@ -66,16 +69,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def resolve(args: argparse.Namespace, *, needs_timer_queue: bool) -> Deployment:
     """The deployment named by the arguments, asking the stack only for what they leave out."""
     base = Deployment(table=args.table or "", endpoint_url=args.endpoint_url, region=args.region or DEFAULT_REGION)
-    table, queue_url = args.table, args.timer_queue_url
+    table, queue_url, bucket = args.table, args.timer_queue_url, None
     if not table or (needs_timer_queue and not queue_url):
         outputs = stack_outputs(base, args.stack)
         table = table or outputs.get(contract.OUTPUT_TABLE)
         queue_url = queue_url or outputs.get(contract.OUTPUT_TIMER_QUEUE_URL)
+        bucket = outputs.get(contract.OUTPUT_BODY_BUCKET)
     if not table or (needs_timer_queue and not queue_url):
         raise DeploymentError(
             f"stack {args.stack!r} has no TableName/TimerQueueUrl output; pass --table/--timer-queue-url"
         )
-    return Deployment(table=table, timer_queue_url=queue_url, endpoint_url=base.endpoint_url, region=base.region)
+    return Deployment(
+        table=table, timer_queue_url=queue_url, endpoint_url=base.endpoint_url, region=base.region, body_bucket=bucket
+    )
 
 
 def stack_outputs(deployment: Deployment, stack: str) -> dict[str, str]:

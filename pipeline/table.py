@@ -11,13 +11,15 @@ import json
 import random
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from botocore.exceptions import ClientError
 from hourglass import contract
-from hourglass.adapters.items import MESSAGE_PREFIX, Item, dedup_key, dedup_to_item, message_key, n, s
+from hourglass.adapters.body_store import BodyStore
+from hourglass.adapters.items import MESSAGE_PREFIX, Item, dedup_key, dedup_to_item, message_from_item, message_key, s
+from hourglass.adapters.message_storage import MessageStorage
 from hourglass.adapters.store import Store
 from hourglass.adapters.table import BATCH_WRITE
 from hourglass.adapters.timer_queue import TimerQueue
@@ -114,6 +116,7 @@ class WriteSettings:
     shards: int = contract.DEFAULT_SHARDS
     bucket_seconds: int = contract.DEFAULT_BUCKET_SECONDS
     chunk: int = 50
+    retention_days: float = contract.DEFAULT_RETENTION_DAYS
     attempts: int = 10
     backoff_base: float = 0.05
     backoff_max: float = 5.0
@@ -199,6 +202,13 @@ class TableWriter:
             self.timers = TimerQueue(self.deployment.timer_queue_url, client=self.deployment.client("sqs"))
         if self.budget is None and self.settings.write_units:
             self.budget = WriteBudget(self.settings.write_units, sleep=self.sleep)
+        # Bodies are placed by the store's own rule (inline, body item or S3), as ingest places them.
+        self.bodies = MessageStorage(self.deployment.table, client=self.client)
+        bucket = self.deployment.body_bucket
+        self.bodies.configure_bodies(
+            retention=timedelta(days=self.settings.retention_days),
+            body_store=BodyStore(bucket, client=self.deployment.client("s3")) if bucket else None,
+        )
 
     def write_all(self, rows: Iterable[Planned]) -> WriteCounts:
         chunk: list[Planned] = []
@@ -221,15 +231,13 @@ class TableWriter:
         sent = HandOff(self.timers, self.settings.timing).send_first(timers)
         requests = []
         for planned, placement in zip(new, placements, strict=True):
-            item: Item = json.loads(planned.item)
             # Stored now, as the API stores a message when it is posted; delays still count from `now`.
-            item["created_at"] = n(to_ms(wall))
-            if self.settings.run:
-                item[RUN_ATTRIBUTE] = s(self.settings.run)
+            message = replace(message_from_item(json.loads(planned.item)), created_at=wall)
             keys = placement.index_keys(sent=sent)
-            if keys is not None:
-                item["sweep_pk"], item["sweep_sk"] = s(keys.pk), s(keys.sk)
-            requests.append({"PutRequest": {"Item": item}})
+            items = self.bodies.new_items(message, keys)
+            if self.settings.run:
+                items[0][RUN_ATTRIBUTE] = s(self.settings.run)  # the message item comes first
+            requests += [{"PutRequest": {"Item": item}} for item in items]
             if planned.dedup_id:
                 dedup = dedup_to_item(planned.queue, planned.dedup_id, planned.id, self.now + DEDUP_WINDOW)
                 requests.append({"PutRequest": {"Item": dedup}})

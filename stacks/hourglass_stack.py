@@ -215,7 +215,7 @@ class HourglassStack(Stack):
         CfnOutput(self, "ApiKeyId", value=api.api_key.key_id)
         CfnOutput(self, contract.OUTPUT_TABLE, value=store.table.table_name)
         CfnOutput(self, contract.OUTPUT_TIMER_QUEUE_URL, value=timer.queue.queue_url)
-        CfnOutput(self, "BodyBucketName", value=bodies.bucket.bucket_name)
+        CfnOutput(self, contract.OUTPUT_BODY_BUCKET, value=bodies.bucket.bucket_name)
         CfnOutput(self, "TimerDlqUrl", value=timer.dlq.queue_url)
         CfnOutput(self, contract.OUTPUT_INGEST_FUNCTION, value=workers.ingest.function_name)
         CfnOutput(self, "SweeperFunctionName", value=workers.sweeper.function_name)

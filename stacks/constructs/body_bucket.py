@@ -1,7 +1,8 @@
 """The S3 bucket of message bodies too large for a DynamoDB body item (claim check, docs/design.md).
 
 Encrypted, private, TLS only, no fixed name; a lifecycle rule removes any body left behind once no
-message can still need it (the longest delay plus retention); normally a body goes with its message.
+message can still need it (the longest delay plus retention); normally a body goes by the rule of
+its `keep-days` tag, when its message's retention ends, or when its message is cancelled.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 from hourglass import contract
+from hourglass.core.body_placement import KEEP_DAYS_LADDER, KEEP_TAG
 
 # The API's horizon: no message is due more than ten years after it is created.
 MAX_DELAY_DAYS = 3650
@@ -45,7 +47,14 @@ class BodyBucket(Construct):
                     id="ExpireLeftoverBodies",
                     expiration=self.expire_after,
                     abort_incomplete_multipart_upload_after=Duration.days(1),
-                )
+                ),
+                # A body is tagged at PutObject with the days its message (retention included) needs.
+                *(
+                    s3.LifecycleRule(
+                        id=f"Keep{days}Days", expiration=Duration.days(days), tag_filters={KEEP_TAG: str(days)}
+                    )
+                    for days in KEEP_DAYS_LADDER
+                ),
             ],
             removal_policy=removal_policy,
         )
@@ -57,8 +66,16 @@ class BodyBucket(Construct):
 
     def grant_write(self, grantee: iam.IGrantable) -> None:
         """Put new bodies, read them (GET of a message) and delete replaced or cancelled ones (ingest)."""
-        self._grant(grantee, "WriteMessageBodies", ["s3:PutObject", "s3:GetObject", "s3:DeleteObject"])
+        self._grant(
+            grantee,
+            "WriteMessageBodies",
+            ["s3:PutObject", "s3:PutObjectTagging", "s3:GetObject", "s3:GetObjectTagging", "s3:DeleteObject"],
+        )
 
     def grant_read(self, grantee: iam.IGrantable) -> None:
-        """Read bodies to deliver them and delete them when their message finishes (dispatcher)."""
-        self._grant(grantee, "ReadMessageBodies", ["s3:GetObject", "s3:DeleteObject"])
+        """Read bodies to deliver them and keep them longer for a late retry (dispatcher)."""
+        self._grant(
+            grantee,
+            "ReadMessageBodies",
+            ["s3:GetObject", "s3:GetObjectTagging", "s3:PutObjectTagging"],
+        )

@@ -33,6 +33,8 @@ SWEEPER = FunctionSpec(handler="hourglass.handlers.sweeper.handler", timeout=Dur
 DISPATCHER = FunctionSpec(
     handler="hourglass.handlers.dispatcher.handler",
     timeout=Duration.seconds(deadline.function_timeout(delivery_control.MAX_TIMEOUT)),
+    # Waits on the network, not the CPU (peak RSS 69 MB in bench/memory): 256 MB halves its GB-seconds.
+    memory_mb=256,
 )
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from bench import body_cost
 from bench.capacity_units import CapacityMeter
+from bench.cost import MEMORY_GB
 from bench.log_bytes import PLATFORM_BYTES_PER_INVOCATION, Captured
 from bench.report import Section
 
@@ -79,7 +80,9 @@ def test_measured_figures_are_per_delivered_message() -> None:
     )
     lone, batch = Captured(1, ["x" * 99]), Captured(10, ["y" * 199] * 10)
     measured = body_cost.measured_from(cost, lone, batch)
-    assert (measured.sqs_requests, measured.lambda_invocations, measured.lambda_gb_seconds) == (0.3, 0.1, 0.1)
+    dispatcher_gb = MEMORY_GB["dispatcher"]
+    assert (measured.sqs_requests, measured.lambda_invocations) == (0.3, 0.1)
+    assert measured.lambda_gb_seconds == pytest.approx(20.0 * dispatcher_gb / 100)
     assert measured.log_bytes == pytest.approx(200 + PLATFORM_BYTES_PER_INVOCATION * 0.1)
     assert (measured.log_bytes_lone_message, measured.shared_write_units) == (100, 0.05)
 

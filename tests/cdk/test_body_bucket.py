@@ -82,17 +82,27 @@ def test_leftover_bodies_expire_after_the_longest_delay_plus_retention(template:
         "AWS::S3::Bucket",
         {
             "LifecycleConfiguration": {
-                "Rules": [
-                    Match.object_like(
-                        {
-                            "ExpirationInDays": MAX_DELAY_DAYS + RETENTION_DAYS + 1,
-                            "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 1},
-                            "Status": "Enabled",
-                        }
-                    )
-                ]
+                "Rules": Match.array_with(
+                    [
+                        Match.object_like(
+                            {
+                                "ExpirationInDays": MAX_DELAY_DAYS + RETENTION_DAYS + 1,
+                                "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 1},
+                                "Status": "Enabled",
+                            }
+                        )
+                    ]
+                )
             }
         },
+    )
+
+
+def test_a_body_tagged_to_keep_nine_days_expires_after_nine_days(template: Template) -> None:
+    rule = {"ExpirationInDays": 9, "TagFilters": [{"Key": "keep-days", "Value": "9"}], "Status": "Enabled"}
+    template.has_resource_properties(
+        "AWS::S3::Bucket",
+        {"LifecycleConfiguration": {"Rules": Match.array_with([Match.object_like(rule)])}},
     )
 
 
@@ -109,14 +119,20 @@ def test_ingest_and_dispatcher_know_the_bucket_and_the_sweeper_does_not(template
     assert "HOURGLASS_BODY_BUCKET" not in sweeper["Properties"]["Environment"]["Variables"]
 
 
-def test_ingest_may_put_get_and_delete_bodies_only(template: Template) -> None:
+def test_ingest_may_put_get_tag_and_delete_bodies_only(template: Template) -> None:
     (statement,) = statements(template, "WriteMessageBodies")
-    assert sorted(statement["Action"]) == ["s3:DeleteObject", "s3:GetObject", "s3:PutObject"]
+    assert sorted(statement["Action"]) == [
+        "s3:DeleteObject",
+        "s3:GetObject",
+        "s3:GetObjectTagging",
+        "s3:PutObject",
+        "s3:PutObjectTagging",
+    ]
 
 
-def test_the_dispatcher_may_get_and_delete_bodies_only(template: Template) -> None:
+def test_the_dispatcher_may_get_and_retag_bodies_only(template: Template) -> None:
     (statement,) = statements(template, "ReadMessageBodies")
-    assert sorted(statement["Action"]) == ["s3:DeleteObject", "s3:GetObject"]
+    assert sorted(statement["Action"]) == ["s3:GetObject", "s3:GetObjectTagging", "s3:PutObjectTagging"]
 
 
 def test_grants_cover_the_bucket_objects_only(template: Template) -> None:

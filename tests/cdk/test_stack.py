@@ -18,7 +18,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 HANDLERS = {
     "hourglass.handlers.api.handler": (29, 512),
     "hourglass.handlers.sweeper.handler": (60, 512),
-    "hourglass.handlers.dispatcher.handler": (180, 512),
+    "hourglass.handlers.dispatcher.handler": (180, 256),
 }
 ENV_KEYS = [
     "HOURGLASS_TABLE",

@@ -147,3 +147,14 @@ def test_a_wrong_api_key_is_refused(api: Client) -> None:
     )
     assert status == 403
     assert api.call("GET", "/v1/queues/refused")[0] == 404
+
+
+def test_large_bodies_are_delivered_intact(api: Client, receiver: Receiver, stack: Stack) -> None:
+    queue = http_queue(api, receiver, "/large")
+    bodies = [{"size": size, "text": "é" + "x" * size} for size in (64 * 1024, 200 * 1024)]
+    created = [post(api, queue, {"body": body, "delay": 2})[0] for body in bodies]
+    got = receiver.wait_for("/large", count=2, timeout=20)
+    bucket = stack.outputs.get("BodyBucketName")
+    kept = stack.client("s3").list_objects_v2(Bucket=bucket).get("KeyCount", 0) if bucket else 0
+    assert sorted((g.body for g in got), key=lambda b: b["size"]) == bodies
+    assert kept >= len(created)

@@ -10,7 +10,8 @@ from typing import Any
 import boto3
 import pytest
 from botocore.exceptions import ClientError
-from hourglass.adapters.items import dedup_key, dedup_to_item, message_key
+from hourglass.adapters.body_store import BodyStore
+from hourglass.adapters.items import body_key, dedup_key, dedup_to_item, message_key
 from hourglass.adapters.timer_queue import Scheduled
 from hourglass.core import validation
 from hourglass.core.model import Queue
@@ -251,3 +252,27 @@ def test_scan_segments_follow_the_table_size(size: int, segments: int, monkeypat
     monkeypatch.setattr(Deployment, "client", lambda self, service: Sized(size))
 
     assert table.scan_segments(located, at_least=4) == segments
+
+
+def test_a_large_body_goes_to_a_body_item_as_ingest_places_it(client: Any) -> None:
+    row = planned(1, delay=3600, body="x" * 2000)
+
+    writer(client).write_all([row])
+
+    body = client.get_item(TableName="messages", Key=body_key("orders", row.id, 1)).get("Item")
+    assert body is not None and json.loads(body["body"]["S"]) == "x" * 2000
+    assert "body" not in stored(client, row)  # type: ignore[operator]
+
+
+def test_a_body_above_the_item_threshold_goes_to_s3(client: Any) -> None:
+    s3 = boto3.client("s3", region_name="us-east-1")
+    s3.create_bucket(Bucket="bodies")
+    row = planned(1, delay=3600, body="x" * 20_000)
+    bulk = TableWriter(
+        Deployment(table="messages", body_bucket="bodies"), NOW, clock=lambda: NOW, client=client, timers=Timers()
+    )
+
+    bulk.write_all([row])
+
+    assert BodyStore("bodies", client=s3).get_text("orders", row.id, 1) == json.dumps("x" * 20_000)
+    assert stored(client, row)["body_in"]["S"] == "s3"  # type: ignore[index]

@@ -8,6 +8,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from hourglass.adapters import aws
 from hourglass.adapters.items import body_text
+from hourglass.core.body_placement import KEEP_TAG
 from hourglass.errors import BodyStoreError
 
 MISSING = ("NoSuchKey", "404", "NotFound")
@@ -25,12 +26,18 @@ class BodyStore:
         self.bucket = bucket
         self.client = client or aws.client("s3")
 
-    def put(self, queue: str, message_id: str, version: int, body: Any) -> str:
-        """Writes the body (JSON text, UTF-8); returns its object key."""
+    def put(self, queue: str, message_id: str, version: int, body: Any, *, keep_days: int | None = None) -> str:
+        """Writes the body (JSON text, UTF-8); returns its object key. `keep_days` tags it for the
+        bucket's lifecycle rule of that many days (core.body_placement.keep_days)."""
         key = body_object_key(queue, message_id, version)
+        tagging = {"Tagging": f"{KEEP_TAG}={keep_days}"} if keep_days is not None else {}
         try:
             self.client.put_object(
-                Bucket=self.bucket, Key=key, Body=body_text(body).encode("utf-8"), ContentType="application/json"
+                Bucket=self.bucket,
+                Key=key,
+                Body=body_text(body).encode("utf-8"),
+                ContentType="application/json",
+                **tagging,
             )
         except (ClientError, BotoCoreError) as exc:
             raise BodyStoreError(f"S3 PutObject failed: {exc}") from exc
@@ -58,3 +65,26 @@ class BodyStore:
                 raise BodyStoreError(f"S3 DeleteObject failed: {exc}") from exc
         except BotoCoreError as exc:
             raise BodyStoreError(f"S3 DeleteObject failed: {exc}") from exc
+
+    def kept_days(self, queue: str, message_id: str, version: int) -> int | None:
+        """The body's lifecycle tag value; None when it has none or is gone."""
+        key = body_object_key(queue, message_id, version)
+        try:
+            tags = self.client.get_object_tagging(Bucket=self.bucket, Key=key).get("TagSet", [])
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in MISSING:
+                return None
+            raise BodyStoreError(f"S3 GetObjectTagging failed: {exc}") from exc
+        found = [t["Value"] for t in tags if t.get("Key") == KEEP_TAG]
+        return int(found[0]) if found and found[0].isdigit() else None
+
+    def keep(self, queue: str, message_id: str, version: int, days: int) -> None:
+        """Moves the body to the lifecycle rule of `days` days (a retry or reschedule past its expiry)."""
+        key = body_object_key(queue, message_id, version)
+        try:
+            self.client.put_object_tagging(
+                Bucket=self.bucket, Key=key, Tagging={"TagSet": [{"Key": KEEP_TAG, "Value": str(days)}]}
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") not in MISSING:
+                raise BodyStoreError(f"S3 PutObjectTagging failed: {exc}") from exc

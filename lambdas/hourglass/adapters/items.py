@@ -9,13 +9,13 @@ import base64
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 from hourglass.core import delivery_control
-from hourglass.core.body_placement import DEFAULT_LIMITS, BodyLimits, Placement, body_expiry, place
+from hourglass.core.body_placement import DEFAULT_LIMITS, BodyLimits, BodyRef, Placement, body_expiry, place
 from hourglass.core.handoff import DueEntry
 from hourglass.core.model import (
     HttpTarget,
@@ -87,16 +87,10 @@ def target_from_json(text: str) -> Target:
     return LaterTarget(**doc)
 
 
-@dataclass(frozen=True)
-class BodyRef:
-    """Where a message's body is kept when not inline: a body item or an S3 object, written at `version`."""
-
-    placement: Placement
-    version: int
-
-
 def message_to_item(message: Message, sweep: SweepKeys | None = None, *, body: BodyRef | None = None) -> Item:
-    """The message item; with `body` (not inline) it carries only where its body is, not the body."""
+    """The message item; with `body` (not inline) it carries only where its body is, not the body.
+    Without `body` it keeps the message's own `body_ref` (a rewrite never puts a body back inline)."""
+    body = body if body is not None else message.body_ref
     external = body is not None and body.placement is not Placement.INLINE
     item: Item = {
         **message_key(message.queue, message.id),
@@ -166,6 +160,7 @@ def message_from_item(item: Item) -> Message:
         topic=_str(item, "topic"),
         retry=RetryPolicy(**json.loads(retry)) if retry else None,
         attempts_base=_int(item, "attempts_base", 0),
+        body_ref=body_ref_of(item),
     )
 
 
@@ -219,9 +214,7 @@ def body_ref_of(item: Item) -> BodyRef | None:
     return None if where is None or version is None else BodyRef(Placement(where), version)
 
 
-def place_body(
-    message: Message, sweep: SweepKeys | None = None, limits: BodyLimits = DEFAULT_LIMITS
-) -> BodyRef:
+def place_body(message: Message, sweep: SweepKeys | None = None, limits: BodyLimits = DEFAULT_LIMITS) -> BodyRef:
     """Where `message`'s body goes, from the size of its item with `sweep` keys (the largest it is at
     ingest) and of the encoded body; the ref's version is the message's."""
     item = message_to_item(message, sweep)

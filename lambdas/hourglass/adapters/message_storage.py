@@ -3,34 +3,46 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from hourglass import contract
+from hourglass.adapters.body_store import BodyStore
 from hourglass.adapters.items import (
     MESSAGE_PREFIX,
+    Item,
+    body_from_item,
+    body_item_expiry,
+    body_key,
+    body_to_item,
     dedup_key,
     dedup_to_item,
     message_from_item,
     message_key,
     message_to_item,
     n,
+    new_message_items,
+    place_body,
     queue_from_item,
     queue_key,
     queue_to_item,
     s,
 )
 from hourglass.adapters.table import Table, code_of
+from hourglass.core import body_placement
+from hourglass.core.body_placement import BodyLimits, BodyRef, Placement
 from hourglass.core.lifecycle import Change, DeliveryStart
 from hourglass.core.model import Message, Queue, Status
 from hourglass.core.schedule import SweepKeys
 from hourglass.core.timestamps import to_ms
-from hourglass.errors import StoreError, ValidationError
+from hourglass.errors import StaleVersionError, StoreError, ValidationError
 
 # A dedup transaction cancelled by throttling or a conflicting transaction is tried this often.
 DEDUP_ATTEMPTS = 4
@@ -39,8 +51,49 @@ DEDUP_BACKOFF = 0.05
 LIST_PAGE = 200
 LIST_READ_PAGES = 5
 
+BATCH_GET = 100
+
 
 class MessageStorage(Table):
+    # Message bodies (docs/design.md, "Message bodies"): S3 only once a body store is configured.
+    _body_store_factory: Callable[[], BodyStore] | None = None
+    _body_store: BodyStore | None = None
+    retention: timedelta = timedelta(days=7)
+
+    def configure_bodies(self, *, retention: timedelta, bucket: str | None = None, body_store: Any = None) -> None:
+        """Retention of finished messages (body item TTLs) and the S3 bucket, built on first use."""
+        self.retention = retention
+        if body_store is not None:
+            self._body_store = body_store
+        elif bucket:
+            self._body_store_factory = lambda: BodyStore(bucket)
+
+    @property
+    def body_limits(self) -> BodyLimits:
+        has_s3 = self._body_store is not None or self._body_store_factory is not None
+        return body_placement.DEFAULT_LIMITS if has_s3 else body_placement.NO_BUCKET_LIMITS
+
+    @property
+    def bodies(self) -> BodyStore:
+        if self._body_store is None:
+            if self._body_store_factory is None:
+                raise StoreError("a message body is kept in S3 but no body bucket is configured")
+            self._body_store = self._body_store_factory()
+        return self._body_store
+
+    def new_items(self, message: Message, keys: SweepKeys | None) -> list[Item]:
+        """The items storing a new message writes; an S3 body is put first, so no item names a missing body."""
+        ref, items = new_message_items(message, keys, retention=self.retention, limits=self.body_limits)
+        if ref.placement is Placement.S3:
+            self._put_s3(message, ref)
+        return items
+
+    def _put_s3(self, message: Message, ref: BodyRef) -> None:
+        """An S3 body, tagged to be kept as long as its message (see core.body_placement.keep_days)."""
+        until = body_placement.body_expiry(message.due_at, self.retention)
+        keep = body_placement.keep_days(message.created_at, until)
+        self.bodies.put(message.queue, message.id, ref.version, message.body, keep_days=keep)
+
     # queues -------------------------------------------------------------------------------
     def put_queue(self, queue: Queue) -> bool:
         """Create or replace; True when it was created."""
@@ -57,7 +110,7 @@ class MessageStorage(Table):
 
     # new messages -------------------------------------------------------------------------
     def put_messages(self, entries: Iterable[tuple[Message, SweepKeys | None]]) -> None:
-        self._batch_write([{"PutRequest": {"Item": message_to_item(m, keys)}} for m, keys in entries])
+        self._batch_write([{"PutRequest": {"Item": item}} for m, keys in entries for item in self.new_items(m, keys)])
 
     def put_with_dedup(
         self,
@@ -80,6 +133,7 @@ class MessageStorage(Table):
         # A re-created queue (a new epoch) starts with no dedup history: its records of the old epoch
         # are overwritten. Records written before epochs were stored have none and keep their meaning.
         condition = "attribute_not_exists(pk) OR dedup_until < :now OR queue_epoch <> :epoch"
+        items = self.new_items(message, keys)
         for attempt in range(DEDUP_ATTEMPTS):
             try:
                 self._call(
@@ -93,7 +147,7 @@ class MessageStorage(Table):
                                 "ExpressionAttributeValues": {":now": n(to_ms(now)), ":epoch": n(epoch)},
                             }
                         },
-                        {"Put": {"TableName": self.table, "Item": message_to_item(message, keys)}},
+                        *({"Put": {"TableName": self.table, "Item": item}} for item in items),
                     ],
                 )
                 return None
@@ -104,9 +158,11 @@ class MessageStorage(Table):
                 if reasons and reasons[0] == "ConditionalCheckFailed":
                     first = self._live_dedup(message, now, epoch)
                     if first is not None:
+                        self._drop_body(message.queue, message.id, body_ref_of_items(items))
                         return first
             if attempt + 1 < DEDUP_ATTEMPTS:
                 sleep(DEDUP_BACKOFF * 2**attempt)
+        self._drop_body(message.queue, message.id, body_ref_of_items(items))
         raise StoreError(f"dedup transaction for {message.dedup_id!r} cancelled {DEDUP_ATTEMPTS} times")
 
     def _live_dedup(self, message: Message, now: datetime, epoch: int) -> str | None:
@@ -127,7 +183,7 @@ class MessageStorage(Table):
         got = self._guard(
             "get_item", TableName=self.table, Key=message_key(queue, message_id), ConsistentRead=consistent
         )
-        return message_from_item(got["Item"]) if "Item" in got else None
+        return self._with_bodies([got["Item"]])[0] if "Item" in got else None
 
     def get_messages(self, queue: str, ids: list[str]) -> list[Message]:
         if not ids:
@@ -136,8 +192,7 @@ class MessageStorage(Table):
         request: dict[str, Any] = {self.table: {"Keys": [message_key(queue, i) for i in ids]}}
         while request:
             answer = self._guard("batch_get_item", RequestItems=request)
-            for item in answer.get("Responses", {}).get(self.table, []):
-                message = message_from_item(item)
+            for message in self._with_bodies(answer.get("Responses", {}).get(self.table, [])):
                 found[message.id] = message
             request = answer.get("UnprocessedKeys") or {}
         return [found[i] for i in ids if i in found]
@@ -166,8 +221,8 @@ class MessageStorage(Table):
         for reads, page in enumerate(self._pages(request, _decode_cursor(cursor, queue) if cursor else None), 1):
             items = page.get("Items", [])
             last = page.get("LastEvaluatedKey")
-            for index, item in enumerate(items):
-                messages.append(message_from_item(item))
+            for index, message in enumerate(self._with_bodies(items)):
+                messages.append(message)
                 if len(messages) == limit:
                     # Cut inside a page: the next page starts after the last one returned.
                     if index < len(items) - 1 or last:
@@ -181,13 +236,58 @@ class MessageStorage(Table):
 
     # versions -----------------------------------------------------------------------------
     def cancel(self, change: Change) -> Message:
-        return self._put_version(change)
+        """The body goes with it: an S3 object now (free), a body item by TTL at the message's own."""
+        message = self._put_version(change)
+        ref = message.body_ref
+        if ref is not None and ref.placement is Placement.S3:
+            self.bodies.delete(message.queue, message.id, ref.version)
+        elif ref is not None and change.expire_at is not None:
+            self._extend(message.queue, message.id, ref.version, change.expire_at)
+        return message
 
-    def reschedule(self, change: Change, keys: SweepKeys | None) -> Message:
-        return self._put_version(change, keys)
+    def reschedule(self, change: Change, keys: SweepKeys | None, *, new_body: bool = False) -> Message:
+        """With `new_body`, the body is written as version v+1 first; the old one is removed once the
+        message names the new one, the new one when the conditional write fails (no orphan either way)."""
+        if not new_body:
+            self._keep_body_until(change.message, change.message.due_at)
+            return self._put_version(change, keys)
+        old = change.message.body_ref
+        ref = self._put_body(change.message)
+        fresh = replace(
+            change, message=replace(change.message, body_ref=ref if ref.placement is not Placement.INLINE else None)
+        )
+        try:
+            written = self._put_version(fresh, keys)
+        except BaseException:
+            self._drop_body(change.message.queue, change.message.id, ref)
+            raise
+        self._drop_body(change.message.queue, change.message.id, old)
+        return written
 
     def await_retry(self, change: Change, keys: SweepKeys | None) -> Message:
+        """A retry that would outlive its body item's TTL extends it first."""
+        self._keep_body_until(change.message, change.message.due_at)
         return self._put_version(change, keys)
+
+    def _keep_body_until(self, message: Message, finished_at: datetime) -> None:
+        """A body that would go before a message finishing at `finished_at` is kept longer first."""
+        ref = message.body_ref
+        if ref is not None and ref.placement is Placement.S3:
+            needed = body_placement.keep_days(
+                message.created_at, body_placement.body_expiry(finished_at, self.retention)
+            )
+            kept = self.bodies.kept_days(message.queue, message.id, ref.version)
+            if kept is not None and kept < needed:
+                self.bodies.keep(message.queue, message.id, ref.version, needed)
+            return
+        expires = self.body_expiry(message)
+        if expires is not None and not body_placement.outlives(expires, finished_at, self.retention):
+            self._extend(
+                message.queue,
+                message.id,
+                message.body_ref.version if message.body_ref else 0,
+                body_placement.body_expiry(finished_at, self.retention),
+            )
 
     def finish(self, change: Change) -> Message:
         return self._put_version(change)
@@ -237,7 +337,91 @@ class MessageStorage(Table):
             },
             ReturnValues="ALL_NEW",
         )
-        return message_from_item(answer["Attributes"])
+        return self._with_bodies([answer["Attributes"]])[0]
+
+    # bodies -------------------------------------------------------------------------------
+    def _with_bodies(self, items: list[Item]) -> list[Message]:
+        """The messages of `items` with their bodies: body items in one BatchGetItem (strongly
+        consistent), S3 bodies one GetObject each; inline bodies cost nothing more."""
+        messages = [message_from_item(item) for item in items]
+        wanted = [m for m in messages if m.body_ref is not None and m.body_ref.placement is Placement.ITEM]
+        bodies: dict[str, Any] = {}
+        for start in range(0, len(wanted), BATCH_GET):
+            keys = [
+                body_key(m.queue, m.id, m.body_ref.version) for m in wanted[start : start + BATCH_GET] if m.body_ref
+            ]
+            request: dict[str, Any] = {self.table: {"Keys": keys, "ConsistentRead": True}}
+            while request:
+                answer = self._guard("batch_get_item", RequestItems=request)
+                for item in answer.get("Responses", {}).get(self.table, []):
+                    bodies[item["sk"]["S"]] = item
+                request = answer.get("UnprocessedKeys") or {}
+        result = []
+        for message in messages:
+            ref = message.body_ref
+            if ref is None:
+                result.append(message)
+            elif ref.placement is Placement.ITEM:
+                item = bodies.get(body_key(message.queue, message.id, ref.version)["sk"]["S"])
+                result.append(replace(message, body=body_from_item(item) if item else None))
+            else:
+                text = self.bodies.get_text(message.queue, message.id, ref.version)
+                result.append(replace(message, body=json.loads(text) if text is not None else None))
+        return result
+
+    def body_expiry(self, message: Message) -> datetime | None:
+        """When the TTL removes the body item of `message` (None: it has none, or it is gone)."""
+        ref = message.body_ref
+        if ref is None or ref.placement is not Placement.ITEM:
+            return None
+        got = self._guard(
+            "get_item", TableName=self.table, Key=body_key(message.queue, message.id, ref.version), ConsistentRead=True
+        )
+        return body_item_expiry(got["Item"]) if "Item" in got else None
+
+    def extend_body(self, message: Message, until: datetime) -> None:
+        """Moves a body item's TTL to `until` (a retry or reschedule past its expiry; one write)."""
+        ref = message.body_ref
+        if ref is None or ref.placement is not Placement.ITEM:
+            return
+        self._extend(message.queue, message.id, ref.version, until)
+
+    def _extend(self, queue: str, message_id: str, version: int, until: datetime) -> None:
+        with contextlib.suppress(StaleVersionError):
+            self._conditional(
+                "update_item",
+                "body item is gone",
+                TableName=self.table,
+                Key=body_key(queue, message_id, version),
+                UpdateExpression="SET expire_at = :e",
+                ConditionExpression="attribute_exists(pk)",
+                ExpressionAttributeValues={":e": n(int(until.timestamp()))},
+            )
+
+    def _put_body(self, message: Message) -> BodyRef:
+        """Writes `message`'s body as a new version of its own (a PATCH); returns where it went."""
+        ref = place_body(replace(message, body_ref=None), None, self.body_limits)
+        if ref.placement is Placement.S3:
+            self._put_s3(message, ref)
+        elif ref.placement is Placement.ITEM:
+            until = body_placement.body_expiry(message.due_at, self.retention)
+            item = body_to_item(message.queue, message.id, ref.version, message.body, expire_at=until)
+            self._guard("put_item", TableName=self.table, Item=item)
+        return ref
+
+    def _drop_body(self, queue: str, message_id: str, ref: BodyRef | None) -> None:
+        """Removes one body version (S3 DeleteObject is free; a body item goes by DeleteItem)."""
+        if ref is None or ref.placement is Placement.INLINE:
+            return
+        if ref.placement is Placement.S3:
+            self.bodies.delete(queue, message_id, ref.version)
+        else:
+            self._guard("delete_item", TableName=self.table, Key=body_key(queue, message_id, ref.version))
+
+
+def body_ref_of_items(items: list[Item]) -> BodyRef | None:
+    """The body ref of the message item among the items `new_items` wrote."""
+    return message_from_item(items[0]).body_ref
 
 
 def cursor_after(message: Message) -> str:

@@ -40,6 +40,19 @@ class BodyLimits:
 
 
 DEFAULT_LIMITS = BodyLimits()
+# Without an S3 bucket every body that does not fit inline goes to a body item (a DynamoDB item holds
+# 400 KB, the API's largest body 256 KB).
+NO_BUCKET_LIMITS = BodyLimits(item_body_max=300 * 1024)
+
+
+@dataclass(frozen=True)
+class BodyRef:
+    """Where a message's body is kept when not inline: a body item or an S3 object, written at `version`."""
+
+    placement: Placement
+    version: int
+
+
 # A body item outlives its message's own expiry by this much (TTL removes both; see body_expiry).
 BODY_TTL_SLACK = timedelta(days=1)
 
@@ -64,3 +77,19 @@ def outlives(body_expires_at: datetime, finished_at: datetime, retention: timede
     """Whether a body item with this TTL outlives a message finished (or rescheduled to) `finished_at`;
     when not, the store extends the body item's TTL (one write) before the message moves on."""
     return body_expires_at >= finished_at + retention
+
+
+# S3 bodies are kept until their message's own retention ends, by bucket lifecycle rules filtered on a
+# tag set at PutObject (free): one rule per value of this ladder, day by day for two months, then doubling.
+KEEP_TAG = "keep-days"
+KEEP_DAYS_LADDER = (*range(1, 64), 64, 128, 256, 512, 1024, 2048, 4096, 8192)
+
+
+def keep_days(written_at: datetime, until: datetime) -> int:
+    """The lifecycle tag value of an S3 body written at `written_at` that must be kept until `until`:
+    the smallest rung of the ladder that covers it (objects expire `keep_days` days after creation)."""
+    needed = max(1, -(-(until - written_at) // timedelta(days=1)))
+    for rung in KEEP_DAYS_LADDER:
+        if rung >= needed:
+            return rung
+    return KEEP_DAYS_LADDER[-1]

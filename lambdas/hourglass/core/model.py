@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from hourglass.core.delivery_control import DeliveryControl
 
+from hourglass.core.body_placement import BodyRef
+
 JSON = Any
 LATER_NAMESPACE = "@later"
 
@@ -118,3 +120,5 @@ class Message:
     retry: RetryPolicy | None = None
     # Attempts made before the last redelivery: the retry budget counts `attempts - attempts_base`.
     attempts_base: int = 0
+    # Where the body is kept when not inline (docs/design.md, "Message bodies"); the store fills `body`.
+    body_ref: BodyRef | None = field(default=None, compare=False)

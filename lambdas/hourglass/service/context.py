@@ -5,11 +5,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from hourglass import logs
 from hourglass.adapters import http_target
+from hourglass.adapters.body_store import BodyStore
 from hourglass.adapters.metrics import Metrics
 from hourglass.adapters.sqs_target import SqsTargets
 from hourglass.adapters.store import Store
@@ -35,10 +36,17 @@ class Context:
     check_url: Callable[..., None] = http_target.check_url
     # Asynchronous invocation of a worker (bulk operations); None: the request does the work itself.
     invoke_worker: Callable[[dict[str, Any]], None] | None = None
+    # The S3 body store; by default built from settings.body_bucket on first use.
+    body_store: BodyStore | None = None
 
     def __post_init__(self) -> None:
         if self.settings.log_level is not None:
             logs.set_level(self.settings.log_level)
+        # Bodies above the body-item threshold go to S3; its client is built on first use.
+        configure = getattr(self.store, "configure_bodies", None)
+        if configure is not None:
+            retention = timedelta(days=self.settings.retention_days)
+            configure(retention=retention, bucket=self.settings.body_bucket, body_store=self.body_store)
 
     @property
     def handoff(self) -> HandOff:

@@ -225,7 +225,7 @@ class Messages:
         handoff = self.ctx.handoff
         placement = handoff.place(change.message, now, written_first=True)
         change = change.leased(placement.lease)
-        self.store.reschedule(change, placement.keys)
+        self.store.reschedule(change, placement.keys, new_body=edit.has_body)
         claim = placement.claim()
         if claim is not None:
             # If this send fails the recovery sweep hands the message off when its lease ends.
