@@ -102,7 +102,7 @@ class MessageStorage(Table):
         return [found[i] for i in ids if i in found]
 
     def list_messages(
-        self, queue: str, *, status: Status | None, limit: int, cursor: str | None
+        self, queue: str, *, status: Status | None, limit: int, cursor: str | None, schedule: str | None = None
     ) -> tuple[list[Message], str | None]:
         request: dict[str, Any] = {
             "TableName": self.table,
@@ -110,10 +110,17 @@ class MessageStorage(Table):
             "ExpressionAttributeValues": {":q": s(queue), ":m": s(MESSAGE_PREFIX)},
             "Limit": limit,
         }
+        filters = []
         if status is not None:
-            request["FilterExpression"] = "#st = :st"
-            request["ExpressionAttributeNames"] = {"#st": "status"}
+            filters.append("#st = :st")
+            request.setdefault("ExpressionAttributeNames", {})["#st"] = "status"
             request["ExpressionAttributeValues"][":st"] = s(status.value)
+        if schedule is not None:
+            filters.append("#sch = :sch")
+            request.setdefault("ExpressionAttributeNames", {})["#sch"] = "schedule"
+            request["ExpressionAttributeValues"][":sch"] = s(schedule)
+        if filters:
+            request["FilterExpression"] = " AND ".join(filters)
         messages: list[Message] = []
         last = None
         for page in self._pages(request, _decode_cursor(cursor, queue) if cursor else None):

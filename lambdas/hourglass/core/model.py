@@ -111,3 +111,6 @@ class Message:
     claimed_until: datetime | None = None
     topic: str | None = None
     retry: RetryPolicy | None = None
+    # The schedule this message is an occurrence of, and the occurrence's own time (retries move due_at).
+    schedule: str | None = None
+    occurrence_at: datetime | None = None

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hourglass.core import json_body, validation
-from hourglass.core.document import created_doc, later_doc, message_doc, queue_doc
+from hourglass.core.document import created_doc, later_doc, message_doc, queue_doc, schedule_doc
 from hourglass.errors import (
     ConflictError,
     HourglassError,
@@ -23,6 +23,7 @@ from hourglass.errors import (
 from hourglass.logs import log
 from hourglass.service.context import Context
 from hourglass.service.messages import Messages
+from hourglass.service.schedules import Schedules
 
 Response = dict[str, Any]
 NAME = r"([^/]+)"
@@ -54,6 +55,7 @@ class Api:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self.messages = Messages(ctx)
+        self.schedules = Schedules(ctx)
         handlers: list[tuple[str, str, Callable[..., Response]]] = [
             ("GET", r"/health", self.health),
             ("PUT", rf"/v1/queues/{NAME}", self.put_queue),
@@ -64,6 +66,12 @@ class Api:
             ("GET", rf"/v1/queues/{NAME}/messages/{NAME}", self.get_message),
             ("DELETE", rf"/v1/queues/{NAME}/messages/{NAME}", self.cancel_message),
             ("PATCH", rf"/v1/queues/{NAME}/messages/{NAME}", self.patch_message),
+            ("PUT", rf"/v1/queues/{NAME}/schedules/{NAME}", self.put_schedule),
+            ("GET", rf"/v1/queues/{NAME}/schedules/{NAME}", self.get_schedule),
+            ("DELETE", rf"/v1/queues/{NAME}/schedules/{NAME}", self.delete_schedule),
+            ("GET", rf"/v1/queues/{NAME}/schedules", self.list_schedules),
+            ("POST", rf"/v1/queues/{NAME}/schedules/{NAME}/pause", self.pause_schedule),
+            ("POST", rf"/v1/queues/{NAME}/schedules/{NAME}/resume", self.resume_schedule),
             ("POST", r"/create", self.later_create),
             ("POST", r"/delete", self.later_delete),
             ("POST", r"/query", self.later_query),
@@ -156,6 +164,29 @@ class Api:
     def patch_message(self, request: Request, name: str, message_id: str) -> Response:
         validation.queue_name(name)  # `@later` is reached only through /create, /delete, /query
         return respond(200, message_doc(self.messages.patch(name, message_id, request.json())))
+
+    def put_schedule(self, request: Request, queue: str, name: str) -> Response:
+        schedule, created = self.schedules.put(queue, name, request.json())
+        return respond(201 if created else 200, schedule_doc(schedule, self.ctx.clock()))
+
+    def get_schedule(self, request: Request, queue: str, name: str) -> Response:
+        return respond(200, schedule_doc(self.schedules.get(queue, name), self.ctx.clock()))
+
+    def delete_schedule(self, request: Request, queue: str, name: str) -> Response:
+        self.schedules.delete(queue, name)
+        return respond(204)
+
+    def list_schedules(self, request: Request, queue: str) -> Response:
+        validation.queue_name(queue)
+        found, cursor = self.schedules.list(queue, request.params)
+        now = self.ctx.clock()
+        return respond(200, {"schedules": [schedule_doc(s, now) for s in found], "next_cursor": cursor})
+
+    def pause_schedule(self, request: Request, queue: str, name: str) -> Response:
+        return respond(200, schedule_doc(self.schedules.pause(queue, name), self.ctx.clock()))
+
+    def resume_schedule(self, request: Request, queue: str, name: str) -> Response:
+        return respond(200, schedule_doc(self.schedules.resume(queue, name), self.ctx.clock()))
 
     def later_create(self, request: Request) -> Response:
         return respond(200, {"id": self.messages.later_create(request.json()).id})
