@@ -1,4 +1,4 @@
-"""DynamoDB item layout of queues, messages, message bodies, dedup records and sweeper state (DynamoDB JSON, no boto3).
+"""DynamoDB item layout of queues, messages, bodies, dedup records, schedules and sweeper state (DynamoDB JSON).
 
 Shared by the store adapter, the bulk-scheduling job and the report job's export reader.
 """
@@ -16,6 +16,7 @@ from typing import Any
 
 from hourglass.core import delivery_control
 from hourglass.core.body_placement import DEFAULT_LIMITS, BodyLimits, BodyRef, Placement, body_expiry, place
+from hourglass.core.cron import parse_cron
 from hourglass.core.handoff import DueEntry
 from hourglass.core.model import (
     HttpTarget,
@@ -28,6 +29,7 @@ from hourglass.core.model import (
     Status,
     Target,
 )
+from hourglass.core.recurrence import Recurrence, Schedule
 from hourglass.core.schedule import SweepKeys
 from hourglass.core.sweep_state import ShardProgress, SweepState
 from hourglass.core.timestamps import from_ms, to_ms
@@ -115,6 +117,8 @@ def message_to_item(message: Message, sweep: SweepKeys | None = None, *, body: B
         "topic": s(message.topic) if message.topic else None,
         "retry": s(_dumps(asdict(message.retry))) if message.retry else None,
         "attempts_base": n(message.attempts_base) if message.attempts_base else None,
+        "schedule": s(message.schedule) if message.schedule else None,
+        "occurrence_at": n(to_ms(message.occurrence_at)) if message.occurrence_at else None,
         "sweep_pk": s(sweep.pk) if sweep else None,
         "sweep_sk": s(sweep.sk) if sweep else None,
     }
@@ -161,6 +165,8 @@ def message_from_item(item: Item) -> Message:
         retry=RetryPolicy(**json.loads(retry)) if retry else None,
         attempts_base=_int(item, "attempts_base", 0),
         body_ref=body_ref_of(item),
+        schedule=_str(item, "schedule"),
+        occurrence_at=_time(item, "occurrence_at"),
     )
 
 
@@ -350,3 +356,56 @@ def _int(item: Item, key: str, default: int) -> int:
 
 def _bool(item: Item, key: str) -> bool:
     return bool(item.get(key, {}).get("BOOL", True))
+
+
+# schedules -----------------------------------------------------------------------------------
+SCHEDULE_PREFIX = "s#"
+
+
+def schedule_key(queue: str, name: str) -> Item:
+    return {"pk": {"S": queue}, "sk": {"S": SCHEDULE_PREFIX + name}}
+
+
+def schedule_to_item(schedule: Schedule) -> Item:
+    rule = schedule.recurrence
+    doc = {
+        "cron": None if rule.cron is None else rule.cron.text,
+        "every": rule.every,
+        "timezone": rule.timezone,
+        "start_at": to_ms(rule.start_at) if rule.start_at else None,
+        "end_at": to_ms(rule.end_at) if rule.end_at else None,
+    }
+    item: Item = {
+        **schedule_key(schedule.queue, schedule.name),
+        "name": s(schedule.name),
+        "rule": s(_dumps(doc)),
+        "body": s(_dumps(schedule.body)),
+        "created_at": n(to_ms(schedule.created_at)),
+        "paused": {"BOOL": schedule.paused},
+        "version": n(schedule.version),
+    }
+    if schedule.target is not None:
+        item["target"] = s(target_to_json(schedule.target))
+    return item
+
+
+def schedule_from_item(item: Item) -> Schedule:
+    doc = json.loads(item["rule"]["S"])
+    target = _str(item, "target")
+    recurrence = Recurrence(
+        cron=parse_cron(doc["cron"]) if doc["cron"] is not None else None,
+        every=doc["every"],
+        timezone=doc["timezone"],
+        start_at=from_ms(doc["start_at"]) if doc["start_at"] is not None else None,
+        end_at=from_ms(doc["end_at"]) if doc["end_at"] is not None else None,
+    )
+    return Schedule(
+        queue=item["pk"]["S"],
+        name=item["name"]["S"],
+        recurrence=recurrence,
+        body=json.loads(item["body"]["S"]),
+        created_at=from_ms(int(item["created_at"]["N"])),
+        target=target_from_json(target) if target else None,
+        paused=bool(item["paused"]["BOOL"]),
+        version=int(item["version"]["N"]),
+    )

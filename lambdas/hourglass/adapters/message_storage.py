@@ -198,7 +198,7 @@ class MessageStorage(Table):
         return [found[i] for i in ids if i in found]
 
     def list_messages(
-        self, queue: str, *, status: Status | None, limit: int, cursor: str | None
+        self, queue: str, *, status: Status | None, limit: int, cursor: str | None, schedule: str | None = None
     ) -> tuple[list[Message], str | None]:
         """A page of up to `limit` messages; with a status filter, at most LIST_READ_PAGES reads.
 
@@ -211,11 +211,19 @@ class MessageStorage(Table):
             "ExpressionAttributeValues": {":q": s(queue), ":m": s(MESSAGE_PREFIX)},
             "Limit": limit,
         }
+        filters = []
         if status is not None:
-            request["FilterExpression"] = "#st = :st"
-            request["ExpressionAttributeNames"] = {"#st": "status"}
+            filters.append("#st = :st")
+            request.setdefault("ExpressionAttributeNames", {})["#st"] = "status"
             request["ExpressionAttributeValues"][":st"] = s(status.value)
             request["Limit"] = max(limit, LIST_PAGE)
+        if schedule is not None:
+            filters.append("#sch = :sch")
+            request.setdefault("ExpressionAttributeNames", {})["#sch"] = "schedule"
+            request["ExpressionAttributeValues"][":sch"] = s(schedule)
+            request["Limit"] = max(limit, LIST_PAGE)
+        if filters:
+            request["FilterExpression"] = " AND ".join(filters)
         messages: list[Message] = []
         last = None
         for reads, page in enumerate(self._pages(request, _decode_cursor(cursor, queue) if cursor else None), 1):

@@ -1,4 +1,5 @@
-"""The one DynamoDB table: message storage, sweep bookkeeping and delivery control (`control_storage`)."""
+"""The one DynamoDB table: messages (`message_storage`), sweep bookkeeping (`sweep_storage`), schedules,
+operations and delivery control (`control_storage`)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ from hourglass.adapters.concurrency_storage import ConcurrencyStorage
 from hourglass.adapters.control_storage import ControlStorage
 from hourglass.adapters.message_storage import MessageStorage
 from hourglass.adapters.operation_storage import OperationStorage
+from hourglass.adapters.schedule_storage import ScheduleStorage
 from hourglass.adapters.sweep_storage import SweepStorage
 
 
-class Store(MessageStorage, SweepStorage, OperationStorage, ConcurrencyStorage, ControlStorage):
+class Store(MessageStorage, SweepStorage, OperationStorage, ConcurrencyStorage, ControlStorage, ScheduleStorage):
     """Both nouns over one table and one client, as the services and the local runtime use it."""

@@ -44,6 +44,8 @@ def http_request(
         "Hourglass-Attempt": str(attempt),
         "Hourglass-Due-At": format_rfc3339(message.due_at),
     }
+    if message.schedule:
+        out["Hourglass-Schedule"] = message.schedule
     if secret:
         out["Hourglass-Signature"] = sign(secret, body, int(now.timestamp()))
     return body, out
@@ -54,15 +56,16 @@ def later_request(message: Message) -> bytes:
 
 
 def sqs_envelope(message: Message, attempt: int) -> str:
-    return compact(
-        {
-            "id": message.id,
-            "queue": message.queue,
-            "body": message.body,
-            "due_at": format_rfc3339(message.due_at),
-            "attempt": attempt,
-        }
-    ).decode()
+    envelope = {
+        "id": message.id,
+        "queue": message.queue,
+        "body": message.body,
+        "due_at": format_rfc3339(message.due_at),
+        "attempt": attempt,
+    }
+    if message.schedule:
+        envelope["schedule"] = message.schedule
+    return compact(envelope).decode()
 
 
 def retry_after_seconds(header: str | None, now: datetime) -> float | None:

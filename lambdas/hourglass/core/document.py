@@ -51,6 +51,7 @@ def message_doc(message: Message) -> dict[str, Any]:
         "last_error": message.last_error,
         "dedup_id": message.dedup_id,
         "target": target_doc(message.target),
+        "schedule": message.schedule,
     }
 
 

@@ -122,3 +122,6 @@ class Message:
     attempts_base: int = 0
     # Where the body is kept when not inline (docs/design.md, "Message bodies"); the store fills `body`.
     body_ref: BodyRef | None = field(default=None, compare=False)
+    # The schedule this message is an occurrence of, and the occurrence's own time (retries move due_at).
+    schedule: str | None = None
+    occurrence_at: datetime | None = None

@@ -62,6 +62,7 @@ class ListQuery:
     status: Status | None
     limit: int
     cursor: str | None
+    schedule: str | None = None
 
 
 @dataclass(frozen=True)
@@ -335,7 +336,7 @@ def message_patch(doc: object, settings: QueueSettings, now: datetime) -> Messag
 
 def list_query(params: Mapping[str, str] | None) -> ListQuery:
     params = params or {}
-    _only(params, frozenset({"status", "limit", "cursor"}), "")
+    _only(params, frozenset({"status", "limit", "cursor", "schedule"}), "")
     status = params.get("status")
     if status is not None and status not in {s.value for s in Status}:
         raise ValidationError("status", f"must be one of {', '.join(s.value for s in Status)}")
@@ -347,7 +348,12 @@ def list_query(params: Mapping[str, str] | None) -> ListQuery:
     cursor = params.get("cursor") or None
     if cursor is not None and len(cursor) > 2048:
         raise ValidationError("cursor", "is not a valid cursor")
-    return ListQuery(status=Status(status) if status else None, limit=int(raw_limit), cursor=cursor)
+    schedule = params.get("schedule")
+    if schedule is not None and not QUEUE_NAME.fullmatch(schedule):
+        raise ValidationError("schedule", "must match ^[A-Za-z0-9_-]{1,64}$")
+    return ListQuery(
+        status=Status(status) if status else None, limit=int(raw_limit), cursor=cursor, schedule=schedule
+    )
 
 
 def later_task(doc: object) -> LaterTask:
@@ -401,6 +407,8 @@ def schedule_request(doc: object, now: datetime) -> ScheduleRequest:
             cron = parse_cron(raw_cron)
         except ValueError as exc:
             raise ValidationError("cron", str(exc)) from exc
+    if isinstance(raw_every, float) and raw_every.is_integer():
+        raw_every = int(raw_every)  # 3600.0 is a whole number of seconds, as JSON clients often send it
     every = None if raw_every is None else integer(raw_every, "every", low=MIN_EVERY, high=int(MAX_HORIZON))
     start_at = _bound(schedule.get("start_at"), "start_at", now)
     end_at = _bound(schedule.get("end_at"), "end_at", now)

@@ -22,7 +22,7 @@ from hourglass.core.model import (
 from hourglass.core.timestamps import from_ms
 from hourglass.errors import DeliveryError, StaleVersionError, StoreError, TimerQueueError, ValidationError
 from hourglass.logs import log
-from hourglass.service import failure_notices, targets
+from hourglass.service import failure_notices, schedules, targets
 from hourglass.service.context import Context
 
 # A timer can beat the ingest write it belongs to (the timer is sent first); give the write time.
@@ -146,10 +146,12 @@ class Dispatcher:
             message = self._begin(timer, now, control.timeout)
         except StaleVersionError:
             return self._not_startable(timer, now)
-        self.ctx.sleep(schedule.seconds_until(due, self.ctx.clock()))
-        now = self.ctx.clock()
         if message.queue != LATER_NAMESPACE and (queue is None or queue.created_at != message.queue_epoch):
             return self._finish(message, Status.CANCELLED, now, "queue deleted")
+        if message.schedule is not None and queue is not None and not self._chain(message, queue, now):
+            return self._finish(message, Status.CANCELLED, now, "schedule deleted, replaced or paused")
+        self.ctx.sleep(schedule.seconds_until(due, self.ctx.clock()))
+        now = self.ctx.clock()
         if message.expires_at is not None and now > message.expires_at:
             return self._finish(message, Status.EXPIRED, now, "expired before delivery")
         started = self.ctx.clock()
@@ -183,6 +185,19 @@ class Dispatcher:
             self.ctx.metrics.count("Redelivered", queue=message.queue)
             log("taken_over", id=message.id, queue=message.queue, attempt=message.attempts)
         return message
+
+    def _chain(self, message: Message, queue: Queue, now: datetime) -> bool:
+        """An occurrence about to be delivered: store the next one first; False if this one is stale.
+
+        Runs on every attempt (the put is conditional), so a crash before the next one is stored is
+        repaired when this occurrence's lease runs out and its timer comes back.
+        """
+        current = self.store.get_schedule(message.queue, message.schedule or "")
+        if current is None or not schedules.is_current(current, message):
+            return False
+        assert message.occurrence_at is not None
+        schedules.materialize(self.ctx, current, queue, message.occurrence_at, now)
+        return True
 
     def _not_startable(self, timer: Timer, now: datetime) -> Result:
         current = self.store.get_message(timer.queue, timer.id)

@@ -168,7 +168,7 @@ class Messages:
         query = validation.list_query(params)
         self.get_queue(queue_name)
         found, cursor = self.store.list_messages(
-            queue_name, status=query.status, limit=query.limit, cursor=query.cursor
+            queue_name, status=query.status, limit=query.limit, cursor=query.cursor, schedule=query.schedule
         )
         # Contract v1.1: a page may hold fewer than `limit`, so that it fits Lambda's 6 MB response.
         fit = limits.page_length([message_doc(m) for m in found])

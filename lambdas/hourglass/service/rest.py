@@ -12,7 +12,7 @@ from typing import Any
 
 from hourglass.core import delivery_control, json_body, validation
 from hourglass.core.attempts import history_doc
-from hourglass.core.document import created_doc, later_doc, message_doc, queue_doc
+from hourglass.core.document import created_doc, later_doc, message_doc, queue_doc, schedule_doc
 from hourglass.core.model import Queue
 from hourglass.core.operations import operation_doc
 from hourglass.errors import (
@@ -28,6 +28,7 @@ from hourglass.service.context import Context
 from hourglass.service.control import Control
 from hourglass.service.messages import Messages
 from hourglass.service.operations import Operations
+from hourglass.service.schedules import Schedules
 
 Response = dict[str, Any]
 NAME = r"([^/]+)"
@@ -61,6 +62,7 @@ class Api:
         self.messages = Messages(ctx)
         self.operations = Operations(ctx)
         self.control = Control(ctx, self.messages)
+        self.schedules = Schedules(ctx)
         handlers: list[tuple[str, str, Callable[..., Response]]] = [
             ("GET", r"/health", self.health),
             ("PUT", rf"/v1/queues/{NAME}", self.put_queue),
@@ -77,6 +79,12 @@ class Api:
             ("POST", rf"/v1/queues/{NAME}/resume", self.resume_queue),
             ("GET", rf"/v1/queues/{NAME}/messages/{NAME}/attempts", self.message_attempts),
             ("POST", rf"/v1/queues/{NAME}/messages/{NAME}/redeliver", self.redeliver_message),
+            ("PUT", rf"/v1/queues/{NAME}/schedules/{NAME}", self.put_schedule),
+            ("GET", rf"/v1/queues/{NAME}/schedules/{NAME}", self.get_schedule),
+            ("DELETE", rf"/v1/queues/{NAME}/schedules/{NAME}", self.delete_schedule),
+            ("GET", rf"/v1/queues/{NAME}/schedules", self.list_schedules),
+            ("POST", rf"/v1/queues/{NAME}/schedules/{NAME}/pause", self.pause_schedule),
+            ("POST", rf"/v1/queues/{NAME}/schedules/{NAME}/resume", self.resume_schedule),
             ("POST", r"/create", self.later_create),
             ("POST", r"/delete", self.later_delete),
             ("POST", r"/query", self.later_query),
@@ -190,6 +198,28 @@ class Api:
 
     def get_operation(self, request: Request, name: str, operation_id: str) -> Response:
         return respond(200, operation_doc(self.operations.get(name, operation_id)))
+    def put_schedule(self, request: Request, queue: str, name: str) -> Response:
+        schedule, created = self.schedules.put(queue, name, request.json())
+        return respond(201 if created else 200, schedule_doc(schedule, self.ctx.clock()))
+
+    def get_schedule(self, request: Request, queue: str, name: str) -> Response:
+        return respond(200, schedule_doc(self.schedules.get(queue, name), self.ctx.clock()))
+
+    def delete_schedule(self, request: Request, queue: str, name: str) -> Response:
+        self.schedules.delete(queue, name)
+        return respond(204)
+
+    def list_schedules(self, request: Request, queue: str) -> Response:
+        validation.queue_name(queue)
+        found, cursor = self.schedules.list(queue, request.params)
+        now = self.ctx.clock()
+        return respond(200, {"schedules": [schedule_doc(s, now) for s in found], "next_cursor": cursor})
+
+    def pause_schedule(self, request: Request, queue: str, name: str) -> Response:
+        return respond(200, schedule_doc(self.schedules.pause(queue, name), self.ctx.clock()))
+
+    def resume_schedule(self, request: Request, queue: str, name: str) -> Response:
+        return respond(200, schedule_doc(self.schedules.resume(queue, name), self.ctx.clock()))
 
     def later_create(self, request: Request) -> Response:
         return respond(200, {"id": self.messages.later_create(request.json()).id})

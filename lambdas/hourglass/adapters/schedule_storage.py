@@ -1,0 +1,101 @@
+"""Schedules in the table (pk = queue, sk = "s#<name>"), written conditionally on their version, and occurrences."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from hourglass.adapters.items import (
+    SCHEDULE_PREFIX,
+    message_to_item,
+    n,
+    s,
+    schedule_from_item,
+    schedule_key,
+    schedule_to_item,
+)
+from hourglass.adapters.table import Table
+from hourglass.core.model import Message
+from hourglass.core.recurrence import Schedule
+from hourglass.core.schedule import SweepKeys
+from hourglass.errors import StaleVersionError, ValidationError
+
+
+class ScheduleStorage(Table):
+    def get_schedule(self, queue: str, name: str, *, consistent: bool = True) -> Schedule | None:
+        got = self._guard("get_item", TableName=self.table, Key=schedule_key(queue, name), ConsistentRead=consistent)
+        return schedule_from_item(got["Item"]) if "Item" in got else None
+
+    def put_schedule(self, schedule: Schedule, *, expected_version: int | None) -> Schedule:
+        """Create (`expected_version` None: only if absent) or overwrite the stored version; else StaleVersionError."""
+        if expected_version is None:
+            condition: dict[str, Any] = {"ConditionExpression": "attribute_not_exists(pk)"}
+        else:
+            condition = {
+                "ConditionExpression": "version = :v",
+                "ExpressionAttributeValues": {":v": n(expected_version)},
+            }
+        self._conditional(
+            "put_item",
+            f"schedule {schedule.name} changed",
+            TableName=self.table,
+            Item=schedule_to_item(schedule),
+            **condition,
+        )
+        return schedule
+
+    def delete_schedule(self, schedule: Schedule) -> None:
+        self._conditional(
+            "delete_item",
+            f"schedule {schedule.name} changed",
+            TableName=self.table,
+            Key=schedule_key(schedule.queue, schedule.name),
+            ConditionExpression="version = :v",
+            ExpressionAttributeValues={":v": n(schedule.version)},
+        )
+
+    def list_schedules(self, queue: str, *, limit: int, cursor: str | None) -> tuple[list[Schedule], str | None]:
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": "pk = :q AND begins_with(sk, :s)",
+            "ExpressionAttributeValues": {":q": s(queue), ":s": s(SCHEDULE_PREFIX)},
+            "Limit": limit,
+        }
+        found: list[Schedule] = []
+        last = None
+        for page in self._pages(request, _decode(cursor, queue) if cursor else None):
+            found.extend(schedule_from_item(item) for item in page.get("Items", []))
+            last = page.get("LastEvaluatedKey")
+            if len(found) >= limit:
+                break
+            request["Limit"] = limit - len(found)
+        return found, _encode(last) if last else None
+
+    def put_occurrence(self, message: Message, keys: SweepKeys | None) -> bool:
+        """Store an occurrence unless its id is stored already; True when this call stored it."""
+        try:
+            self._conditional(
+                "put_item",
+                f"occurrence {message.id} exists",
+                TableName=self.table,
+                Item=message_to_item(message, keys),
+                ConditionExpression="attribute_not_exists(pk)",
+            )
+        except StaleVersionError:
+            return False
+        return True
+
+
+def _encode(key: dict[str, Any]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(key, separators=(",", ":")).encode()).decode()
+
+
+def _decode(cursor: str, queue: str) -> dict[str, Any]:
+    try:
+        key = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+        if key["pk"]["S"] != queue or not key["sk"]["S"].startswith(SCHEDULE_PREFIX) or len(key) != 2:
+            raise ValueError("cursor is for another queue")
+        return {"pk": s(key["pk"]["S"]), "sk": s(key["sk"]["S"])}
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ValidationError("cursor", "is not a valid cursor") from exc
