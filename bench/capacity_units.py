@@ -182,6 +182,13 @@ class CapacityMeter:
         use = f"query {index}" if index else ("sweeper state" if partition == "@sweeper" else "query table")
         self.by_use[use].add(read=units)
 
+    def _scan(self, kwargs: dict[str, Any]) -> None:
+        """A Scan (the first sweep's look at the sparse due index): every entry it holds, in read units."""
+        index = next((i for i in self.indexes if i.name == kwargs.get("IndexName")), None)
+        entries = [self._entry(index, item) if index else item for item in self.items.values()]
+        size = sum(item_size(e) for e in entries if e)
+        self.by_use[f"scan {index.name}" if index else "scan table"].add(read=read_units(size, consistent=False))
+
     def _emulate_query(self, kwargs: dict[str, Any]) -> list[Item]:
         """The items a Query read, found in the shadow table: key condition, start key, Limit, 1 MB."""
         index = next((i for i in self.indexes if i.name == kwargs.get("IndexName")), None)
