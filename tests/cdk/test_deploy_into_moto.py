@@ -9,6 +9,7 @@ from typing import Any
 
 import boto3
 import pytest
+from hourglass.core import deadline, delivery_control
 from moto.server import ThreadedMotoServer
 
 from devstack.deploy import DeployError, deploy, synth
@@ -100,7 +101,8 @@ def test_timer_queue_redrives_to_the_dlq(outputs: dict[str, str], aws: Any) -> N
     redrive = json.loads(attributes["RedrivePolicy"])
     assert redrive["deadLetterTargetArn"] == dlq_arn
     assert int(redrive["maxReceiveCount"]) == 10
-    assert int(attributes["VisibilityTimeout"]) == 360
+    # Six dispatcher timeouts, sized for the longest attempt a queue's `timeout` allows.
+    assert int(attributes["VisibilityTimeout"]) == deadline.visibility_timeout(delivery_control.MAX_TIMEOUT)
 
 
 @pytest.mark.parametrize(
@@ -130,10 +132,11 @@ def test_dispatcher_consumes_the_timer_queue(outputs: dict[str, str], aws: Any) 
     queue_arn = aws("sqs").get_queue_attributes(QueueUrl=outputs["TimerQueueUrl"], AttributeNames=["QueueArn"])[
         "Attributes"
     ]["QueueArn"]
-    (mapping,) = aws("lambda").list_event_source_mappings(FunctionName=outputs["DispatcherFunctionName"])[
+    mappings = aws("lambda").list_event_source_mappings(FunctionName=outputs["DispatcherFunctionName"])[
         "EventSourceMappings"
     ]
-    assert mapping["EventSourceArn"] == queue_arn
+    # The timer DLQ has a mapping of its own (its consumer ends dead-lettered messages failed).
+    (mapping,) = [m for m in mappings if m["EventSourceArn"] == queue_arn]
     assert mapping["BatchSize"] == 10
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
 

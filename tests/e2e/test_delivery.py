@@ -27,6 +27,17 @@ def http_queue(api: Client, receiver: Receiver, path: str, **settings: Any) -> s
     return name
 
 
+def settled(api: Client, queue: str, message_id: str, timeout: float = 10.0) -> tuple[int, dict[str, Any]]:
+    """The message once its outcome is written: the receiver sees a delivery before the dispatcher
+    records it (attempt history, then the status), so a GET right after may still say `delivering`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        status, doc = api.call("GET", f"/v1/queues/{queue}/messages/{message_id}")
+        if status != 200 or doc["status"] != "delivering" or time.monotonic() > deadline:
+            return status, doc
+        time.sleep(0.1)
+
+
 def post(api: Client, queue: str, *messages: dict[str, Any]) -> list[dict[str, Any]]:
     status, doc = api.call("POST", f"/v1/queues/{queue}/messages", {"messages": list(messages)})
     assert status == 201, doc
@@ -52,7 +63,7 @@ def test_swept_message_reaches_the_http_target_on_time(api: Client, receiver: Re
     [created] = post(api, queue, {"body": "swept", "delay": stack.swept_delay})
     _, stored = api.call("GET", f"/v1/queues/{queue}/messages/{created['id']}")
     [got] = receiver.wait_for("/swept", timeout=stack.swept_timeout)
-    status, doc = api.call("GET", f"/v1/queues/{queue}/messages/{created['id']}")
+    status, doc = settled(api, queue, created["id"])
     assert stored["status"] == "pending"
     assert (status, doc["status"]) == (200, "delivered")
     assert_on_time(stack, got.at, due_epoch(created))
@@ -99,7 +110,7 @@ def test_retries_follow_the_backoff(api: Client, receiver: Receiver) -> None:
     [created] = post(api, queue, {"body": 1, "delay": 1})
     attempts = receiver.wait_for("/flaky", count=3, timeout=20)
     gaps = [b.at - a.at for a, b in itertools.pairwise(attempts)]
-    _, doc = api.call("GET", f"/v1/queues/{queue}/messages/{created['id']}")
+    _, doc = settled(api, queue, created["id"])
     assert [a.headers["Hourglass-Attempt"] for a in attempts] == ["1", "2", "3"]
     assert 1.0 <= gaps[0] < 1.1 + LATE_LIMIT and 2.0 <= gaps[1] < 2.2 + LATE_LIMIT
     assert (doc["status"], doc["attempts"]) == ("delivered", 3)
