@@ -167,3 +167,10 @@ def test_a_page_counts_applied_skipped_and_redone_messages():
 
 def test_an_empty_page_counts_nothing():
     assert tally([]) == Progress()
+
+
+@pytest.mark.parametrize("action", [{}, [], ["cancel"], 1, None])
+def test_an_action_that_is_not_a_string_is_refused_naming_the_field(action: object) -> None:
+    with pytest.raises(ValidationError) as refused:
+        operation_request({"action": action})
+    assert refused.value.field == "action"

@@ -147,7 +147,8 @@ def operation_request(doc: object) -> OperationRequest:
         if key not in ("action", "filter", "seconds"):
             raise ValidationError(key, "is not a known field")
     raw_action = doc.get("action")
-    if raw_action not in {a.value for a in Action}:
+    # Not a set lookup: an unhashable value (a JSON object or list) must be a 400 like any other.
+    if not isinstance(raw_action, str) or raw_action not in {a.value for a in Action}:
         raise ValidationError("action", 'must be "cancel", "redeliver" or "shift"')
     action = Action(raw_action)
     seconds = None
