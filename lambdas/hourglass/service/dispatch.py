@@ -176,8 +176,12 @@ class Dispatcher:
         always a pending one, so the new version is v + 1 exactly when the start was from pending(v);
         a takeover of delivering(w) gives w + 1, and w > v.
         """
-        # The lease outlives the attempt (its HTTP deadline) and its bookkeeping: no takeover of a live one.
-        lease = max(self.ctx.settings.delivery_lease, (deadline.delivery_lease(now, timeout) - now).total_seconds())
+        # The configured lease is sized for the default timeout (and kept short where the local runtime
+        # polls with a short visibility); a queue with a longer timeout extends it past its attempt and
+        # bookkeeping, so a live attempt is never taken over.
+        lease = self.ctx.settings.delivery_lease
+        if timeout > delivery_control.DEFAULT_TIMEOUT:
+            lease = max(lease, (deadline.delivery_lease(now, timeout) - now).total_seconds())
         start = lifecycle.begin_delivery(timer.version, now, timedelta(seconds=lease))
         message = self.store.begin_delivery(timer.queue, timer.id, start)
         if message.version != timer.version + 1:
