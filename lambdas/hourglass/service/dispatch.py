@@ -157,8 +157,9 @@ class Dispatcher:
         started = self.ctx.clock()
         try:
             outcome = targets.deliver(self.ctx, message, queue)
-        except Exception as exc:
-            # A programming or encoding error: the next attempt would raise it again.
+        except (UnicodeError, ValueError, TypeError, LookupError) as exc:
+            # An encoding or data error: the next attempt would raise it again. Anything else (a crash)
+            # escapes to _handle, which leaves the timer to SQS and the lease to a takeover.
             outcome = delivery.Outcome(
                 False, retryable=False, error=f"internal error: {type(exc).__name__}: {exc}"[:500]
             )
