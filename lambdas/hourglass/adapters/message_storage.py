@@ -300,10 +300,16 @@ class MessageStorage(Table):
     def finish(self, change: Change) -> Message:
         return self._put_version(change)
 
-    def _put_version(self, change: Change, keys: SweepKeys | None = None) -> Message:
+    def put_version_for(self, operation_id: str, change: Change, keys: SweepKeys | None = None) -> Message:
+        """The same conditional write as the single-message endpoint, marked with a bulk operation's id."""
+        return self._put_version(change, keys, last_op=operation_id)
+
+    def _put_version(self, change: Change, keys: SweepKeys | None = None, *, last_op: str | None = None) -> Message:
         """Write the new version over the stored one if that one still has the expected version and status."""
         message = change.message
         item = message_to_item(message, keys)
+        if last_op is not None:
+            item["last_op"] = s(last_op)
         if change.expire_at is not None:
             item[contract.TTL_ATTRIBUTE] = n(int(change.expire_at.timestamp()))
         self._conditional(

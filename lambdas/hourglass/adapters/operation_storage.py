@@ -8,9 +8,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from hourglass import contract
-from hourglass.adapters.items import message_from_item, message_key, message_to_item, n, s
+from hourglass.adapters.items import message_from_item, message_key, n, s
 from hourglass.adapters.table import Table
-from hourglass.core.lifecycle import Change
 from hourglass.core.model import Message, Status
 from hourglass.core.operations import (
     SEGMENTS,
@@ -24,7 +23,6 @@ from hourglass.core.operations import (
     operation_key,
     segment_bounds,
 )
-from hourglass.core.schedule import SweepKeys
 from hourglass.core.timestamps import from_ms, parse_rfc3339, to_ms
 from hourglass.errors import StaleVersionError
 
@@ -173,24 +171,6 @@ class OperationStorage(Table):
                     ":exp": n(int((now + retention).timestamp())),
                 },
             )
-
-    def put_version_for(self, operation_id: str, change: Change, keys: SweepKeys | None = None) -> Message:
-        """The same conditional write as the single-message endpoint, marked with the operation's id."""
-        message = change.message
-        item = message_to_item(message, keys)
-        item["last_op"] = s(operation_id)
-        if change.expire_at is not None:
-            item[contract.TTL_ATTRIBUTE] = n(int(change.expire_at.timestamp()))
-        self._conditional(
-            "put_item",
-            f"message {message.id} changed",
-            TableName=self.table,
-            Item=item,
-            ConditionExpression="version = :v AND #st = :st",
-            ExpressionAttributeNames={"#st": "status"},
-            ExpressionAttributeValues={":v": n(change.expected_version), ":st": s(change.expected_status.value)},
-        )
-        return message
 
     def last_op(self, queue: str, message_id: str) -> str | None:
         """The operation that last wrote the message (None when none did, or it is gone)."""
