@@ -30,6 +30,7 @@ DAY = 86400
 START = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 # Lambda's own lines per invocation (START, END, REPORT with an init duration), text format.
 PLATFORM_BYTES_PER_INVOCATION = 330
+RUNTIME_THREADS = ("poller-", "schedule", "invoke")
 
 
 @dataclass
@@ -52,11 +53,16 @@ class Captured:
 
 @contextmanager
 def _capture(level: int) -> Iterator[io.StringIO]:
-    """Every line of the `hourglass` logger, at `level`, into one buffer (metrics write there too)."""
+    """Every line of the `hourglass` logger, at `level`, into one buffer (metrics write there too).
+
+    A local runtime's threads (pollers, schedule, invokes) are not counted: one left running by
+    someone else in the same process logs to the same logger.
+    """
     out = io.StringIO()
     logger = logging.getLogger("hourglass")
     handler = logging.StreamHandler(out)
     handler.setFormatter(logging.Formatter("%(message)s"))
+    handler.addFilter(lambda record: not str(record.threadName).startswith(RUNTIME_THREADS))
     saved = (logger.level, list(logger.handlers), logger.propagate)
     logger.handlers = [handler]
     logger.setLevel(level)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -36,3 +38,25 @@ class FakeClock:
 @pytest.fixture
 def clock() -> Iterator[FakeClock]:
     yield FakeClock()
+
+
+_RUNTIME_THREADS = ("poller-", "schedule", "invoke")
+_leaks: list[str] = []
+
+
+def _runtime_threads() -> set[int]:
+    return {t.ident or 0 for t in threading.enumerate() if t.name.startswith(_RUNTIME_THREADS) and t.is_alive()}
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """Notes a test after which a local runtime's threads are still running: they log into later tests."""
+    before = _runtime_threads()
+    yield
+    if _runtime_threads() - before:
+        _leaks.append(item.nodeid)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _leaks:
+        terminalreporter.write_line(f"runtime threads left running after: {', '.join(_leaks[:20])}")
