@@ -16,6 +16,7 @@ from typing import Any
 
 from hourglass.adapters.items import BodyRef, body_key, item_size, message_to_item, new_message_items
 from hourglass.core import delivery, schedule
+from hourglass.core.attempts import Attempt, AttemptOutcome
 from hourglass.core.body_placement import Placement, body_expiry, keep_days
 from hourglass.core.ids import new_id
 from hourglass.core.model import Message, Status
@@ -145,7 +146,11 @@ def layout_units(size: int, *, path: str, delay: timedelta, inline_always: bool 
     sizes.append(item_size(put(delivering)))  # the start of the attempt (index keys removed)
     if body_item is not None:
         meter("get_item", {"Key": body_key(message.queue, message.id, ref.version), "ConsistentRead": True})
-    done = replace(delivering, status=Status.DELIVERED, version=3, delivered_at=due, claimed_until=None)
+    # The outcome write carries the attempt that ended the message (its attempt history).
+    final = Attempt(message.id, 1, due, due + timedelta(milliseconds=40), AttemptOutcome.DELIVERED, 200)
+    done = replace(
+        delivering, status=Status.DELIVERED, version=3, delivered_at=due, claimed_until=None, final_attempt=final
+    )
     sizes.append(item_size(put(done, expire_at=due + RETENTION)))  # the outcome; TTL removes it later
     keys_units, uses = meter.snapshot()
     write = sum(u.write for u in keys_units.values()) + sum(u.write for u in uses.values())

@@ -41,22 +41,20 @@ def clock() -> Iterator[FakeClock]:
 
 
 _RUNTIME_THREADS = ("poller-", "schedule", "invoke")
-_leaks: list[str] = []
-
-
-def _runtime_threads() -> set[int]:
-    return {t.ident or 0 for t in threading.enumerate() if t.name.startswith(_RUNTIME_THREADS) and t.is_alive()}
+_first_seen: dict[threading.Thread, str] = {}
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    """Notes a test after which a local runtime's threads are still running: they log into later tests."""
-    before = _runtime_threads()
+    """Notes the test after which each local-runtime thread first ran, to name leaks at the end."""
     yield
-    if _runtime_threads() - before:
-        _leaks.append(item.nodeid)
+    for thread in threading.enumerate():
+        if thread.name.startswith(_RUNTIME_THREADS) and thread not in _first_seen:
+            _first_seen[thread] = item.nodeid
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    if _leaks:
-        terminalreporter.write_line(f"runtime threads left running after: {', '.join(_leaks[:20])}")
+    """Runtime threads alive after every fixture is torn down log into whatever runs next: name their tests."""
+    leaks = sorted({nodeid for thread, nodeid in _first_seen.items() if thread.is_alive()})
+    if leaks:
+        terminalreporter.write_line(f"runtime threads still running, started during: {', '.join(leaks[:20])}")

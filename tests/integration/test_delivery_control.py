@@ -127,6 +127,16 @@ def test_every_attempt_is_recorded_with_its_outcome(harness: Harness) -> None:
     assert got == [(1, "retry", 503, "HTTP 503", True), (2, "delivered", 200, None, False)]
 
 
+def test_a_first_time_delivery_keeps_its_attempt_on_the_message_item_alone(harness: Harness) -> None:
+    make_queue(harness)
+    [created] = post(harness, {"body": 1, "delay": 5})
+    run_until_quiet(harness)
+    items = harness.ddb.scan(TableName="messages")["Items"]
+    history_items = [i for i in items if i["sk"]["S"].startswith("a#")]
+    got = [(a["attempt"], a["outcome"], a["status_code"]) for a in attempts(harness, created["id"])]
+    assert (got, history_items) == ([(1, "delivered", 200)], [])
+
+
 def test_attempts_of_an_unknown_message_is_a_404(harness: Harness) -> None:
     make_queue(harness)
     status, _ = harness.call("GET", "/v1/queues/orders/messages/0123456789abcdef0123456789abcdef/attempts")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hourglass.core import attempts
 from hourglass.core.attempts import (
     ABANDONED,
     MAX_ERROR,
@@ -88,3 +89,16 @@ def test_an_abandoned_attempt_is_recorded_as_a_retry_noticed_by_the_takeover():
         ABANDONED,
         T0 + timedelta(minutes=3),
     )
+
+
+def test_the_record_a_message_keeps_reads_back_as_the_attempt() -> None:
+    start = datetime(2030, 1, 1, tzinfo=UTC)
+    attempt = Attempt("m", 3, start, start + timedelta(milliseconds=5), AttemptOutcome.FAILED, 410, "HTTP 410")
+    assert attempts.from_record("m", attempts.to_record(attempt)) == attempt
+
+
+def test_the_merged_history_lists_the_final_attempt_after_the_items() -> None:
+    start = datetime(2030, 1, 1, tzinfo=UTC)
+    first = Attempt("m", 1, start, start, AttemptOutcome.RETRY, 503, "HTTP 503", retry_at=start)
+    final = Attempt("m", 2, start, start, AttemptOutcome.DELIVERED, 200)
+    assert attempts.merged([first], final) == [first, final]

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from hourglass.core import delivery_control
+from hourglass.core import attempts, delivery_control
 from hourglass.core.body_placement import DEFAULT_LIMITS, BodyLimits, BodyRef, Placement, body_expiry, place
 from hourglass.core.cron import parse_cron
 from hourglass.core.handoff import DueEntry
@@ -119,6 +119,7 @@ def message_to_item(message: Message, sweep: SweepKeys | None = None, *, body: B
         "attempts_base": n(message.attempts_base) if message.attempts_base else None,
         "schedule": s(message.schedule) if message.schedule else None,
         "occurrence_at": n(to_ms(message.occurrence_at)) if message.occurrence_at else None,
+        "final_attempt": s(_dumps(attempts.to_record(message.final_attempt))) if message.final_attempt else None,
         "sweep_pk": s(sweep.pk) if sweep else None,
         "sweep_sk": s(sweep.sk) if sweep else None,
     }
@@ -167,7 +168,13 @@ def message_from_item(item: Item) -> Message:
         body_ref=body_ref_of(item),
         schedule=_str(item, "schedule"),
         occurrence_at=_time(item, "occurrence_at"),
+        final_attempt=_final_attempt(item),
     )
+
+
+def _final_attempt(item: Item) -> attempts.Attempt | None:
+    record = _str(item, "final_attempt")
+    return None if record is None else attempts.from_record(item["id"]["S"], json.loads(record))
 
 
 def queue_to_item(queue: Queue) -> Item:

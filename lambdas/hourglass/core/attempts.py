@@ -7,7 +7,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from hourglass.core.timestamps import format_rfc3339
+from hourglass.core.timestamps import format_rfc3339, from_ms, to_ms
 
 # Sort keys of history items: under the message's queue partition, outside the "m#" range a list reads.
 HISTORY_PREFIX = "a#"
@@ -73,3 +73,36 @@ def attempt_doc(attempt: Attempt) -> dict[str, Any]:
 def history_doc(attempts: list[Attempt]) -> dict[str, Any]:
     """`GET .../attempts`: every recorded attempt, first to last."""
     return {"attempts": [attempt_doc(a) for a in sorted(attempts, key=lambda a: a.attempt)]}
+
+
+def to_record(attempt: Attempt) -> dict[str, Any]:
+    """The compact form a finished message keeps of its last attempt (times in epoch ms)."""
+    record: dict[str, Any] = {
+        "n": attempt.attempt,
+        "s": to_ms(attempt.started_at),
+        "f": to_ms(attempt.finished_at),
+        "o": attempt.outcome.value,
+    }
+    optional = {"c": attempt.status_code, "e": attempt.error}
+    record.update({k: v for k, v in optional.items() if v is not None})
+    return record
+
+
+def from_record(message_id: str, record: dict[str, Any]) -> Attempt:
+    return Attempt(
+        message_id=message_id,
+        attempt=int(record["n"]),
+        started_at=from_ms(int(record["s"])),
+        finished_at=from_ms(int(record["f"])),
+        outcome=AttemptOutcome(record["o"]),
+        status_code=record.get("c"),
+        error=record.get("e"),
+    )
+
+
+def merged(recorded: list[Attempt], final: Attempt | None) -> list[Attempt]:
+    """A message's whole history: its history items, and the last attempt its outcome write carried."""
+    by_number = {a.attempt: a for a in recorded}
+    if final is not None:
+        by_number[final.attempt] = final
+    return [by_number[n] for n in sorted(by_number)]

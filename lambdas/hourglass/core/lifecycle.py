@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from hourglass.core.attempts import Attempt
 from hourglass.core.model import Message, Status
 
 S = Status
@@ -93,8 +94,17 @@ def finish(
     *,
     error: str | None,
     delivered_at: datetime | None = None,
+    attempt: Attempt | None = None,
 ) -> Change:
+    """The message ends in `status`; `attempt`, the attempt that ended it, rides on the same write."""
     last_error = error if status is not S.DELIVERED else message.last_error
     return _change(
-        message, retention, now, status=status, last_error=last_error, delivered_at=delivered_at, claimed_until=None
+        message,
+        retention,
+        now,
+        status=status,
+        last_error=last_error,
+        delivered_at=delivered_at,
+        claimed_until=None,
+        final_attempt=attempt,
     )

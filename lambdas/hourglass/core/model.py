@@ -8,6 +8,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from hourglass.core.attempts import Attempt
     from hourglass.core.delivery_control import DeliveryControl
 
 from hourglass.core.body_placement import BodyRef
@@ -125,3 +126,5 @@ class Message:
     # The schedule this message is an occurrence of, and the occurrence's own time (retries move due_at).
     schedule: str | None = None
     occurrence_at: datetime | None = None
+    # A finished message's last attempt, written with its outcome (earlier ones are history items).
+    final_attempt: Attempt | None = None

@@ -67,5 +67,6 @@ def redeliver(message: Message, request: RedeliverRequest, now: datetime) -> Red
         expires_at=None,
         delivered_at=None,
         claimed_until=None,
+        final_attempt=None,
     )
     return Redelivery(pending, budget_from=message.attempts)

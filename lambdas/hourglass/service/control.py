@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from hourglass.core import redelivery
+from hourglass.core import attempts, redelivery
 from hourglass.core.attempts import Attempt
 from hourglass.core.delivery_control import PAUSE_SETTLE
 from hourglass.core.model import Message, Queue
@@ -34,8 +34,8 @@ class Control:
         return self.store.set_paused(name, False)
 
     def attempts(self, queue: str, message_id: str) -> list[Attempt]:
-        self.messages.get(queue, message_id)  # 404 when unknown
-        return self.store.list_attempts(queue, message_id)
+        message = self.messages.get(queue, message_id)  # 404 when unknown
+        return attempts.merged(self.store.list_attempts(queue, message_id), message.final_attempt)
 
     def redeliver(self, queue_name: str, message_id: str, doc: Any) -> Message:
         self.messages.get_queue(queue_name)
@@ -47,6 +47,7 @@ class Control:
         handoff = self.ctx.handoff
         placement = handoff.place(pending, now, written_first=True)
         pending = replace(pending, claimed_until=placement.lease)
+        keep_final_attempt(self.store, message)
         try:
             self.store.redeliver(message, pending, placement.keys)
         except StaleVersionError as exc:
@@ -58,3 +59,9 @@ class Control:
             # If this send fails the recovery sweep hands the message off when its lease ends.
             handoff.send_claimed([claim], now, give_back=False)
         return pending
+
+
+def keep_final_attempt(store: Any, message: Message) -> None:
+    """Before a finished message lives again, the attempt its outcome write carried becomes a history item."""
+    if message.final_attempt is not None:
+        store.put_attempt(message.queue, message.final_attempt)

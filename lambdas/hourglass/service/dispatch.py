@@ -166,8 +166,8 @@ class Dispatcher:
         done = self.ctx.clock()
         if outcome.delivered:
             self.ctx.metrics.lateness((done - message.due_at).total_seconds() * 1000, queue=message.queue)
-            self._record(message, started, done, AttemptOutcome.DELIVERED, outcome)
-            return self._finish(message, Status.DELIVERED, done, None, delivered_at=done)
+            attempt = self._record(message, started, done, AttemptOutcome.DELIVERED, outcome)
+            return self._finish(message, Status.DELIVERED, done, None, delivered_at=done, attempt=attempt)
         return self._after_failure(message, queue, outcome, started, done)
 
     def _begin(self, timer: Timer, now: datetime, timeout: float) -> Message:
@@ -248,11 +248,11 @@ class Dispatcher:
             retry_after=outcome.retry_after,
             jitter=random.random(),
         )
-        self._record(message, started, now, decision.outcome, outcome, retry_at=decision.retry_at)
+        attempt = self._record(message, started, now, decision.outcome, outcome, retry_at=decision.retry_at)
         if decision.outcome is AttemptOutcome.FAILED:
-            return self._finish(message, Status.FAILED, now, outcome.error)
+            return self._finish(message, Status.FAILED, now, outcome.error, attempt=attempt)
         if decision.outcome is AttemptOutcome.EXPIRED:
-            return self._finish(message, Status.EXPIRED, now, outcome.error)
+            return self._finish(message, Status.EXPIRED, now, outcome.error, attempt=attempt)
         assert decision.retry_at is not None
         return self._schedule_retry(message, decision.retry_at, outcome.error, now)
 
@@ -264,15 +264,16 @@ class Dispatcher:
         result: AttemptOutcome,
         outcome: delivery.Outcome,
         retry_at: datetime | None = None,
-    ) -> None:
-        """One history item per attempt, before the outcome write: the attempt happened either way.
-        A terminal attempt carries the TTL the finished message will get (`retain_attempts` for the rest)."""
-        terminal = result is not AttemptOutcome.RETRY
-        expire_at = finished + timedelta(days=self.ctx.settings.retention_days) if terminal else None
+    ) -> Attempt:
+        """A history item for an attempt the message outlives, written before the outcome write (the
+        attempt happened either way). The attempt that ends the message rides on its outcome write
+        instead (`_finish`): a message delivered at once pays no write for its history."""
         attempt = Attempt(
             message.id, message.attempts, started, finished, result, outcome.status_code, outcome.error, retry_at
         )
-        self.store.put_attempt(message.queue, attempt, expire_at=expire_at)
+        if result is AttemptOutcome.RETRY:
+            self.store.put_attempt(message.queue, attempt)
+        return attempt
 
     def _schedule_retry(self, message: Message, retry_at: datetime, error: str | None, now: datetime) -> Result:
         change = lifecycle.await_retry(message, retry_at, error)
@@ -291,19 +292,30 @@ class Dispatcher:
         return Result(True, "retry")
 
     def _finish(
-        self, message: Message, status: Status, now: datetime, error: str | None, delivered_at: datetime | None = None
+        self,
+        message: Message,
+        status: Status,
+        now: datetime,
+        error: str | None,
+        delivered_at: datetime | None = None,
+        attempt: Attempt | None = None,
     ) -> Result:
         retention = timedelta(days=self.ctx.settings.retention_days)
-        change = lifecycle.finish(message, status, now, retention, error=error, delivered_at=delivered_at)
+        change = lifecycle.finish(
+            message, status, now, retention, error=error, delivered_at=delivered_at, attempt=attempt
+        )
         try:
             self.store.finish(change)
         except StaleVersionError:
-            # Our lease ran out and another dispatcher took over; its outcome stands.
+            # Our lease ran out and another dispatcher took over; its outcome stands, and this
+            # attempt (which happened) joins the history as an item of its own.
+            if attempt is not None:
+                self.store.put_attempt(message.queue, attempt, expire_at=change.expire_at)
             self.ctx.metrics.count("Superseded", queue=message.queue)
             return Result(True, "superseded")
         if change.expire_at is not None and message.attempts > 1:
             # Earlier attempts go with the message too.
-            self.store.retain_attempts(message.queue, message.id, change.expire_at, except_attempt=message.attempts)
+            self.store.retain_attempts(message.queue, message.id, change.expire_at)
         failure_notices.notify_ended(self.ctx, change.message)
         metric = {"delivered": "Delivered", "failed": "Failed", "expired": "Expired", "cancelled": "Cancelled"}
         self.ctx.metrics.count(metric[status.value], queue=message.queue)

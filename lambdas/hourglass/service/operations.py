@@ -16,6 +16,7 @@ from hourglass.core.redelivery import RedeliverRequest, redeliver
 from hourglass.errors import NotFoundError, StaleVersionError, ValidationError
 from hourglass.logs import log
 from hourglass.service.context import Context
+from hourglass.service.control import keep_final_attempt
 
 PAGE = 200
 WORKERS = 4  # invocations per operation, each with SEGMENTS / WORKERS segments
@@ -133,6 +134,7 @@ class Operations:
             change = lifecycle.reschedule(message, due=due, body=message.body)
         else:
             pending = redeliver(message, RedeliverRequest(), now).message
+            keep_final_attempt(self.store, message)
             change = lifecycle.Change(pending, message.version, message.status)
         placement = self.ctx.handoff.place(change.message, now, written_first=True)
         change = change.leased(placement.lease)
