@@ -75,10 +75,12 @@ test-deployed: $(STAMP) tools
 
 # Deployment smoke test against a deployed stack (real AWS: credentials from the usual chain):
 # make smoke API_URL=https://abc123.execute-api.eu-west-1.amazonaws.com/prod/ API_KEY=...
+# (SMOKE_LATE_LIMIT=s: how late a delivery may be and pass, 5 s by default)
 smoke: $(STAMP)
 	@if [ -z "$(API_URL)" ] || [ -z "$(API_KEY)" ]; then \
 		echo "usage: make smoke API_URL=<the stack's ApiUrl output> API_KEY=<the key's value>"; exit 2; fi
-	$(BIN)/python -m devstack.smoke --api-url "$(API_URL)" --api-key "$(API_KEY)"
+	$(BIN)/python -m devstack.smoke --api-url "$(API_URL)" --api-key "$(API_KEY)" \
+		$(if $(SMOKE_LATE_LIMIT),--late-limit $(SMOKE_LATE_LIMIT))
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
