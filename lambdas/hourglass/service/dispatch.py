@@ -89,15 +89,6 @@ class Dispatcher:
             failed.update(record_id for (record_id, _), result in zip(work, results, strict=True) if not result.ok)
         return list(dict.fromkeys(record_id for record_id, _ in bodies if record_id in failed))
 
-    def process(self, body: str) -> Result:
-        """One timer message, one timer after the other; the first failure is the result."""
-        try:
-            timers = read_timers(body)
-        except ValidationError as exc:
-            return self._poison(exc)
-        results = [self.process_timer(timer) for timer in timers]
-        return next((result for result in results if not result.ok), results[0])
-
     def _poison(self, exc: ValidationError) -> Result:
         log("poison_timer", error=str(exc))
         self.ctx.metrics.count("Poison")
