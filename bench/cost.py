@@ -14,14 +14,14 @@ from typing import Any
 
 from bench.precision import Run
 from bench.report import Section
-from stacks.constructs.workers import DISPATCHER, INGEST, SWEEPER
+from stacks.constructs.functions import DISPATCHER, INGEST, SWEEPER
 
 # Published on-demand prices, us-east-1.
 PRICE_WRITE_UNIT = 0.625 / 1e6
 PRICE_READ_UNIT = 0.125 / 1e6
 PRICE_SQS_REQUEST = 0.40 / 1e6
 PRICE_LAMBDA_REQUEST = 0.20 / 1e6
-# The functions run on Arm (stacks/constructs/workers.py): $0.0000133334 per GB-second, not x86's $0.0000166667.
+# The functions run on Arm (stacks/constructs/functions.py): $0.0000133334 per GB-second, not x86's $0.0000166667.
 PRICE_LAMBDA_GB_SECOND = 0.0000133334
 PRICE_SCHEDULER_INVOCATION = 1.00 / 1e6
 PRICE_STEP_TRANSITION = 25.0 / 1e6
@@ -36,7 +36,7 @@ MEMORY_GB = {
     "ingest": INGEST.memory_mb / 1024,
     "dispatcher": DISPATCHER.memory_mb / 1024,
     "sweeper": SWEEPER.memory_mb / 1024,
-    "sweeper worker": SWEEPER.memory_mb / 1024,
+    "sweeper fan-out": SWEEPER.memory_mb / 1024,
 }
 
 

@@ -115,11 +115,11 @@ def measure(running: Running, sizes: Sizes) -> dict[str, Any]:
     sqs = running.client("sqs")
     figures: dict[str, Any] = {"startup_s": running.startup, "startup_steps": running.steps}
     # Cold: the first delivery and the first burst of concurrent POSTs after start-up. The deployed
-    # functions start then (MiniStack forks a worker per concurrent invocation); later figures are warm.
+    # functions start then (MiniStack forks a process per concurrent invocation); later figures are warm.
     first = _lateness(running, sqs, 1)
     figures["first_delivery_ms"] = first[0] * 1000 if first else None
     figures["ingest_cold_per_s"] = _ingest(running, 80)
-    # The first run meets dispatcher workers still cold (MiniStack: one per concurrent batch); the second is measured.
+    # The first run meets dispatcher processes still cold (MiniStack: one per concurrent batch); the second is measured.
     first_run = _lateness(running, sqs, sizes.lateness)
     figures["lateness_first_run_p50_ms"] = percentile(first_run, 50) * 1000
     figures["lateness_first_run_max_ms"] = max(first_run, default=float("nan")) * 1000
@@ -357,8 +357,8 @@ ROWS = (
     ("start-up to ready", "startup_s", "s"),
     ("first delivery's lateness (cold)", "first_delivery_ms", "ms"),
     ("ingest/s, first 80 messages (cold)", "ingest_cold_per_s", "msgs/s"),
-    ("lateness p50, first run (workers cold)", "lateness_first_run_p50_ms", "ms"),
-    ("lateness max, first run (workers cold)", "lateness_first_run_max_ms", "ms"),
+    ("lateness p50, first run (functions cold)", "lateness_first_run_p50_ms", "ms"),
+    ("lateness max, first run (functions cold)", "lateness_first_run_max_ms", "ms"),
     ("lateness p50", "lateness_p50_ms", "ms"),
     ("lateness p99", "lateness_p99_ms", "ms"),
     ("lateness max", "lateness_max_ms", "ms"),

@@ -64,7 +64,7 @@ class MiniStack:
         for name in ("VIRTUAL_ENV", "PYTHONPATH", "AWS_ENDPOINT_URL", "AWS_PROFILE"):
             env.pop(name, None)
         log = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115 (the child keeps it)
-        # A group of its own: stop() ends MiniStack and the Lambda workers it forked in one signal.
+        # A group of its own: stop() ends MiniStack and the Lambda processes it forked in one signal.
         process = subprocess.Popen(
             [str(python()), "-m", "ministack"],
             cwd=ROOT,
@@ -99,7 +99,7 @@ class MiniStack:
         raise RuntimeError(f"MiniStack did not start on {self.endpoint_url}{where}")
 
     def cpu_seconds(self) -> float:
-        """CPU time of MiniStack and its Lambda workers, the ones still running (Linux /proc)."""
+        """CPU time of MiniStack and its Lambda processes, the ones still running (Linux /proc)."""
         if self.process is None:
             return float("nan")
         total = 0.0
@@ -123,7 +123,7 @@ class MiniStack:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait()
-        # Lambda workers that outlived their parent.
+        # Lambda processes that outlived their parent.
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
         self.process = None
