@@ -246,6 +246,20 @@ def _post_latency(running: Running, count: int) -> tuple[float, float]:
 def atomicity(endpoint: str) -> dict[str, int]:
     """Conditional updates: CONTENDERS threads race to claim each of ITEMS items (exactly one may win);
     receives: 8 receivers drain RECEIVED messages (each must reach exactly one)."""
+    wins = claim_race(endpoint)
+    received = receive_race(endpoint)
+    return {
+        "double_claims": sum(1 for item in range(ITEMS) if wins[item] > 1),
+        "claims": ITEMS,
+        "double_receives": sum(1 for n in received.values() if n > 1),
+        "lost_receives": RECEIVED - len(received),
+        "receives": RECEIVED,
+    }
+
+
+def claim_race(endpoint: str) -> Counter[int]:
+    """CONTENDERS threads race to move each of ITEMS items from pending with one conditional update:
+    the wins per item."""
     ddb = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1")
     table = f"atomic-{uuid.uuid4().hex[:8]}"
     ddb.create_table(
@@ -280,9 +294,11 @@ def atomicity(endpoint: str) -> dict[str, int]:
 
     jobs = [(item, contender) for item in range(ITEMS) for contender in range(CONTENDERS)]
     with ThreadPoolExecutor(CONTENDERS) as pool:
-        wins = Counter(item for item, won in pool.map(claim, jobs) if won)
-    double_claims = sum(1 for item in range(ITEMS) if wins[item] > 1)
+        return Counter(item for item, won in pool.map(claim, jobs) if won)
 
+
+def receive_race(endpoint: str) -> Counter[str]:
+    """8 receivers drain a queue of RECEIVED messages: how often each body was received."""
     sqs = boto3.client("sqs", endpoint_url=endpoint, region_name="us-east-1")
     url = sqs.create_queue(QueueName=f"atomic-{uuid.uuid4().hex[:8]}", Attributes={"VisibilityTimeout": "60"})[
         "QueueUrl"
@@ -301,14 +317,7 @@ def atomicity(endpoint: str) -> dict[str, int]:
             got += [m["Body"] for m in answer["Messages"]]
 
     with ThreadPoolExecutor(8) as pool:
-        received = Counter(body for bodies in pool.map(drain, range(8)) for body in bodies)
-    return {
-        "double_claims": double_claims,
-        "claims": ITEMS,
-        "double_receives": sum(1 for n in received.values() if n > 1),
-        "lost_receives": RECEIVED - len(received),
-        "receives": RECEIVED,
-    }
+        return Counter(body for bodies in pool.map(drain, range(8)) for body in bodies)
 
 
 @contextmanager
