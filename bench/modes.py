@@ -28,6 +28,7 @@ import boto3
 from botocore.exceptions import ClientError
 
 from bench.report import RESULTS, percentile
+from devstack import api_call
 from devstack.config import RuntimeConfig
 from devstack.deployed import DeployedStack
 from devstack.emulator import Emulator, free_port, quiet_emulator_logs, use_dummy_credentials
@@ -65,15 +66,7 @@ class Running:
         return boto3.client(service, endpoint_url=self.endpoint_url, region_name="us-east-1")
 
     def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.api_url + path, data=data, method=method)
-        request.add_header("Content-Type", "application/json")
-        request.add_header("x-api-key", self.api_key)
-        try:
-            with urllib.request.urlopen(request, timeout=60) as response:
-                return response.status, json.loads(response.read() or b"null")
-        except urllib.error.HTTPError as exc:
-            return exc.code, exc.read().decode(errors="replace")
+        return api_call.call(self.api_url, method, path, body, api_key=self.api_key, timeout=60)
 
 
 def start_inprocess() -> Running:

@@ -10,8 +10,6 @@ import json
 import os
 import statistics
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +18,7 @@ from typing import Any
 import boto3
 import pytest
 
+from devstack import api_call
 from devstack.config import RuntimeConfig
 from devstack.deployed import DeployedStack
 from devstack.emulator import free_port
@@ -68,19 +67,8 @@ class Client:
     def call(
         self, method: str, path: str, body: Any = None, raw: bytes | None = None, api_key: str | None = None
     ) -> tuple[int, Any]:
-        data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
-        request = urllib.request.Request(self.base + path, data=data, method=method)
-        request.add_header("Content-Type", "application/json")
         key = api_key if api_key is not None else self.api_key
-        if key:
-            request.add_header("x-api-key", key)
-        try:
-            with urllib.request.urlopen(request, timeout=30) as response:
-                text = response.read()
-                return response.status, json.loads(text) if text else None
-        except urllib.error.HTTPError as exc:
-            text = exc.read()
-            return exc.code, json.loads(text) if text else None
+        return api_call.call(self.base, method, path, body, api_key=key, raw=raw)
 
 
 def start_inprocess() -> Iterator[Stack]:
