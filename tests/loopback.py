@@ -17,6 +17,17 @@ class QuietHandler(BaseHTTPRequestHandler):
     def log_message(self, *args: Any) -> None:
         return
 
+    def body(self) -> bytes:
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+    def answer(self, status: int, payload: bytes = b"", headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
 
 def serve(handler: type[BaseHTTPRequestHandler]) -> ThreadingHTTPServer:
     """`handler` served on a free loopback port, from a daemon thread."""
@@ -65,22 +76,16 @@ class CallbackReceiver:
 
         class Handler(QuietHandler):
             def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                raw = self.body()
                 answers = receiver.script.get(self.path) or []
                 answer = answers.pop(0) if answers else Answer()
                 if isinstance(answer, int):
                     answer = Answer(answer)
                 receiver.received.append(Received(time.time(), self.path, dict(self.headers), raw, answer.status))
                 time.sleep(answer.hang)
+                headers = {**answer.headers, **({"Content-Type": "application/json"} if receiver.reply else {})}
                 try:
-                    self.send_response(answer.status)
-                    for key, value in answer.headers.items():
-                        self.send_header(key, value)
-                    if receiver.reply:
-                        self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(receiver.reply)))
-                    self.end_headers()
-                    self.wfile.write(receiver.reply)
+                    self.answer(answer.status, receiver.reply, headers)
                 except OSError:
                     return  # the dispatcher cut a hanging exchange
 

@@ -95,16 +95,10 @@ class Scripted:
 
         class Handler(QuietHandler):
             def _answer(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                raw = self.body()
                 fake.requests.append((self.command, self.path, json.loads(raw) if raw else None))
                 status, headers, body = fake.answers.pop(0)
-                payload = json.dumps(body).encode()
-                self.send_response(status)
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+                self.answer(status, json.dumps(body).encode(), headers)
 
             do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _answer
 

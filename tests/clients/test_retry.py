@@ -32,7 +32,7 @@ class Proxy:
 
         class Handler(QuietHandler):
             def _forward(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                raw = self.body()
                 request = urllib.request.Request(proxy.upstream + self.path, data=raw or None, method=self.command)
                 for name in ("Content-Type", "x-api-key"):
                     if self.headers.get(name):
@@ -47,10 +47,7 @@ class Proxy:
                     if proxy.drop > 0:
                         proxy.drop -= 1
                         status, payload = 503, b'{"error":{"code":"unavailable","message":"lost answer"}}'
-                self.send_response(status)
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+                self.answer(status, payload)
 
             do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _forward
 
