@@ -21,12 +21,19 @@ class QuietHandler(BaseHTTPRequestHandler):
         return self.rfile.read(int(self.headers.get("Content-Length") or 0))
 
     def answer(self, status: int, payload: bytes = b"", headers: dict[str, str] | None = None) -> None:
-        self.send_response(status)
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        reply(self, status, payload, headers)
+
+
+def reply(
+    handler: BaseHTTPRequestHandler, status: int, payload: bytes = b"", headers: dict[str, str] | None = None
+) -> None:
+    """`status` with `headers` and `payload` (its Content-Length set)."""
+    handler.send_response(status)
+    for name, value in (headers or {}).items():
+        handler.send_header(name, value)
+    handler.send_header("Content-Length", str(len(payload)))
+    handler.end_headers()
+    handler.wfile.write(payload)
 
 
 def serve(handler: type[BaseHTTPRequestHandler]) -> ThreadingHTTPServer:
