@@ -248,19 +248,14 @@ def section(measured: Measured, *, source: str) -> Section:
         budget = BUDGETS.get(row["body_bytes"]) if row["path"] == "sweep, 1 d" else None
         total = row["usd_per_million"]["total"]
         if budget is not None:
-            result.check(
-                f"all-in, sweep path, 1-day delay, {_size(row['body_bytes'])} body ({row['placement']})",
-                total,
-                "US$/M",
-                budget=f"≤ {budget:g}",
-                passed=total <= budget,
-            )
-    result.check(
+            label = f"all-in, sweep path, 1-day delay, {_size(row['body_bytes'])} body ({row['placement']})"
+            result.at_most(label, total, "US$/M", budget)
+    result.at_most(
         "CloudWatch Logs: bytes the handlers write for a message on its own, at INFO",
         measured.log_bytes_lone_message,
         "B",
-        budget=f"≤ {LOG_BUDGET_BYTES:,}",
-        passed=measured.log_bytes_lone_message <= LOG_BUDGET_BYTES,
+        LOG_BUDGET_BYTES,
+        shown=f"{LOG_BUDGET_BYTES:,}",
     )
     result.check("CloudWatch Logs: bytes per message as priced (batch of 10, Lambda lines)", measured.log_bytes, "B")
     result.check(

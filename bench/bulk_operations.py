@@ -1,5 +1,5 @@
 """Bulk-operation throughput on the local emulator (moto in a process of its own, as `make dev` runs it):
-N pending messages written straight into the table, one `cancel` over all of them, its workers as threads.
+N pending messages written straight into the table, one `cancel` over all of them, its fan-out invocations as threads.
 
 `python -m bench.bulk_operations [N]` prints one JSON line: matched, applied, seconds, msgs/s.
 """

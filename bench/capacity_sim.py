@@ -16,6 +16,8 @@ import sys
 from collections import defaultdict
 from dataclasses import asdict, dataclass
 
+from hourglass.core import fanout
+
 from bench.report import Section, percentile
 
 
@@ -28,7 +30,7 @@ class Config:
     run_budget: float = 50.0  # seconds of a 60 s sweeper invocation spent claiming
     claim_rate: float = 2_000.0  # claims/s per invocation: 16 threads x ~8 ms conditional writes (assumed)
     claim_share: float = 0.5  # of the table's write quota the claims may use before throttling paces them
-    invoke_latency: float = 0.2  # asynchronous Invoke until a worker runs (assumed)
+    invoke_latency: float = 0.2  # asynchronous Invoke until a fan-out invocation runs (assumed)
     head_start: float = 1.0  # a timer is visible this long before its first message is due
     begin_lead: float = 0.25
     pack: int = 10
@@ -102,16 +104,16 @@ def _sweeps(config: Config, dues: list[float]) -> tuple[list[float], list[int]]:
     t = dues[0] - config.lookahead - config.sweep_interval if dues else 0.0
     while first < len(dues):
         window = [i for i in range(first, bisect.bisect_right(dues, t + config.lookahead)) if handoff[i] == math.inf]
-        workers = config.shards if lagging else max(1, min(config.shards, math.ceil(last_read / config.sweep_capacity)))
-        sweepers.append(workers)
+        invocations = fanout.invocation_count(last_read, config.sweep_capacity, config.shards, lagging=lagging)
+        sweepers.append(invocations)
         shares: dict[int, list[int]] = {}
         for i in window:
-            shares.setdefault((i % config.shards) % workers, []).append(i)
+            shares.setdefault((i % config.shards) % invocations, []).append(i)
         lagging = False
         # Throttling (and the SDK's backoff) paces claims beyond the table's share of write capacity.
         rate = min(config.claim_rate, config.table_wru_quota * config.claim_share / max(1, len(shares)))
-        for worker, mine in shares.items():
-            start = t + (config.invoke_latency if worker else 0.0)
+        for part, mine in shares.items():
+            start = t + (config.invoke_latency if part else 0.0)
             claimable = int(config.run_budget * rate)
             lagging |= len(mine) > claimable
             for rank, i in enumerate(mine[:claimable]):

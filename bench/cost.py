@@ -14,14 +14,14 @@ from typing import Any
 
 from bench.precision import Run
 from bench.report import Section
-from stacks.constructs.workers import DISPATCHER, INGEST, SWEEPER
+from stacks.constructs.functions import DISPATCHER, INGEST, SWEEPER
 
 # Published on-demand prices, us-east-1.
 PRICE_WRITE_UNIT = 0.625 / 1e6
 PRICE_READ_UNIT = 0.125 / 1e6
 PRICE_SQS_REQUEST = 0.40 / 1e6
 PRICE_LAMBDA_REQUEST = 0.20 / 1e6
-# The functions run on Arm (stacks/constructs/workers.py): $0.0000133334 per GB-second, not x86's $0.0000166667.
+# The functions run on Arm (stacks/constructs/functions.py): $0.0000133334 per GB-second, not x86's $0.0000166667.
 PRICE_LAMBDA_GB_SECOND = 0.0000133334
 PRICE_SCHEDULER_INVOCATION = 1.00 / 1e6
 PRICE_STEP_TRANSITION = 25.0 / 1e6
@@ -36,7 +36,7 @@ MEMORY_GB = {
     "ingest": INGEST.memory_mb / 1024,
     "dispatcher": DISPATCHER.memory_mb / 1024,
     "sweeper": SWEEPER.memory_mb / 1024,
-    "sweeper worker": SWEEPER.memory_mb / 1024,
+    "sweeper fan-out": SWEEPER.memory_mb / 1024,
 }
 
 
@@ -74,42 +74,24 @@ def section(run: Run) -> Section:
     errors = run.meter.capacity.errors
 
     result.check("metering errors", len(errors), budget="0", passed=not errors)
-    result.check(
+    result.at_most(
         "hand-off path: write units per message",
         per_handoff_write,
         "WU",
-        budget=f"≤ {HANDOFF_WRITE_BUDGET:g}",
-        passed=handoff.messages > 0 and per_handoff_write <= HANDOFF_WRITE_BUDGET,
+        HANDOFF_WRITE_BUDGET,
+        required=handoff.messages > 0,
     )
     result.check("hand-off path: read units per message", handoff.read / max(1, handoff.messages) + queue_share, "RU")
-    result.check(
-        "sweep path: write units per message",
-        per_swept_write,
-        "WU",
-        budget=f"≤ {SWEEP_WRITE_BUDGET:g}",
-        passed=swept.messages > 0 and per_swept_write <= SWEEP_WRITE_BUDGET,
+    result.at_most(
+        "sweep path: write units per message", per_swept_write, "WU", SWEEP_WRITE_BUDGET, required=swept.messages > 0
     )
-    result.check(
-        "sweep path: read units per message",
-        per_swept_read,
-        "RU",
-        budget=f"≤ {SWEEP_READ_BUDGET:g}",
-        passed=swept.messages > 0 and per_swept_read <= SWEEP_READ_BUDGET,
+    result.at_most(
+        "sweep path: read units per message", per_swept_read, "RU", SWEEP_READ_BUDGET, required=swept.messages > 0
     )
     bookkeeping = f"{state[0] / max(1, runs):.2f} WU + {state[1] / max(1, runs):.2f} RU"
     result.check("sweeper bookkeeping per run (fixed)", bookkeeping)
-    result.check(
-        "SQS requests per message (send, receive, delete)",
-        hourglass_sqs / delivered,
-        budget=f"≤ {SQS_BUDGET:g}",
-        passed=hourglass_sqs / delivered <= SQS_BUDGET,
-    )
-    result.check(
-        "Lambda invocations per message",
-        invocations / delivered,
-        budget=f"≤ {LAMBDA_BUDGET:g}",
-        passed=invocations / delivered <= LAMBDA_BUDGET,
-    )
+    result.at_most("SQS requests per message (send, receive, delete)", hourglass_sqs / delivered, "", SQS_BUDGET)
+    result.at_most("Lambda invocations per message", invocations / delivered, "", LAMBDA_BUDGET)
     idle_per_hour = sqs.get("ReceiveMessage (empty)", 0) / max(1e-9, run.seconds) * 3600
     result.check("empty receives of the idle pollers (fixed, per hour)", idle_per_hour)
     result.check("target SendMessage per SQS-target delivery (the delivery itself)", _target_sends(run, sqs))
@@ -204,4 +186,3 @@ def _dollars(
     }
     figures["Hourglass total"] = sum(figures.values())
     return {k: round(v, 3) for k, v in figures.items()}
-

@@ -28,6 +28,7 @@ import boto3
 from botocore.exceptions import ClientError
 
 from bench.report import RESULTS, percentile
+from devstack import api_call
 from devstack.config import RuntimeConfig
 from devstack.deployed import DeployedStack
 from devstack.emulator import Emulator, free_port, quiet_emulator_logs, use_dummy_credentials
@@ -65,15 +66,7 @@ class Running:
         return boto3.client(service, endpoint_url=self.endpoint_url, region_name="us-east-1")
 
     def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.api_url + path, data=data, method=method)
-        request.add_header("Content-Type", "application/json")
-        request.add_header("x-api-key", self.api_key)
-        try:
-            with urllib.request.urlopen(request, timeout=60) as response:
-                return response.status, json.loads(response.read() or b"null")
-        except urllib.error.HTTPError as exc:
-            return exc.code, exc.read().decode(errors="replace")
+        return api_call.call(self.api_url, method, path, body, api_key=self.api_key, timeout=60)
 
 
 def start_inprocess() -> Running:
@@ -115,11 +108,11 @@ def measure(running: Running, sizes: Sizes) -> dict[str, Any]:
     sqs = running.client("sqs")
     figures: dict[str, Any] = {"startup_s": running.startup, "startup_steps": running.steps}
     # Cold: the first delivery and the first burst of concurrent POSTs after start-up. The deployed
-    # functions start then (MiniStack forks a worker per concurrent invocation); later figures are warm.
+    # functions start then (MiniStack forks a process per concurrent invocation); later figures are warm.
     first = _lateness(running, sqs, 1)
     figures["first_delivery_ms"] = first[0] * 1000 if first else None
     figures["ingest_cold_per_s"] = _ingest(running, 80)
-    # The first run meets dispatcher workers still cold (MiniStack: one per concurrent batch); the second is measured.
+    # The first run meets dispatcher processes still cold (MiniStack: one per concurrent batch); the second is measured.
     first_run = _lateness(running, sqs, sizes.lateness)
     figures["lateness_first_run_p50_ms"] = percentile(first_run, 50) * 1000
     figures["lateness_first_run_max_ms"] = max(first_run, default=float("nan")) * 1000
@@ -246,6 +239,20 @@ def _post_latency(running: Running, count: int) -> tuple[float, float]:
 def atomicity(endpoint: str) -> dict[str, int]:
     """Conditional updates: CONTENDERS threads race to claim each of ITEMS items (exactly one may win);
     receives: 8 receivers drain RECEIVED messages (each must reach exactly one)."""
+    wins = claim_race(endpoint)
+    received = receive_race(endpoint)
+    return {
+        "double_claims": sum(1 for item in range(ITEMS) if wins[item] > 1),
+        "claims": ITEMS,
+        "double_receives": sum(1 for n in received.values() if n > 1),
+        "lost_receives": RECEIVED - len(received),
+        "receives": RECEIVED,
+    }
+
+
+def claim_race(endpoint: str) -> Counter[int]:
+    """CONTENDERS threads race to move each of ITEMS items from pending with one conditional update:
+    the wins per item."""
     ddb = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1")
     table = f"atomic-{uuid.uuid4().hex[:8]}"
     ddb.create_table(
@@ -280,9 +287,11 @@ def atomicity(endpoint: str) -> dict[str, int]:
 
     jobs = [(item, contender) for item in range(ITEMS) for contender in range(CONTENDERS)]
     with ThreadPoolExecutor(CONTENDERS) as pool:
-        wins = Counter(item for item, won in pool.map(claim, jobs) if won)
-    double_claims = sum(1 for item in range(ITEMS) if wins[item] > 1)
+        return Counter(item for item, won in pool.map(claim, jobs) if won)
 
+
+def receive_race(endpoint: str) -> Counter[str]:
+    """8 receivers drain a queue of RECEIVED messages: how often each body was received."""
     sqs = boto3.client("sqs", endpoint_url=endpoint, region_name="us-east-1")
     url = sqs.create_queue(QueueName=f"atomic-{uuid.uuid4().hex[:8]}", Attributes={"VisibilityTimeout": "60"})[
         "QueueUrl"
@@ -301,14 +310,7 @@ def atomicity(endpoint: str) -> dict[str, int]:
             got += [m["Body"] for m in answer["Messages"]]
 
     with ThreadPoolExecutor(8) as pool:
-        received = Counter(body for bodies in pool.map(drain, range(8)) for body in bodies)
-    return {
-        "double_claims": double_claims,
-        "claims": ITEMS,
-        "double_receives": sum(1 for n in received.values() if n > 1),
-        "lost_receives": RECEIVED - len(received),
-        "receives": RECEIVED,
-    }
+        return Counter(body for bodies in pool.map(drain, range(8)) for body in bodies)
 
 
 @contextmanager
@@ -357,8 +359,8 @@ ROWS = (
     ("start-up to ready", "startup_s", "s"),
     ("first delivery's lateness (cold)", "first_delivery_ms", "ms"),
     ("ingest/s, first 80 messages (cold)", "ingest_cold_per_s", "msgs/s"),
-    ("lateness p50, first run (workers cold)", "lateness_first_run_p50_ms", "ms"),
-    ("lateness max, first run (workers cold)", "lateness_first_run_max_ms", "ms"),
+    ("lateness p50, first run (functions cold)", "lateness_first_run_p50_ms", "ms"),
+    ("lateness max, first run (functions cold)", "lateness_first_run_max_ms", "ms"),
     ("lateness p50", "lateness_p50_ms", "ms"),
     ("lateness p99", "lateness_p99_ms", "ms"),
     ("lateness max", "lateness_max_ms", "ms"),

@@ -44,7 +44,7 @@ class PrecisionConfig:
     lookahead: float = 10.0
     handoff_safety: float = 1.0
     shards: int = 4
-    dispatcher_workers: int = 8
+    dispatcher_threads: int = 8
     settle: float = 4.0
     seed: int = 20261121
 
@@ -80,7 +80,7 @@ def run(config: PrecisionConfig) -> tuple[Section, Run]:
             lookahead=config.lookahead,
             handoff_safety=config.handoff_safety,
             shards=config.shards,
-            dispatcher_workers=config.dispatcher_workers,
+            dispatcher_threads=config.dispatcher_threads,
             allow_private_callbacks=True,
         )
     )

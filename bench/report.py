@@ -41,6 +41,12 @@ class Section:
     ) -> None:
         self.checks.append(Check(name, measured, unit, budget, passed))
 
+    def at_most(
+        self, name: str, measured: float, unit: str, limit: float, *, shown: str = "", required: bool = True
+    ) -> None:
+        """A figure whose budget is `≤ limit` (written `≤ shown` when given); fails when not `required`."""
+        self.check(name, measured, unit, budget=f"≤ {shown or f'{limit:g}'}", passed=required and measured <= limit)
+
     @property
     def passed(self) -> bool:
         return all(c.passed is not False for c in self.checks)

@@ -49,7 +49,7 @@ class RuntimeMeter:
         runtime.gateway.handler = self._timed("ingest", runtime.gateway.handler)
         runtime.pollers.handler = self._timed("dispatcher", runtime.pollers.handler)
         runtime.schedule.handler = self._timed("sweeper", runtime.schedule.handler)
-        runtime.invoker.handler = self._timed("sweeper worker", runtime.invoker.handler)
+        runtime.invoker.handler = self._timed("sweeper fan-out", runtime.invoker.handler)
         return self
 
     def _sqs_call(self, model: Any, parsed: dict[str, Any], **_: Any) -> None:

@@ -35,7 +35,7 @@ class RuntimeConfig:
     handoff_safety: float = c.DEFAULT_HANDOFF_SAFETY
     shards: int = c.DEFAULT_SHARDS
     region: str = "us-east-1"
-    dispatcher_workers: int = 4
+    dispatcher_threads: int = 4
     # Seconds a received timer stays hidden from other pollers; None keeps the queue's own (360 s).
     poll_visibility: int | None = None
     log_level: str | None = None
@@ -57,7 +57,7 @@ class RuntimeConfig:
             handoff_safety=float(env.get(c.HANDOFF_SAFETY, str(c.DEFAULT_HANDOFF_SAFETY))),
             shards=int(env.get(c.SHARDS, str(c.DEFAULT_SHARDS))),
             region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1",
-            dispatcher_workers=int(env.get("HOURGLASS_DISPATCHER_WORKERS", "4")),
+            dispatcher_threads=int(env.get("HOURGLASS_DISPATCHER_WORKERS", "4")),  # poller threads
             poll_visibility=int(env["HOURGLASS_POLL_VISIBILITY"]) if env.get("HOURGLASS_POLL_VISIBILITY") else None,
             log_level=env.get(c.LOG_LEVEL) or None,
             sqs_targets=env.get(c.SQS_TARGETS, LOCAL_SQS_TARGETS),

@@ -65,6 +65,36 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def require_free_port(port: int) -> None:
+    if not port_is_free(port):
+        raise RuntimeError(
+            f"port {port} is in use: stop what runs there, set HOURGLASS_EMULATOR_PORT, "
+            "or point AWS_ENDPOINT_URL at an emulator that is already running"
+        )
+
+
+def came_up(process: subprocess.Popen[bytes], url: str, timeout: float) -> bool:
+    """Polls `url` until it answers (True), `process` exits or `timeout` seconds pass (False)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            urllib.request.urlopen(url, timeout=2).close()
+            return True
+        except OSError:
+            time.sleep(0.1)
+    return False
+
+
+def cpu_ticks(pid: int) -> int | None:
+    """User + system clock ticks of one process (Linux /proc); None when it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return int(fields[11]) + int(fields[12])
+
+
 def die_with_parent() -> None:
     """In the child: a SIGKILLed runtime must not leave its emulator running (Linux; elsewhere a no-op)."""
     with contextlib.suppress(OSError, AttributeError):
@@ -78,11 +108,7 @@ class Emulator:
 
     @classmethod
     def start(cls, port: int, *, timeout: float = 60.0) -> Emulator:
-        if not port_is_free(port):
-            raise RuntimeError(
-                f"port {port} is in use: stop what runs there, set HOURGLASS_EMULATOR_PORT, "
-                "or point AWS_ENDPOINT_URL at an emulator that is already running"
-            )
+        require_free_port(port)
         command = [sys.executable, "-m", "devstack.moto_server", str(port)]
         # moto reports its own internal races (a GSI query racing an update) on stderr; botocore retries them.
         process = subprocess.Popen(
@@ -102,26 +128,15 @@ class Emulator:
 
     def _wait_until_up(self, timeout: float) -> None:
         assert self.process is not None
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and self.process.poll() is None:
-            try:
-                urllib.request.urlopen(self.endpoint_url + "/moto-api/data.json", timeout=2).close()
-                return
-            except OSError:
-                time.sleep(0.1)
+        if came_up(self.process, self.endpoint_url + "/moto-api/data.json", timeout):
+            return
         self.stop()
         raise RuntimeError(f"the embedded moto server did not start on {self.endpoint_url}")
 
     def cpu_seconds(self) -> float:
         """CPU time the emulator's process has used (Linux /proc); NaN when it is not ours."""
-        if self.process is None:
-            return float("nan")
-        try:
-            with open(f"/proc/{self.process.pid}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except OSError:
-            return float("nan")
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        ticks = cpu_ticks(self.process.pid) if self.process is not None else None
+        return float("nan") if ticks is None else ticks / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
         if self.process is None:

@@ -10,12 +10,10 @@ import contextlib
 import os
 import signal
 import subprocess
-import time
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from devstack.emulator import DUMMY_CREDENTIALS, die_with_parent, port_is_free
+from devstack.emulator import DUMMY_CREDENTIALS, came_up, cpu_ticks, die_with_parent, require_free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 VENV = ROOT / ".venv-ministack"
@@ -46,11 +44,7 @@ class MiniStack:
     def start(
         cls, port: int, *, region: str = "us-east-1", log_path: Path | None = None, timeout: float = 60.0
     ) -> MiniStack:
-        if not port_is_free(port):
-            raise RuntimeError(
-                f"port {port} is in use: stop what runs there, set HOURGLASS_EMULATOR_PORT, "
-                "or point AWS_ENDPOINT_URL at an emulator that is already running"
-            )
+        require_free_port(port)
         env = {
             **os.environ,
             **DUMMY_CREDENTIALS,
@@ -64,7 +58,7 @@ class MiniStack:
         for name in ("VIRTUAL_ENV", "PYTHONPATH", "AWS_ENDPOINT_URL", "AWS_PROFILE"):
             env.pop(name, None)
         log = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115 (the child keeps it)
-        # A group of its own: stop() ends MiniStack and the Lambda workers it forked in one signal.
+        # A group of its own: stop() ends MiniStack and the Lambda processes it forked in one signal.
         process = subprocess.Popen(
             [str(python()), "-m", "ministack"],
             cwd=ROOT,
@@ -87,29 +81,17 @@ class MiniStack:
 
     def _wait_until_up(self, timeout: float) -> None:
         assert self.process is not None
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and self.process.poll() is None:
-            try:
-                urllib.request.urlopen(self.endpoint_url + HEALTH_PATH, timeout=2).close()
-                return
-            except OSError:
-                time.sleep(0.1)
+        if came_up(self.process, self.endpoint_url + HEALTH_PATH, timeout):
+            return
         self.stop()
         where = f" (log: {self.log_path})" if self.log_path else ""
         raise RuntimeError(f"MiniStack did not start on {self.endpoint_url}{where}")
 
     def cpu_seconds(self) -> float:
-        """CPU time of MiniStack and its Lambda workers, the ones still running (Linux /proc)."""
+        """CPU time of MiniStack and its Lambda processes, the ones still running (Linux /proc)."""
         if self.process is None:
             return float("nan")
-        total = 0.0
-        for pid in _group_members(self.process.pid):
-            try:
-                with open(f"/proc/{pid}/stat") as stat:
-                    fields = stat.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            total += int(fields[11]) + int(fields[12])
+        total = sum(cpu_ticks(pid) or 0 for pid in _group_members(self.process.pid))
         return total / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
@@ -123,7 +105,7 @@ class MiniStack:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait()
-        # Lambda workers that outlived their parent.
+        # Lambda processes that outlived their parent.
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
         self.process = None

@@ -31,7 +31,7 @@ class QueuePoller:
         queue_url: str,
         handler: Handler,
         *,
-        workers: int,
+        threads: int,
         stop: threading.Event,
         visibility: int | None = None,
     ) -> None:
@@ -40,7 +40,7 @@ class QueuePoller:
         self.visibility = visibility
         self.handler = handler
         self.stop = stop
-        self.threads = [threading.Thread(target=self._loop, name=f"poller-{i}", daemon=True) for i in range(workers)]
+        self.threads = [threading.Thread(target=self._loop, name=f"poller-{i}", daemon=True) for i in range(threads)]
         self.invocations = 0
 
     def start(self) -> None:

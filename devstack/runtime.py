@@ -94,7 +94,7 @@ class Runtime:
             sqs,
             self.settings.timer_queue_url,
             lambda event, lambda_context: dispatcher_handler.handle(dispatcher, event, lambda_context),
-            workers=config.dispatcher_workers,
+            threads=config.dispatcher_threads,
             stop=self.stop_event,
             visibility=config.poll_visibility,
         )
@@ -105,15 +105,15 @@ class Runtime:
                 sqs,
                 self.settings.timer_dlq_url,
                 lambda event, lambda_context: dispatcher_handler.handle(dispatcher, event, lambda_context),
-                workers=1,
+                threads=1,
                 stop=self.stop_event,
             )
             self.dlq_poller.start()
         context = self.context
-        # Fan-out workers of a busy sweep run the same handler, in threads.
-        self.invoker = ThreadInvoker(lambda event, worker: sweeper_handler.handle(context, event, worker))
+        # Fan-out invocations of a busy sweep run the same handler, in threads.
+        self.invoker = ThreadInvoker(lambda event, ctx: sweeper_handler.handle(context, event, ctx))
         invoke = self.invoker.invoke
-        context.invoke_worker = invoke  # bulk operations' workers, as the sweeper function's async invokes
+        context.invoke_fanout = invoke  # bulk operations fan out as the sweeper function's async invokes
         self.schedule = Schedule(
             lambda event, lambda_context: sweeper_handler.handle(context, event, lambda_context, invoke=invoke),
             config.sweep_interval,

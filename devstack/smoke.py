@@ -10,14 +10,14 @@ import argparse
 import json
 import sys
 import time
-import urllib.error
-import urllib.request
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import boto3
+
+from devstack import api_call
 
 DELAYS = (2, 4, 6)
 # How late a delivery may be and still pass: SQS, a Lambda cold start and the network.
@@ -35,20 +35,7 @@ class Delivery:
 
 
 def call(api_url: str, api_key: str, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(api_url.rstrip("/") + path, data=data, method=method)
-    request.add_header("Content-Type", "application/json")
-    request.add_header("x-api-key", api_key)
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            text = response.read()
-            return response.status, json.loads(text) if text else None
-    except urllib.error.HTTPError as exc:
-        text = exc.read()
-        try:
-            return exc.code, json.loads(text) if text else None
-        except ValueError:
-            return exc.code, text.decode(errors="replace")
+    return api_call.call(api_url, method, path, body, api_key=api_key)
 
 
 def expect(status: int, wanted: int, doc: Any, what: str) -> None:

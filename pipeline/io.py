@@ -6,11 +6,9 @@ Local paths and ``s3://`` URLs both work; S3 goes through boto3 so no Hadoop S3 
 from __future__ import annotations
 
 import csv
-import gzip
 import json
 import shutil
 import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -208,10 +206,6 @@ def read_export(spark: SparkSession, path: str, deployment: Deployment | None = 
     return spark.createDataFrame(messages, records.SCHEMA), chosen.describe()
 
 
-def _export_data_file(name: str) -> bool:
-    return name.endswith((".json", ".json.gz")) and not name.startswith(("manifest", "_"))
-
-
 def _split_s3(url: str) -> tuple[str, str]:
     bucket, _, key = url.removeprefix("s3://").partition("/")
     return bucket, key
@@ -219,26 +213,6 @@ def _split_s3(url: str) -> tuple[str, str]:
 
 def _s3_client(deployment: Deployment | None) -> Any:
     return (deployment or Deployment(table="")).client("s3")
-
-
-def s3_export_files(url: str, deployment: Deployment | None) -> list[str]:
-    """The export's data files under an ``s3://bucket/prefix`` (manifests left out)."""
-    bucket, prefix = _split_s3(url)
-    pages = _s3_client(deployment).get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
-    keys = [o["Key"] for page in pages for o in page.get("Contents", []) if _export_data_file(o["Key"].rsplit("/")[-1])]
-    if not keys:
-        raise InputError(f"no export data files (*.json, *.json.gz) under {url}")
-    return [f"s3://{bucket}/{key}" for key in keys]
-
-
-def s3_lines(deployment: Deployment | None, url: str) -> Iterator[bytes]:
-    """The lines of one S3 object, gunzipped when its name ends in .gz, streamed."""
-    bucket, key = _split_s3(url)
-    body = _s3_client(deployment).get_object(Bucket=bucket, Key=key)["Body"]
-    if key.endswith(".gz"):
-        yield from gzip.GzipFile(fileobj=body)
-    else:
-        yield from body.iter_lines()
 
 
 # ---------------------------------------------------------------------------------- outputs

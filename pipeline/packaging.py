@@ -161,15 +161,6 @@ def _check(prefix: Path) -> None:
     subprocess.run([str(prefix / "bin" / "python"), "-c", script], check=True, env={"PATH": "/usr/bin:/bin"})
 
 
-def unpack(archive: Path, into: Path) -> Path:
-    """The runtime unpacked as `into/environment` (what Spark does with `#environment`)."""
-    target = into / ENVIRONMENT
-    target.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(archive) as tar:
-        tar.extractall(target, filter="tar")
-    return target
-
-
 def members(archive: Path) -> Iterator[str]:
     with tarfile.open(archive) as tar:
         yield from tar.getnames()

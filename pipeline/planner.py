@@ -89,7 +89,7 @@ class Planner:
                 http_target.check_url(url, allow_private=False)
                 self._checked_hosts[key] = None
             except ValidationError as exc:
-                self._checked_hosts[key] = exc.message.removeprefix("url: ")
+                self._checked_hosts[key] = exc.detail
         problem = self._checked_hosts[key]
         if problem is not None:
             raise ValidationError("target", problem)
@@ -99,7 +99,7 @@ def _document(text: str | None) -> dict[str, object]:
     try:
         doc = validation.decode_json(text)
     except ValidationError as exc:
-        raise ValidationError("row", exc.message.removeprefix("body: request body ")) from exc
+        raise ValidationError("row", exc.detail.removeprefix("request body ")) from exc
     if not isinstance(doc, dict):
         raise ValidationError("row", "must be a JSON object")
     return doc
@@ -110,5 +110,4 @@ def _rejected(reason: str, queue: str | None = None) -> Plan:
 
 
 def _reason(exc: ValidationError) -> str:
-    detail = exc.message.removeprefix(f"{exc.field}: ")
-    return f"{exc.field.removeprefix(_BATCH_PREFIX)}: {detail}"
+    return f"{exc.field.removeprefix(_BATCH_PREFIX)}: {exc.detail}"

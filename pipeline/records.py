@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any
 
@@ -52,11 +51,3 @@ def record(item: Item) -> Record:
 def records(items: Any) -> Any:
     """The records of the message items among `items` (an iterable of DynamoDB JSON items)."""
     return (record(item) for item in items if is_message(item))
-
-
-def export_items(lines: Any) -> Any:
-    """Items of a DynamoDB export to S3 in DynamoDB JSON: one ``{"Item": {...}}`` per line."""
-    for line in lines:
-        text = line.strip() if isinstance(line, str) else line.decode().strip()
-        if text:
-            yield json.loads(text)["Item"]

@@ -14,14 +14,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from hourglass.core.timestamps import format_rfc3339, parse_rfc3339
-from hourglass.logs import log
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline import charts, deployment, io, records, report_md, table, transforms
 from pipeline.report_md import Section
-from pipeline.session import spark_session
+from pipeline.session import run_job
 
 UNITS = ("minute", "hour", "day")
 
@@ -165,17 +164,12 @@ def _unit(messages: DataFrame) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    spark = spark_session("hourglass-report", args.master)
-    try:
-        summary = run(spark, args)
-    except (io.InputError, deployment.DeploymentError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    finally:
-        spark.stop()
-    log("summary", **summary)
-    print(f"report of {summary['messages']} messages in {summary['out']}/report.md ({summary['elapsed_s']} s)")
-    return 0
+    return run_job(
+        "hourglass-report",
+        args.master,
+        lambda spark: run(spark, args),
+        lambda s: f"report of {s['messages']} messages in {s['out']}/report.md ({s['elapsed_s']} s)",
+    )
 
 
 if __name__ == "__main__":

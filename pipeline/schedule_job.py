@@ -26,7 +26,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pipeline import deployment, io, table, transforms
 from pipeline.planner import KeySettings
 from pipeline.progress import ROWS, Counters, Reporter
-from pipeline.session import spark_session
+from pipeline.session import run_job
 from pipeline.table import Planned, TableWriter, WriteCounts, WriteSettings
 
 # Validation partitions: large enough to amortize a task's start-up.
@@ -224,21 +224,15 @@ def _partition_writer(
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    spark = spark_session("hourglass-schedule", args.master)
-    try:
-        summary = run(spark, args)
-    except (io.InputError, deployment.DeploymentError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    finally:
-        spark.stop()
-    log("summary", **summary)
-    print(
+    return run_job("hourglass-schedule", args.master, lambda spark: run(spark, args), _done)
+
+
+def _done(summary: dict[str, Any]) -> str:
+    return (
         f"read {summary['read']}, scheduled {summary['scheduled']} (handed off {summary['handed_off']}), "
         f"duplicate {summary['duplicate']}, rejected {summary['rejected']} in {summary['elapsed_s']} s "
         f"({summary['rows_per_s']} rows/s); rejects in {summary['rejects']}"
     )
-    return 0
 
 
 if __name__ == "__main__":

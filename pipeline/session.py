@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import hourglass
+from hourglass.logs import log
 from pyspark.sql import SparkSession
 
 import pipeline
+from pipeline import deployment, io
 
 SETTINGS = {
     "spark.sql.session.timeZone": "UTC",
@@ -31,6 +34,27 @@ def spark_session(app_name: str, master: str | None = None, conf: Mapping[str, s
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
     return session
+
+
+def run_job(
+    app_name: str,
+    master: str | None,
+    run: Callable[[SparkSession], dict[str, Any]],
+    done: Callable[[dict[str, Any]], str],
+) -> int:
+    """A job's exit code: 2 with the message for bad input or an unreadable deployment; else 0,
+    after logging its summary and printing `done(summary)`. The session stops either way."""
+    spark = spark_session(app_name, master)
+    try:
+        summary = run(spark)
+    except (io.InputError, deployment.DeploymentError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        spark.stop()
+    log("summary", **summary)
+    print(done(summary))
+    return 0
 
 
 def _local_workers_like_driver() -> None:

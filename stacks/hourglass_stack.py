@@ -16,11 +16,11 @@ from constructs import Construct
 from hourglass import contract
 
 from stacks.constructs.body_bucket import BODY_BUCKET_ENV, BodyBucket
+from stacks.constructs.functions import DISPATCHER, INGEST, SWEEPER, Functions
 from stacks.constructs.message_table import MessageTable
 from stacks.constructs.monitoring import Monitoring
 from stacks.constructs.rest_api import IngestApi
 from stacks.constructs.timer import TimerQueueWithDlq
-from stacks.constructs.workers import DISPATCHER, INGEST, SWEEPER, Workers
 
 LAMBDAS_DIR = Path(__file__).resolve().parents[1] / "lambdas"
 # An SQS queue ARN, a queue name, or a non-empty name prefix ending in `*` (lambdas' core.sqs_targets).
@@ -121,7 +121,8 @@ class HourglassStack(Stack):
         # For stacks built on this one (the optional analytics stack).
         self.table = store.table
         self.timer_queue = timer.queue
-        workers = Workers(
+        # The construct id stays "Workers": another id would replace the deployed functions.
+        functions = Functions(
             self,
             "Workers",
             code_dir=lambdas_dir,
@@ -134,22 +135,22 @@ class HourglassStack(Stack):
             sweeper=SWEEPER,
             dispatcher=DISPATCHER,
         )
-        api = IngestApi(self, "Api", handler=workers.ingest)
+        api = IngestApi(self, "Api", handler=functions.ingest)
         # Bodies too large for a body item (docs/design.md, "Message bodies").
         bodies = BodyBucket(self, "Bodies", retention_days=settings.retention_days)
-        for fn in (workers.ingest, workers.dispatcher):
+        for fn in (functions.ingest, functions.dispatcher):
             fn.add_environment(BODY_BUCKET_ENV, bodies.bucket.bucket_name)
-        bodies.grant_write(workers.ingest)
-        bodies.grant_read(workers.dispatcher)
+        bodies.grant_write(functions.ingest)
+        bodies.grant_read(functions.dispatcher)
 
         # Grants: every function reads/writes the table and sends timer messages
         # (ingest hands off, the sweeper hands off, the dispatcher re-sends early or retried ones).
-        for fn in (workers.ingest, workers.sweeper, workers.dispatcher):
+        for fn in (functions.ingest, functions.sweeper, functions.dispatcher):
             store.table.grant_read_write_data(fn)
             timer.queue.grant_send_messages(fn)
         # The dispatcher delivers to the target queues the settings allow, and to no other.
         if settings.sqs_targets:
-            workers.dispatcher.add_to_role_policy(
+            functions.dispatcher.add_to_role_policy(
                 iam.PolicyStatement(
                     sid="DeliverToTargetQueues",
                     actions=["sqs:SendMessage"],
@@ -157,27 +158,28 @@ class HourglassStack(Stack):
                 )
             )
         # A scheduled sweep with more due than one invocation can claim invokes the sweeper itself
-        # as workers. A policy of its own: in the role's default policy the function's ARN would
-        # make a dependency cycle (the function depends on that policy).
+        # (fan-out invocations; the statement id predates that name). A policy of its own: in the
+        # role's default policy the function's ARN would make a dependency cycle (the function
+        # depends on that policy).
         iam.Policy(
             self,
             "SweeperFanOut",
-            roles=[workers.sweeper.role] if workers.sweeper.role else [],
+            roles=[functions.sweeper.role] if functions.sweeper.role else [],
             statements=[
                 iam.PolicyStatement(
                     sid="InvokeSweepWorkers",
                     actions=["lambda:InvokeFunction"],
-                    resources=[workers.sweeper.function_arn],
+                    resources=[functions.sweeper.function_arn],
                 )
             ],
         )
         # Ingest and the sweeper send packed timers: update the dispatcher that reads them first.
-        for sender in (workers.ingest, workers.sweeper):
-            sender.node.add_dependency(workers.dispatcher)
+        for sender in (functions.ingest, functions.sweeper):
+            sender.node.add_dependency(functions.dispatcher)
 
         # Wiring: the timer queue drives the dispatcher (the event source grants consumption),
         # a schedule drives the sweeper.
-        workers.dispatcher.add_event_source(
+        functions.dispatcher.add_event_source(
             event_sources.SqsEventSource(
                 timer.queue,
                 batch_size=DISPATCH_BATCH_SIZE,
@@ -186,7 +188,7 @@ class HourglassStack(Stack):
         )
         # The timer DLQ drives it too: a dead-lettered timer's message ends failed with a reason
         # (service.dead_letters), never stays delivering.
-        workers.dispatcher.add_event_source(
+        functions.dispatcher.add_event_source(
             event_sources.SqsEventSource(timer.dlq, batch_size=10, report_batch_item_failures=True)
         )
         events.Rule(
@@ -194,16 +196,16 @@ class HourglassStack(Stack):
             "SweepSchedule",
             description="Runs the Hourglass sweeper",
             schedule=events.Schedule.rate(Duration.minutes(settings.sweep_minutes)),
-            targets=[targets.LambdaFunction(workers.sweeper)],
+            targets=[targets.LambdaFunction(functions.sweeper)],
         )
 
         # Dashboard and alarms; `-c hourglass:alarm_email=...` (or the AlarmEmail parameter) subscribes an address.
         monitoring = Monitoring(
             self,
             "Monitoring",
-            ingest=workers.ingest,
-            sweeper=workers.sweeper,
-            dispatcher=workers.dispatcher,
+            ingest=functions.ingest,
+            sweeper=functions.sweeper,
+            dispatcher=functions.dispatcher,
             timer_queue=timer.queue,
             timer_dlq=timer.dlq,
             alarm_email=self.node.try_get_context("hourglass:alarm_email"),
@@ -217,9 +219,9 @@ class HourglassStack(Stack):
         CfnOutput(self, contract.OUTPUT_TIMER_QUEUE_URL, value=timer.queue.queue_url)
         CfnOutput(self, contract.OUTPUT_BODY_BUCKET, value=bodies.bucket.bucket_name)
         CfnOutput(self, "TimerDlqUrl", value=timer.dlq.queue_url)
-        CfnOutput(self, contract.OUTPUT_INGEST_FUNCTION, value=workers.ingest.function_name)
-        CfnOutput(self, "SweeperFunctionName", value=workers.sweeper.function_name)
-        CfnOutput(self, "DispatcherFunctionName", value=workers.dispatcher.function_name)
+        CfnOutput(self, contract.OUTPUT_INGEST_FUNCTION, value=functions.ingest.function_name)
+        CfnOutput(self, "SweeperFunctionName", value=functions.sweeper.function_name)
+        CfnOutput(self, "DispatcherFunctionName", value=functions.dispatcher.function_name)
         CfnOutput(self, "AlarmTopicArn", value=monitoring.topic.topic_arn)
         CfnOutput(self, "DashboardName", value=monitoring.dashboard.dashboard_name)
         for name, value in settings.layout_outputs().items():

@@ -39,7 +39,7 @@ class TimerQueueError(HourglassError):
 
 
 class InvokeError(HourglassError):
-    """Lambda refused to queue a sweep worker invocation."""
+    """Lambda refused to queue a fan-out invocation."""
 
 
 class DeliveryError(HourglassError):

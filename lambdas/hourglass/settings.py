@@ -29,9 +29,9 @@ class Settings:
     # timeout, so that a timer redelivered after a dispatcher died finds the lease over.
     delivery_lease: float = contract.DEFAULT_DELIVERY_LEASE
     # Due entries one sweeper invocation claims within its time limit; a scheduled sweep that
-    # expects more splits the shards among worker invocations (docs/capacity.md).
+    # expects more splits the shards among fan-out invocations (docs/capacity.md).
     sweep_capacity: int = contract.DEFAULT_SWEEP_CAPACITY
-    # The function sweep workers are invoked as; unset, the sweeper invokes itself (its own name).
+    # The function fan-out invocations go to; unset, the sweeper invokes itself (its own name).
     sweeper_function: str | None = None
     # The S3 bucket of bodies too large for a body item (docs/design.md, "Message bodies"); unset,
     # such bodies cannot be stored.

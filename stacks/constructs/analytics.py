@@ -14,6 +14,8 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from stacks.constructs.private_bucket import private_bucket
+
 EMR_SERVICE = "emr-serverless.amazonaws.com"
 # Spark 4, as the local PySpark 4 the tests run. The jobs bring their own Python 3.11+ with boto3
 # and matplotlib (`make emr-package`'s pyenv.tar.gz, built on Amazon Linux 2023 for x86_64).
@@ -76,12 +78,9 @@ class SparkAnalytics(Construct):
         removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.bucket = s3.Bucket(
+        self.bucket = private_bucket(
             self,
             "Bucket",
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            enforce_ssl=True,
             removal_policy=removal_policy,
             lifecycle_rules=[s3.LifecycleRule(prefix="logs/", expiration=LOG_RETENTION)],
         )

@@ -14,6 +14,8 @@ from constructs import Construct
 from hourglass import contract
 from hourglass.core.body_placement import KEEP_DAYS_LADDER, KEEP_TAG
 
+from stacks.constructs.private_bucket import private_bucket
+
 # The API's horizon: no message is due more than ten years after it is created.
 MAX_DELAY_DAYS = 3650
 BODY_BUCKET_ENV = contract.BODY_BUCKET
@@ -35,12 +37,9 @@ class BodyBucket(Construct):
         if retention_days < 1 or max_delay_days < 1:
             raise ValueError("retention_days and max_delay_days must be >= 1")
         self.expire_after = Duration.days(max_delay_days + retention_days + 1)
-        self.bucket = s3.Bucket(
+        self.bucket = private_bucket(
             self,
             "Bucket",
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            enforce_ssl=True,
             object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
             lifecycle_rules=[
                 s3.LifecycleRule(

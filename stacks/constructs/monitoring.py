@@ -69,66 +69,71 @@ class Monitoring(Construct):
         queue_age = timer_queue.metric_approximate_age_of_oldest_message(statistic="Maximum", period=MINUTE)
         functions = {"ingest": ingest, "sweeper": sweeper, "dispatcher": dispatcher}
 
-        self.alarms = [
-            self._alarm(
+        once = (1.0, 1)  # any occurrence
+        # name, description, metric, (threshold, evaluation periods), strictly above the threshold
+        alarms: list[tuple[str, str, cw.IMetric, tuple[float, int], bool]] = [
+            (
                 "TimerDlqNotEmpty",
                 "Timer messages reached the dead-letter queue: their messages were not handed to delivery",
-                timer_dlq.metric_approximate_number_of_messages_visible(statistic="Maximum", period=MINUTE),
-                threshold=1,
-                periods=1,
+                dlq_depth,
+                once,
+                False,
             ),
-            self._alarm(
+            (
                 "StuckDelivering",
                 "Messages stay in `delivering` past their lease (a dispatcher died or cannot finish)",
                 stuck,
-                threshold=limits.stuck_delivering,
-                periods=limits.periods,
+                (limits.stuck_delivering, limits.periods),
+                False,
             ),
-            self._alarm(
+        ]
+        # Emulators without metric-math alarms (MiniStack 1.5) deploy with `-c hourglass:metric_math_alarms=false`.
+        if metric_math:
+            failure_rate = cw.MathExpression(
+                expression="IF(delivered + failed > 0, 100 * failed / (delivered + failed), 0)",
+                using_metrics={
+                    "delivered": hourglass_metric("Delivered", period=FIVE_MINUTES),
+                    "failed": hourglass_metric("Failed", period=FIVE_MINUTES),
+                },
+                period=FIVE_MINUTES,
+                label="failed %",
+            )
+            alarms.append(
+                (
+                    "FailureRate",
+                    f"More than {limits.failure_rate_percent}% of finished messages failed",
+                    failure_rate,
+                    (limits.failure_rate_percent, limits.periods),
+                    True,
+                )
+            )
+        alarms += [
+            (
                 "LatenessP99",
                 f"p99 delivery lateness above {limits.lateness_p99_ms:.0f} ms",
                 hourglass_metric("LatenessMs", "p99", FIVE_MINUTES),
-                threshold=limits.lateness_p99_ms,
-                periods=limits.periods,
-                strictly_above=True,
+                (limits.lateness_p99_ms, limits.periods),
+                True,
             ),
-            self._alarm(
+            (
                 "SweeperErrors",
                 "The sweeper failed (invocation errors)",
                 sweeper.metric_errors(statistic="Sum", period=FIVE_MINUTES),
-                threshold=1,
-                periods=1,
+                once,
+                False,
             ),
-            self._alarm(
+            (
                 "SweeperOutOfTime",
                 "A sweep ran out of time before reaching its window's end (due messages wait for the next run)",
                 sweep_out_of_time,
-                threshold=1,
-                periods=1,
+                once,
+                False,
             ),
         ]
-
-        # Emulators without metric-math alarms (MiniStack 1.5) deploy with `-c hourglass:metric_math_alarms=false`.
-        if metric_math:
-            self.alarms.insert(
-                2,
-                self._alarm(
-                    "FailureRate",
-                    f"More than {limits.failure_rate_percent}% of finished messages failed",
-                    cw.MathExpression(
-                        expression="IF(delivered + failed > 0, 100 * failed / (delivered + failed), 0)",
-                        using_metrics={
-                            "delivered": hourglass_metric("Delivered", period=FIVE_MINUTES),
-                            "failed": hourglass_metric("Failed", period=FIVE_MINUTES),
-                        },
-                        period=FIVE_MINUTES,
-                        label="failed %",
-                    ),
-                    threshold=limits.failure_rate_percent,
-                    periods=limits.periods,
-                    strictly_above=True,
-                ),
-            )
+        self.alarms = [
+            self._alarm(name, description, metric, threshold=threshold, periods=periods, strictly_above=above)
+            for name, description, metric, (threshold, periods), above in alarms
+        ]
 
         self.dashboard = cw.Dashboard(
             self,

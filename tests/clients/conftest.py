@@ -3,73 +3,26 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any, TypeVar
 
 import pytest
 from hourglass_client import Client, NotFound
-from moto.server import ThreadedMotoServer
 
-from devstack.config import RuntimeConfig
-from devstack.emulator import free_port, prepare_embedded_moto
 from devstack.runtime import Runtime
+from tests.local_stack import local_runtime
+from tests.loopback import CallbackReceiver, QuietHandler, base_url, serve
 
 API_KEY = "client-tests-key"
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class Delivery:
-    path: str
-    headers: dict[str, str]
-    raw: bytes
-
-
-@dataclass
-class RawReceiver:
-    """A loopback callback server keeping each request's raw body; `script[path]` lists statuses to
-    answer before 200."""
-
-    received: list[Delivery] = field(default_factory=list)
-    script: dict[str, list[int]] = field(default_factory=dict)
-    server: ThreadingHTTPServer | None = None
-
-    def start(self) -> RawReceiver:
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                receiver.received.append(Delivery(self.path, dict(self.headers), raw))
-                statuses = receiver.script.get(self.path) or []
-                self.send_response(statuses.pop(0) if statuses else 200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                return
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    def url(self, path: str) -> str:
-        assert self.server is not None
-        return f"http://127.0.0.1:{self.server.server_address[1]}{path}"
-
-    def wait_for(self, path: str, count: int = 1, timeout: float = 30.0) -> list[Delivery]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            got = [d for d in self.received if d.path == path]
-            if len(got) >= count:
-                return got
-            time.sleep(0.05)
-        return [d for d in self.received if d.path == path]
+# The SDK tests read each callback's raw body (`Received.raw`).
+RawReceiver = CallbackReceiver
 
 
 def eventually(probe: Callable[[], T | None], timeout: float = 30.0) -> T:
@@ -96,23 +49,8 @@ def needs_route(call: Callable[[], T]) -> T:
 
 @pytest.fixture(scope="session")
 def client_runtime() -> Iterator[Runtime]:
-    prepare_embedded_moto()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=free_port(), verbose=False)
-    server.start()
-    assert server._server is not None
-    config = RuntimeConfig(
-        api_port=0,
-        endpoint_url=f"http://127.0.0.1:{server._server.server_port}",
-        sweep_interval=1.0,
-        lookahead=4.0,
-        handoff_safety=1.0,
-        allow_private_callbacks=True,
-        api_key=API_KEY,
-    )
-    started = Runtime(config).start()
-    yield started
-    started.stop()
-    server.stop()
+    with local_runtime(API_KEY) as started:
+        yield started
 
 
 @pytest.fixture(scope="session")
@@ -129,8 +67,7 @@ def client(api_url: str) -> Client:
 def receiver() -> Iterator[RawReceiver]:
     started = RawReceiver().start()
     yield started
-    assert started.server is not None
-    started.server.shutdown()
+    started.stop()
 
 
 @pytest.fixture
@@ -156,32 +93,21 @@ class Scripted:
     def start(self) -> Scripted:
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def _answer(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                raw = self.body()
                 fake.requests.append((self.command, self.path, json.loads(raw) if raw else None))
                 status, headers, body = fake.answers.pop(0)
-                payload = json.dumps(body).encode()
-                self.send_response(status)
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+                self.answer(status, json.dumps(body).encode(), headers)
 
             do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _answer
 
-            def log_message(self, *args: Any) -> None:
-                return
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.server = serve(Handler)
         return self
 
     @property
     def url(self) -> str:
-        assert self.server is not None
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
+        return base_url(self.server)
 
 
 def scripted(*answers: tuple[int, dict[str, str], Any]) -> Scripted:

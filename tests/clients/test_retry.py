@@ -3,19 +3,18 @@ for what the runtime cannot answer on demand."""
 
 from __future__ import annotations
 
-import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from http.server import ThreadingHTTPServer
 
 import pytest
 from hourglass_client import Client, Conflict, RateLimited, RetryPolicy, Unavailable, message
 from hourglass_client.transport import retry_after_seconds
 
 from tests.clients.conftest import API_KEY, scripted
+from tests.loopback import QuietHandler, base_url, serve
 
 
 @dataclass
@@ -31,9 +30,9 @@ class Proxy:
     def start(self) -> Proxy:
         proxy = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def _forward(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                raw = self.body()
                 request = urllib.request.Request(proxy.upstream + self.path, data=raw or None, method=self.command)
                 for name in ("Content-Type", "x-api-key"):
                     if self.headers.get(name):
@@ -48,24 +47,16 @@ class Proxy:
                     if proxy.drop > 0:
                         proxy.drop -= 1
                         status, payload = 503, b'{"error":{"code":"unavailable","message":"lost answer"}}'
-                self.send_response(status)
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+                self.answer(status, payload)
 
             do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _forward
 
-            def log_message(self, *args: Any) -> None:
-                return
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.server = serve(Handler)
         return self
 
     @property
     def url(self) -> str:
-        assert self.server is not None
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
+        return base_url(self.server)
 
 
 @pytest.fixture

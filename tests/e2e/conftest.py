@@ -9,24 +9,22 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
-from moto.server import ThreadedMotoServer
 
+from devstack import api_call
 from devstack.config import RuntimeConfig
 from devstack.deployed import DeployedStack
-from devstack.emulator import free_port, port_is_free, prepare_embedded_moto
-from devstack.runtime import Runtime, cached_synth
+from devstack.emulator import free_port
+from devstack.runtime import cached_synth
+from tests.local_stack import local_runtime
+from tests.loopback import CallbackReceiver
 
 MODES = [mode.strip() for mode in os.environ.get("HOURGLASS_E2E_MODES", "inprocess").split(",") if mode.strip()]
 LATENESS: dict[str, list[float]] = {}
@@ -37,59 +35,8 @@ DEPLOYED_LOOKAHEAD = 65
 DEPLOYED_HANDOFF_SAFETY = 30
 
 
-@dataclass
-class Received:
-    at: float
-    path: str
-    headers: dict[str, str]
-    body: Any
-
-
-@dataclass
-class Receiver:
-    """A loopback HTTP callback server; `script[path]` lists the statuses to answer, then 200."""
-
-    received: list[Received] = field(default_factory=list)
-    script: dict[str, list[int]] = field(default_factory=dict)
-    server: ThreadingHTTPServer | None = None
-
-    def start(self) -> Receiver:
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length) or b"null")
-                receiver.received.append(Received(time.time(), self.path, dict(self.headers), body))
-                statuses = receiver.script.get(self.path) or []
-                status = statuses.pop(0) if statuses else 200
-                payload = b'{"code": 100}'
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, *args: Any) -> None:
-                return
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    @property
-    def url(self) -> str:
-        assert self.server is not None
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def wait_for(self, path: str, count: int = 1, timeout: float = 30.0) -> list[Received]:
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            got = [r for r in self.received if r.path == path]
-            if len(got) >= count:
-                return got
-            time.sleep(0.05)
-        return [r for r in self.received if r.path == path]
+# Callbacks answer with a JSON body, as a typical receiver does.
+Receiver = CallbackReceiver
 
 
 @dataclass(frozen=True)
@@ -120,44 +67,16 @@ class Client:
     def call(
         self, method: str, path: str, body: Any = None, raw: bytes | None = None, api_key: str | None = None
     ) -> tuple[int, Any]:
-        data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
-        request = urllib.request.Request(self.base + path, data=data, method=method)
-        request.add_header("Content-Type", "application/json")
         key = api_key if api_key is not None else self.api_key
-        if key:
-            request.add_header("x-api-key", key)
-        try:
-            with urllib.request.urlopen(request, timeout=30) as response:
-                text = response.read()
-                return response.status, json.loads(text) if text else None
-        except urllib.error.HTTPError as exc:
-            text = exc.read()
-            return exc.code, json.loads(text) if text else None
+        return api_call.call(self.base, method, path, body, api_key=key, raw=raw)
 
 
 def start_inprocess() -> Iterator[Stack]:
-    prepare_embedded_moto()
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    assert not port_is_free(port)
-    endpoint = f"http://127.0.0.1:{port}"
-    config = RuntimeConfig(
-        api_port=0,
-        endpoint_url=endpoint,
-        sweep_interval=1.0,
-        lookahead=4.0,
-        handoff_safety=1.0,
-        allow_private_callbacks=True,
-        api_key=API_KEY,
-    )
-    runtime = Runtime(config).start()
-    try:
-        template = _template(cached_synth(config.cdk_context()))
+    with local_runtime(API_KEY) as runtime:
+        endpoint = runtime.config.endpoint_url
+        assert endpoint is not None
+        template = _template(cached_synth(runtime.config.cdk_context()))
         yield Stack("inprocess", runtime.api_url, API_KEY, endpoint, runtime.outputs, 8.0, 20.0, template)
-    finally:
-        runtime.stop()
-        server.stop()
 
 
 def start_deployed() -> Iterator[Stack]:
@@ -219,10 +138,9 @@ def api(stack: Stack) -> Client:
 
 @pytest.fixture(scope="session")
 def receiver() -> Iterator[Receiver]:
-    started = Receiver().start()
+    started = Receiver(reply=b'{"code": 100}').start()
     yield started
-    assert started.server is not None
-    started.server.shutdown()
+    started.stop()
 
 
 def record_lateness(mode: str, seconds: float) -> None:

@@ -21,7 +21,7 @@ def due_epoch(doc: dict[str, Any]) -> float:
 
 def http_queue(api: Client, receiver: Receiver, path: str, **settings: Any) -> str:
     name = f"q{uuid.uuid4().hex[:10]}"
-    target = {"type": "http", "url": receiver.url + path}
+    target = {"type": "http", "url": receiver.url(path)}
     status, _ = api.call("PUT", f"/v1/queues/{name}", {"target": target, **settings})
     assert status == 201
     return name
@@ -117,7 +117,7 @@ def test_retries_follow_the_backoff(api: Client, receiver: Receiver) -> None:
 
 
 def test_later_endpoints_create_query_and_call_back(api: Client, receiver: Receiver) -> None:
-    task = {"topic": "order", "delay": 1, "retry": 2, "callback": receiver.url + "/later", "content": "hello"}
+    task = {"topic": "order", "delay": 1, "retry": 2, "callback": receiver.url("/later"), "content": "hello"}
     status, created = api.call("POST", "/create", task)
     _, queried = api.call("POST", "/query", {"id": created["id"]})
     [got] = receiver.wait_for("/later")
@@ -127,7 +127,7 @@ def test_later_endpoints_create_query_and_call_back(api: Client, receiver: Recei
 
 
 def test_later_delete_stops_the_callback(api: Client, receiver: Receiver) -> None:
-    task = {"topic": "t", "delay": 2, "retry": 0, "callback": receiver.url + "/later-deleted", "content": "x"}
+    task = {"topic": "t", "delay": 2, "retry": 0, "callback": receiver.url("/later-deleted"), "content": "x"}
     _, created = api.call("POST", "/create", task)
     status, body = api.call("POST", "/delete", {"id": created["id"]})
     time.sleep(3.5)

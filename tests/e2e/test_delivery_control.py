@@ -2,92 +2,26 @@
 
 from __future__ import annotations
 
-import json
-import threading
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
 from tests.e2e.conftest import Client
+from tests.loopback import Answer, CallbackReceiver
 
-
-@dataclass(frozen=True)
-class Answer:
-    status: int = 200
-    headers: dict[str, str] = field(default_factory=dict)
-    hang: float = 0.0
-
-
-@dataclass
-class Hit:
-    at: float
-    path: str
-    headers: dict[str, str]
-    body: Any
-    answered: int
-
-
-@dataclass
-class ScriptedReceiver:
-    """A loopback callback server: `script[path]` lists answers (status, headers, hang), then 200."""
-
-    hits: list[Hit] = field(default_factory=list)
-    script: dict[str, list[Answer]] = field(default_factory=dict)
-    server: ThreadingHTTPServer | None = None
-
-    def start(self) -> ScriptedReceiver:
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length) or b"null")
-                answers = receiver.script.get(self.path) or []
-                answer = answers.pop(0) if answers else Answer()
-                receiver.hits.append(Hit(time.time(), self.path, dict(self.headers), body, answer.status))
-                time.sleep(answer.hang)
-                try:
-                    self.send_response(answer.status)
-                    for key, value in answer.headers.items():
-                        self.send_header(key, value)
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                except OSError:
-                    return  # the dispatcher cut a hanging exchange
-
-            def log_message(self, *args: Any) -> None:
-                return
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    def url(self, path: str) -> str:
-        assert self.server is not None
-        return f"http://127.0.0.1:{self.server.server_address[1]}{path}"
-
-    def at(self, path: str) -> list[Hit]:
-        return [h for h in self.hits if h.path == path]
-
-    def wait_for(self, path: str, count: int, timeout: float) -> list[Hit]:
-        end = time.time() + timeout
-        while time.time() < end and len(self.at(path)) < count:
-            time.sleep(0.05)
-        return self.at(path)
+# Callbacks answer as each test scripts them (status, headers, a hang).
+ScriptedReceiver = CallbackReceiver
 
 
 @pytest.fixture
 def scripted() -> Iterator[ScriptedReceiver]:
     started = ScriptedReceiver().start()
     yield started
-    assert started.server is not None
-    started.server.shutdown()
+    started.stop()
 
 
 def queue(api: Client, receiver: ScriptedReceiver, path: str, **settings: Any) -> str:

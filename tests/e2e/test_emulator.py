@@ -8,18 +8,13 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import boto3
 import pytest
-from botocore.exceptions import ClientError
 
-from bench import inprocess
+from bench import inprocess, modes
 from devstack.emulator import Emulator, free_port, port_is_free
-
-CONTENDERS = 12
-ITEMS = 25
 
 
 def client(endpoint: str, service: str) -> Any:
@@ -63,62 +58,13 @@ def test_a_killed_runtime_takes_its_emulator_with_it() -> None:
 
 
 def test_concurrent_conditional_writes_let_exactly_one_through(emulator: Emulator) -> None:
-    ddb = client(emulator.endpoint_url, "dynamodb")
-    table = "atomic-writes"
-    ddb.create_table(
-        TableName=table,
-        BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-    )
-    for item in range(ITEMS):
-        ddb.put_item(TableName=table, Item={"pk": {"S": str(item)}, "status": {"S": "pending"}})
-
-    def begin(job: tuple[int, int]) -> tuple[int, bool]:
-        item, contender = job
-        try:
-            ddb.update_item(
-                TableName=table,
-                Key={"pk": {"S": str(item)}},
-                UpdateExpression="SET #st = :delivering, claimed_by = :me",
-                ConditionExpression="#st = :pending",
-                ExpressionAttributeNames={"#st": "status"},
-                ExpressionAttributeValues={
-                    ":pending": {"S": "pending"},
-                    ":delivering": {"S": "delivering"},
-                    ":me": {"N": str(contender)},
-                },
-            )
-            return item, True
-        except ClientError as exc:
-            assert exc.response["Error"]["Code"] == "ConditionalCheckFailedException"
-            return item, False
-
-    jobs = [(item, contender) for item in range(ITEMS) for contender in range(CONTENDERS)]
-    with ThreadPoolExecutor(CONTENDERS) as pool:
-        wins = Counter(item for item, won in pool.map(begin, jobs) if won)
-    assert wins == Counter(range(ITEMS))
+    wins = modes.claim_race(emulator.endpoint_url)
+    assert wins == Counter(range(modes.ITEMS))
 
 
 def test_concurrent_receives_hand_each_message_to_one_receiver(emulator: Emulator) -> None:
-    sqs = client(emulator.endpoint_url, "sqs")
-    url = sqs.create_queue(QueueName="atomic-receives", Attributes={"VisibilityTimeout": "60"})["QueueUrl"]
-    for start in range(0, 200, 10):
-        sqs.send_message_batch(
-            QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": str(i)} for i in range(start, start + 10)]
-        )
-
-    def drain(_: int) -> list[str]:
-        got: list[str] = []
-        while True:
-            answer = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=1)
-            if not answer.get("Messages"):
-                return got
-            got += [m["Body"] for m in answer["Messages"]]
-
-    with ThreadPoolExecutor(8) as pool:
-        received = Counter(body for bodies in pool.map(drain, range(8)) for body in bodies)
-    assert received == Counter(str(i) for i in range(200))
+    received = modes.receive_race(emulator.endpoint_url)
+    assert received == Counter(str(i) for i in range(modes.RECEIVED))
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from tests.e2e.conftest import Client, Receiver
 def test_bulk_cancel_racing_deliveries_never_delivers_a_message_it_cancelled(api: Client, receiver: Receiver) -> None:
     queue = f"race-{uuid.uuid4().hex[:8]}"
     path = f"/{queue}"
-    assert api.call("PUT", f"/v1/queues/{queue}", {"target": {"type": "http", "url": receiver.url + path}})[0] == 201
+    assert api.call("PUT", f"/v1/queues/{queue}", {"target": {"type": "http", "url": receiver.url(path)}})[0] == 201
     ids: list[str] = []
     for first in range(0, 200, 100):
         batch = [{"body": {"n": first + i}, "delay": 1 + (first + i) % 5} for i in range(100)]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -13,6 +12,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from devstack import api_call
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -71,15 +72,7 @@ class LocalRuntime:
         return "\n".join(p.read_text(errors="replace") for p in sorted(self.log_dir.glob("runtime-*.log")))
 
     def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.api + path, data=data, method=method)
-        request.add_header("Content-Type", "application/json")
         try:
-            with urllib.request.urlopen(request, timeout=120) as response:
-                text = response.read()
-                return response.status, json.loads(text) if text else None
-        except urllib.error.HTTPError as exc:
-            text = exc.read()
-            return exc.code, json.loads(text) if text else None
+            return api_call.call(self.api, method, path, body, timeout=120)
         except (urllib.error.URLError, ConnectionError):
             return 0, None

@@ -67,7 +67,7 @@ def test_concurrent_dispatchers_with_duplicate_timers_deliver_each_message_once(
 
     together(DISPATCHERS, dispatch)
     delivered = Counter(r["headers"]["Hourglass-Message-Id"] for r in harness.receiver.requests)
-    statuses = Counter(m.status.value for m in harness.ctx.store.get_messages("orders", ids))
+    statuses = Counter(harness.ctx.store.get_message("orders", i).status.value for i in ids)
     assert delivered == Counter({i: 1 for i in ids})
     assert statuses == Counter({"delivered": MESSAGES})
 

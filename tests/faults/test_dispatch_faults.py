@@ -92,8 +92,8 @@ def test_batch_timing_out_redelivers_only_what_did_not_finish(harness: Harness) 
     pairs = [(t["record"], t["body"]) for t in timers]
     dispatcher = Dispatcher(harness.ctx)
     harness.clock.advance(5)
-    for _, body in pairs[:2]:
-        dispatcher.process(body)  # finished before the Lambda timed out; SQS still redelivers the batch
+    for pair in pairs[:2]:
+        dispatcher.run_batch([pair])  # finished before the Lambda timed out; SQS still redelivers the batch
     redeliver(harness, timers)
     assert sorted(delivered_ids(harness)) == sorted(m["id"] for m in created)
     assert [get(harness, m["id"])["status"] for m in created] == ["delivered"] * 4

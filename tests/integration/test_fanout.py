@@ -8,8 +8,8 @@ from typing import Any
 
 import boto3
 import pytest
+from hourglass.adapters.fanout_invoker import FanoutInvoker
 from hourglass.adapters.timer_queue import read_timers
-from hourglass.adapters.worker_invoker import WorkerInvoker
 from hourglass.core import schedule
 from hourglass.core.sweep_state import SweepState
 from hourglass.errors import InvokeError, ValidationError
@@ -138,7 +138,7 @@ def test_an_invocation_that_fails_is_swept_by_the_scheduled_run_itself(busy: Har
     assert handed_off(busy) == Counter(ids)
 
 
-def test_a_worker_event_sweeps_only_its_shards_and_leaves_the_watermark(busy: Harness) -> None:
+def test_a_fanout_event_sweeps_only_its_shards_and_leaves_the_watermark(busy: Harness) -> None:
     ids = [m["id"] for m in post(busy, *({"body": i, "delay": 600} for i in range(12)))]
     busy.clock.advance(400)
     before = state(busy)
@@ -149,7 +149,7 @@ def test_a_worker_event_sweeps_only_its_shards_and_leaves_the_watermark(busy: Ha
 
 
 def test_an_invocation_lambda_refuses_is_an_invoke_error(busy: Harness) -> None:
-    invoker = WorkerInvoker("no-such-function", client=boto3.client("lambda", region_name="us-east-1"))
+    invoker = FanoutInvoker("no-such-function", client=boto3.client("lambda", region_name="us-east-1"))
     with pytest.raises(InvokeError, match="no-such-function"):
         invoker.invoke({"shards": [0], "until": 1, "run": 1})
 
@@ -158,6 +158,6 @@ def test_an_invocation_lambda_refuses_is_an_invoke_error(busy: Harness) -> None:
     "event",
     [{"shards": []}, {"shards": [SHARDS]}, {"shards": ["1"]}, {"shards": [0], "until": "soon"}, {"shards": 2}],
 )
-def test_a_malformed_worker_event_is_refused(busy: Harness, event: dict[str, Any]) -> None:
+def test_a_malformed_fanout_event_is_refused(busy: Harness, event: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
         sweeper_handler.handle(busy.ctx, event, None)

@@ -11,6 +11,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import tarfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,12 +49,21 @@ def package(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return packaging.build(tmp_path_factory.mktemp("emr"))
 
 
+def _unpack(archive: Path, into: Path) -> Path:
+    """The runtime unpacked as `into/environment` (what Spark does with `#environment`)."""
+    target = into / packaging.ENVIRONMENT
+    target.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(target, filter="tar")
+    return target
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory, package: Path) -> Path:
     """The driver's working directory, holding the runtime as ./environment (what EMR Serverless does),
     and a SPARK_HOME of links to PySpark's, so the local cluster's work/ directory lands here."""
     home = tmp_path_factory.mktemp("driver")
-    packaging.unpack(package / packaging.RUNTIME, home)
+    _unpack(package / packaging.RUNTIME, home)
     spark_home = home / "spark-home"
     spark_home.mkdir()
     for entry in SPARK_HOME.iterdir():

@@ -1,4 +1,4 @@
-"""Reading a DynamoDB export from S3: data files found under the prefix, lines streamed and decoded."""
+"""Reading export data from S3 without manifests: data files found under the prefix, lines streamed and decoded."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from hourglass.adapters.items import message_key
 from moto import mock_aws
 
-from pipeline import io, records
+from pipeline import exports
 from pipeline.deployment import Deployment
 
 EXPORT = "s3://exports/AWSDynamoDB/0123-abc"
@@ -28,13 +28,13 @@ def bucket() -> Iterator[Any]:
         lines = "".join(json.dumps({"Item": item}) + "\n" for item in ITEMS)
         s3.put_object(Bucket="exports", Key=f"{prefix}/data/a.json.gz", Body=gzip.compress(lines[:-1].encode()))
         s3.put_object(Bucket="exports", Key=f"{prefix}/data/b.json", Body=b"\n")
-        s3.put_object(Bucket="exports", Key=f"{prefix}/manifest-summary.json", Body=b"{}")
-        s3.put_object(Bucket="exports", Key=f"{prefix}/_started", Body=b"")
+        s3.put_object(Bucket="exports", Key=f"{prefix}/manifest-files.json", Body=b"{}")
+        s3.put_object(Bucket="exports", Key=f"{prefix}/_SUCCESS", Body=b"")
         yield s3
 
 
 def test_only_data_files_are_read(bucket: Any) -> None:
-    files = io.s3_export_files(EXPORT, Deployment(table=""))
+    files = list(exports.plan(EXPORT, Deployment(table="")).bare_files)
 
     assert files == [f"{EXPORT}/data/a.json.gz", f"{EXPORT}/data/b.json"]
 
@@ -42,13 +42,12 @@ def test_only_data_files_are_read(bucket: Any) -> None:
 def test_gzipped_lines_decode_to_the_items(bucket: Any) -> None:
     located = Deployment(table="")
 
-    items = [
-        item for url in io.s3_export_files(EXPORT, located) for item in records.export_items(io.s3_lines(located, url))
-    ]
+    files = exports.plan(EXPORT, located).bare_files
+    items = [item for url in files for _, (_, item) in exports.changes(exports.lines(url, located), 0)]
 
     assert items == ITEMS
 
 
 def test_an_empty_prefix_is_an_input_error(bucket: Any) -> None:
-    with pytest.raises(io.InputError, match="no export data files"):
-        io.s3_export_files("s3://exports/nothing-here", Deployment(table=""))
+    with pytest.raises(exports.ExportError, match="no export data files"):
+        exports.plan("s3://exports/nothing-here", Deployment(table=""))

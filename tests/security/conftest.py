@@ -15,6 +15,7 @@ from hourglass.adapters import http_target
 
 from tests.conftest import FakeClock
 from tests.integration.conftest import Harness, harness_for
+from tests.loopback import reply
 
 
 @pytest.fixture
@@ -111,12 +112,7 @@ def serve() -> Iterator[Callable[[Callable[[BaseHTTPRequestHandler], None]], Ser
 
 def answer(status: int, body: bytes = b"{}", headers: dict[str, str] | None = None) -> Callable[..., None]:
     def respond(handler: BaseHTTPRequestHandler) -> None:
-        handler.send_response(status)
-        for name, value in (headers or {}).items():
-            handler.send_header(name, value)
-        handler.send_header("Content-Length", str(len(body)))
-        handler.end_headers()
-        handler.wfile.write(body)
+        reply(handler, status, body, headers)
 
     return respond
 

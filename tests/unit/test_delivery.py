@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
+import hourglass_client
 import pytest
 from hourglass.core import delivery
 from hourglass.core.model import Message, Status
-from hourglass.core.signing import verify
 
 NOW = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
 MESSAGE = Message(
@@ -119,7 +119,7 @@ def test_http_request_has_no_signature_without_a_secret():
 
 def test_http_request_signature_verifies_with_the_secret():
     body, headers = delivery.http_request(MESSAGE, 1, headers={}, secret="s3cret", now=NOW)
-    assert verify("s3cret", body, headers["Hourglass-Signature"], now=int(NOW.timestamp()))
+    assert hourglass_client.verify(headers, body, "s3cret", now=int(NOW.timestamp()))
 
 
 def test_http_request_signature_timestamp_is_now():

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import pytest
-from hourglass.core.fanout import split, worker_count
+from hourglass.core.fanout import invocation_count, split
 
 
 @pytest.mark.parametrize(
     ("estimate", "expected"), [(0, 1), (5_000, 1), (20_000, 1), (20_001, 2), (70_000, 4), (10**9, 8)]
 )
 def test_workers_follow_the_estimate_up_to_one_per_shard(estimate: int, expected: int) -> None:
-    assert worker_count(estimate, 20_000, 8, lagging=False) == expected
+    assert invocation_count(estimate, 20_000, 8, lagging=False) == expected
 
 
 def test_a_sweep_that_fell_behind_gets_one_worker_per_shard() -> None:
-    assert worker_count(0, 20_000, 8, lagging=True) == 8
+    assert invocation_count(0, 20_000, 8, lagging=True) == 8
 
 
 @pytest.mark.parametrize("workers", [1, 2, 3, 8, 20])

@@ -1,14 +1,19 @@
-"""HMAC-SHA256 callback signatures."""
+"""HMAC-SHA256 callback signatures, checked as receivers check them (the client SDK's `verify`)."""
 
 from __future__ import annotations
 
 import hashlib
 import hmac
 
-from hourglass.core.signing import sign, verify
+import hourglass_client
+from hourglass.core.signing import sign
 
 T = 1795255200  # 2026-11-21T10:00:00Z
 BODY = b'{"order":42}'
+
+
+def verify(secret: str, body: bytes, header: str, *, now: int, tolerance: int = 300) -> bool:
+    return hourglass_client.verify({"Hourglass-Signature": header}, body, secret, now=now, tolerance=tolerance)
 
 
 def test_signature_format_matches_the_contract():

@@ -330,7 +330,7 @@ def due_entry_from_item(item: Item) -> DueEntry:
 
 
 def sweep_state_from_items(items: list[Item], default: SweepState) -> SweepState:
-    """The state item and the shard items of fan-out workers; `default` when there is no state item yet."""
+    """The state item and the shard items of fan-out invocations; `default` when there is no state item yet."""
     shards = {
         int(item["sk"]["S"].removeprefix(SHARD_PREFIX)): ShardProgress(
             watermark=int(item["watermark"]["N"]),

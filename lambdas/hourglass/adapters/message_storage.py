@@ -185,18 +185,6 @@ class MessageStorage(Table):
         )
         return self._with_bodies([got["Item"]])[0] if "Item" in got else None
 
-    def get_messages(self, queue: str, ids: list[str]) -> list[Message]:
-        if not ids:
-            return []
-        found: dict[str, Message] = {}
-        request: dict[str, Any] = {self.table: {"Keys": [message_key(queue, i) for i in ids]}}
-        while request:
-            answer = self._guard("batch_get_item", RequestItems=request)
-            for message in self._with_bodies(answer.get("Responses", {}).get(self.table, [])):
-                found[message.id] = message
-            request = answer.get("UnprocessedKeys") or {}
-        return [found[i] for i in ids if i in found]
-
     def list_messages(
         self, queue: str, *, status: Status | None, limit: int, cursor: str | None, schedule: str | None = None
     ) -> tuple[list[Message], str | None]:
@@ -392,13 +380,6 @@ class MessageStorage(Table):
             "get_item", TableName=self.table, Key=body_key(message.queue, message.id, ref.version), ConsistentRead=True
         )
         return body_item_expiry(got["Item"]) if "Item" in got else None
-
-    def extend_body(self, message: Message, until: datetime) -> None:
-        """Moves a body item's TTL to `until` (a retry or reschedule past its expiry; one write)."""
-        ref = message.body_ref
-        if ref is None or ref.placement is not Placement.ITEM:
-            return
-        self._extend(message.queue, message.id, ref.version, until)
 
     def _extend(self, queue: str, message_id: str, version: int, until: datetime) -> None:
         with contextlib.suppress(StaleVersionError):

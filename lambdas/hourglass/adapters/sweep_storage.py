@@ -95,7 +95,7 @@ class SweepStorage(Table):
             )
 
     def load_sweep_state(self, default: SweepState) -> SweepState:
-        """The state item and the shard items of fan-out workers, in one strongly consistent Query."""
+        """The state item and the shard items of fan-out invocations, in one strongly consistent Query."""
         request = {
             "TableName": self.table,
             "KeyConditionExpression": "pk = :p",
@@ -139,7 +139,7 @@ class SweepStorage(Table):
             self._forward(STATE_KEY, f"SET {attr} = :w", f"attribute_not_exists({attr}) OR {attr} < :w", n(value))
 
     def save_shard_progress(self, progress: Mapping[int, ShardProgress]) -> None:
-        """Record a fan-out worker's progress per shard, forward only (one small item per shard)."""
+        """Record a fan-out invocation's progress per shard, forward only (one small item per shard)."""
         for shard, done in progress.items():
             self._forward(
                 shard_key(shard),

@@ -10,7 +10,7 @@ from typing import Any
 
 from hourglass.core.model import Message
 from hourglass.core.signing import sign
-from hourglass.core.timestamps import format_rfc3339
+from hourglass.core.timestamps import format_rfc3339, seconds_between
 
 RETRYABLE_STATUSES = frozenset({408, 425, 429})
 
@@ -80,7 +80,7 @@ def retry_after_seconds(header: str | None, now: datetime) -> float | None:
         return None
     if when.tzinfo is None:
         return None
-    return max(0.0, (when - now).total_seconds())
+    return max(0.0, seconds_between(now, when))
 
 
 def judge_http(status: int, retry_after: str | None, now: datetime) -> Outcome:

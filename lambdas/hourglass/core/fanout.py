@@ -1,4 +1,4 @@
-"""Fan-out of a sweep: how many invocations share the shards, which shards each sweeps, the worker event."""
+"""Fan-out of a sweep: how many invocations share the shards, which shards each sweeps, the event of each."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from hourglass.errors import ValidationError
 
 
 @dataclass(frozen=True)
-class WorkerEvent:
-    """What a scheduled run asks a worker to do: sweep `shards` up to `until` (epoch ms) for run `run`."""
+class Invocation:
+    """What a scheduled run asks one fan-out invocation to do: sweep `shards` up to `until` (epoch ms) for run `run`."""
 
     shards: tuple[int, ...]
     until: int | None = None
@@ -22,10 +22,10 @@ class WorkerEvent:
         return {"shards": list(self.shards), "until": self.until, "run": self.run}
 
 
-def worker_count(estimate: int, capacity: int, shards: int, *, lagging: bool) -> int:
+def invocation_count(estimate: int, capacity: int, shards: int, *, lagging: bool) -> int:
     """Invocations for a window with about `estimate` due entries when one can claim `capacity`.
 
-    A sweep that fell behind (ran out of time, or a worker has not reported) gets every shard its
+    A sweep that fell behind (ran out of time, or a fan-out invocation has not reported) gets every shard its
     own invocation: that is as far as the sweep can be split.
     """
     if lagging:
@@ -33,13 +33,13 @@ def worker_count(estimate: int, capacity: int, shards: int, *, lagging: bool) ->
     return max(1, min(shards, math.ceil(estimate / max(1, capacity))))
 
 
-def split(shards: Sequence[int], workers: int) -> list[list[int]]:
+def split(shards: Sequence[int], invocations: int) -> list[list[int]]:
     """Round-robin groups: shards hold about the same share of the due entries (crc32 of random ids)."""
-    count = max(1, min(workers, len(shards)))
+    count = max(1, min(invocations, len(shards)))
     return [list(shards[start::count]) for start in range(count)]
 
 
-def parse_worker(event: Mapping[str, Any], shard_count: int) -> WorkerEvent:
+def parse_invocation(event: Mapping[str, Any], shard_count: int) -> Invocation:
     shards = event.get("shards")
     if not isinstance(shards, list) or not shards:
         raise ValidationError("shards", "must be a non-empty list of shard numbers")
@@ -50,4 +50,4 @@ def parse_worker(event: Mapping[str, Any], shard_count: int) -> WorkerEvent:
         raise ValidationError("until", "must be epoch milliseconds")
     if not isinstance(run, int) or isinstance(run, bool):
         raise ValidationError("run", "must be an integer")
-    return WorkerEvent(tuple(dict.fromkeys(shards)), until, run)
+    return Invocation(tuple(dict.fromkeys(shards)), until, run)

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from hourglass.core.timestamps import ceil_ms, to_ms
+from hourglass.core.timestamps import ceil_ms, seconds_between, to_ms
 
 MAX_TIMER_DELAY = 900
 # How long after its due time a handed-off message may sit in the due index before a recovery
@@ -81,7 +81,7 @@ def hands_off_now(due: datetime, now: datetime, lookahead: float, safety: float)
 
 def timer_delay(due: datetime, now: datetime) -> int:
     """Whole seconds of SQS DelaySeconds; the dispatcher sleeps what is left."""
-    seconds = (due - now).total_seconds() - TIMER_HEAD_START
+    seconds = seconds_between(now, due) - TIMER_HEAD_START
     return max(0, min(MAX_TIMER_DELAY, math.floor(seconds)))
 
 
@@ -99,9 +99,9 @@ def recovery_sweep_end(now: datetime) -> int:
 
 
 def is_early(due: datetime, now: datetime) -> bool:
-    return (due - now).total_seconds() > MAX_SLEEP
+    return seconds_between(now, due) > MAX_SLEEP
 
 
 def seconds_until(due: datetime, now: datetime) -> float:
-    return max(0.0, (due - now).total_seconds())
+    return max(0.0, seconds_between(now, due))
 

@@ -1,4 +1,4 @@
-"""The sweeper's bookkeeping: watermarks, the last scheduled run, and fan-out workers' shard progress."""
+"""The sweeper's bookkeeping: watermarks, the last scheduled run, and fan-out invocations' shard progress."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class ShardProgress:
-    """How far a fan-out worker swept one shard (every due time up to `watermark`), and what it read."""
+    """How far a fan-out invocation swept one shard (every due time up to `watermark`), and what it read."""
 
     watermark: int
     due: int = 0
@@ -26,7 +26,7 @@ class SweepState:
     last_due: int = 0
     last_end: int = 0
     last_run: int = 0
-    last_workers: int = 1
+    last_workers: int = 1  # fan-out invocations of the last run (the stored attribute's name)
     last_complete: bool = True
 
     def start_of(self, shard: int) -> int:

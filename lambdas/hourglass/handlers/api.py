@@ -7,7 +7,7 @@ from functools import cache
 from typing import Any
 
 from hourglass import console
-from hourglass.adapters.worker_invoker import WorkerInvoker
+from hourglass.adapters.fanout_invoker import FanoutInvoker
 from hourglass.service.context import Context
 from hourglass.service.rest import Api, Request
 from hourglass.settings import Settings
@@ -17,8 +17,8 @@ from hourglass.settings import Settings
 def _api() -> Api:
     settings = Settings.from_env()
     # Bulk operations run in the sweeper function, invoked asynchronously (one invocation per segment group).
-    invoke = WorkerInvoker(settings.sweeper_function).invoke if settings.sweeper_function else None
-    return Api(Context.from_settings(settings, invoke_worker=invoke))
+    invoke = FanoutInvoker(settings.sweeper_function).invoke if settings.sweeper_function else None
+    return Api(Context.from_settings(settings, invoke_fanout=invoke))
 
 
 def request_of(event: dict[str, Any]) -> Request:

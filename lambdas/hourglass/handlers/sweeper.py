@@ -1,4 +1,4 @@
-"""Sweeper Lambda: one sweep per EventBridge tick or fan-out worker event, stopping before the timeout."""
+"""Sweeper Lambda: one sweep per EventBridge tick or fan-out invocation, stopping before the timeout."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from dataclasses import asdict
 from functools import cache
 from typing import Any
 
-from hourglass.adapters.worker_invoker import WorkerInvoker
+from hourglass.adapters.fanout_invoker import FanoutInvoker
 from hourglass.core import fanout
 from hourglass.service.context import Context
 from hourglass.service.operations import Operations
@@ -20,27 +20,27 @@ def _context() -> Context:
 
 
 @cache
-def _invoker(function_name: str) -> WorkerInvoker:
-    return WorkerInvoker(function_name)
+def _invoker(function_name: str) -> FanoutInvoker:
+    return FanoutInvoker(function_name)
 
 
 def handle(ctx: Context, event: dict[str, Any] | None, context: Any, invoke: Invoke | None = None) -> dict[str, Any]:
-    """`{"shards": [...], "until": ms, "run": id}` is a fan-out worker, `{"operation": id, ...}` a bulk
-    operation's worker; anything else a scheduled run."""
+    """`{"shards": [...], "until": ms, "run": id}` is a fan-out invocation, `{"operation": id, ...}` a
+    bulk operation's; anything else a scheduled run."""
 
     def time_left() -> float:
         return context.get_remaining_time_in_millis() / 1000 if context is not None else 60.0
 
     event = event or {}
     if "operation" in event:
-        worker_invoke = ctx.invoke_worker or invoke or _self_invoke(ctx, context)
+        fanout_invoke = ctx.invoke_fanout or invoke or _self_invoke(ctx, context)
         try:
-            return {"left": Operations(ctx, worker_invoke).work(event, time_left)}
+            return {"left": Operations(ctx, fanout_invoke).work(event, time_left)}
         finally:
             ctx.metrics.flush()
     if "shards" in event:
-        worker = fanout.parse_worker(event, ctx.settings.shards)
-        sweeper = Sweeper(ctx, shards=worker.shards, until=worker.until, run_id=worker.run)
+        part = fanout.parse_invocation(event, ctx.settings.shards)
+        sweeper = Sweeper(ctx, shards=part.shards, until=part.until, run_id=part.run)
     else:
         sweeper = Sweeper(ctx, invoke=invoke or _self_invoke(ctx, context))
     try:
@@ -50,7 +50,7 @@ def handle(ctx: Context, event: dict[str, Any] | None, context: Any, invoke: Inv
 
 
 def _self_invoke(ctx: Context, context: Any) -> Invoke | None:
-    """Workers are this same function: its name comes from the Lambda context (or the settings)."""
+    """Fan-out invokes this same function: its name comes from the Lambda context (or the settings)."""
     name = ctx.settings.sweeper_function or getattr(context, "function_name", None)
     return _invoker(name).invoke if isinstance(name, str) and name else None
 

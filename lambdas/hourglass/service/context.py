@@ -34,8 +34,8 @@ class Context:
     sleep: Callable[[float], None] = time.sleep
     post: Callable[..., http_target.HttpReply] = http_target.post
     check_url: Callable[..., None] = http_target.check_url
-    # Asynchronous invocation of a worker (bulk operations); None: the request does the work itself.
-    invoke_worker: Callable[[dict[str, Any]], None] | None = None
+    # Asynchronous fan-out invocation of the sweeper function (bulk operations); None: the request does the work itself.
+    invoke_fanout: Callable[[dict[str, Any]], None] | None = None
     # The S3 body store; by default built from settings.body_bucket on first use.
     body_store: BodyStore | None = None
 

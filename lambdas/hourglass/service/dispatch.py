@@ -31,7 +31,7 @@ MISSING_GRACE = timedelta(seconds=60)
 # far sooner than the queue's visibility timeout, and an orphan timer costs a handful of resends.
 MISSING_RETRY_MAX = 15
 # Timers of one invocation handled at once: most of each one's time is the sleep until it is due.
-DISPATCH_WORKERS = 32
+DISPATCH_THREADS = 32
 # The attempt starts (pending -> delivering, one conditional write) this long before the due time,
 # so the write's latency is not added to the delivery's lateness; the delivery waits for the due time.
 BEGIN_LEAD = timedelta(milliseconds=250)
@@ -84,19 +84,10 @@ class Dispatcher:
         if work:
             # Every timer on a thread of its own: the longest attempt (up to the queue's 120 s timeout)
             # bounds the invocation, which `deadline.function_timeout` sizes the function for.
-            with ThreadPoolExecutor(max_workers=max(DISPATCH_WORKERS, len(work))) as pool:
+            with ThreadPoolExecutor(max_workers=max(DISPATCH_THREADS, len(work))) as pool:
                 results = list(pool.map(lambda pair: self.process_timer(pair[1]), work))
             failed.update(record_id for (record_id, _), result in zip(work, results, strict=True) if not result.ok)
         return list(dict.fromkeys(record_id for record_id, _ in bodies if record_id in failed))
-
-    def process(self, body: str) -> Result:
-        """One timer message, one timer after the other; the first failure is the result."""
-        try:
-            timers = read_timers(body)
-        except ValidationError as exc:
-            return self._poison(exc)
-        results = [self.process_timer(timer) for timer in timers]
-        return next((result for result in results if not result.ok), results[0])
 
     def _poison(self, exc: ValidationError) -> Result:
         log("poison_timer", error=str(exc))

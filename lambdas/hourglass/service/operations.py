@@ -1,4 +1,4 @@
-"""Bulk operations: start one (202), read its document, and the fanned-out workers that apply it page by page."""
+"""Bulk operations: start one (202), read its document, and the fan-out invocations that apply it page by page."""
 
 from __future__ import annotations
 
@@ -19,22 +19,22 @@ from hourglass.service.context import Context
 from hourglass.service.control import keep_final_attempt
 
 PAGE = 200
-WORKERS = 4  # invocations per operation, each with SEGMENTS / WORKERS segments
+INVOCATIONS = 4  # per operation, each with SEGMENTS / INVOCATIONS segments
 WRITERS = 4  # conditional writes in flight per segment
-# A worker stops after a page once less than this is left and re-invokes itself for the rest.
+# An invocation stops after a page once less than this is left and re-invokes itself for the rest.
 RESERVE_SECONDS = 15.0
 Invoke = Callable[[dict[str, Any]], None]
 
 
-def worker_event(operation: Operation, segments: Sequence[int]) -> dict[str, Any]:
+def invocation_event(operation: Operation, segments: Sequence[int]) -> dict[str, Any]:
     return {"operation": operation.id, "queue": operation.queue, "segments": list(segments)}
 
 
-def parse_worker(event: Mapping[str, Any]) -> tuple[str, str, list[int]]:
+def parse_invocation(event: Mapping[str, Any]) -> tuple[str, str, list[int]]:
     segments = event.get("segments")
     queue, operation_id = event.get("queue"), event.get("operation")
     if not isinstance(queue, str) or not isinstance(operation_id, str) or not isinstance(segments, list):
-        raise ValueError("an operation worker event needs operation, queue and segments")
+        raise ValueError("an operation's fan-out event needs operation, queue and segments")
     if not all(isinstance(i, int) and 0 <= i < SEGMENTS for i in segments):
         raise ValueError("segments out of range")
     return queue, operation_id, segments
@@ -48,8 +48,8 @@ class Operations:
 
     @property
     def invoke(self) -> Invoke | None:
-        """Read at call time: the local runtime wires its worker threads after building the API."""
-        return self._invoke or self.ctx.invoke_worker
+        """Read at call time: the local runtime wires its fan-out threads after building the API."""
+        return self._invoke or self.ctx.invoke_fanout
 
     def start(self, queue_name: str, doc: Any) -> Operation:
         validation.queue_name(queue_name)
@@ -58,12 +58,12 @@ class Operations:
             raise NotFoundError(f"queue {queue_name} does not exist")
         operation = Operation(new_id(), queue_name, request, self.ctx.clock())
         self.store.put_operation(operation)
-        groups = fanout.split(list(range(SEGMENTS)), WORKERS)
+        groups = fanout.split(list(range(SEGMENTS)), INVOCATIONS)
         for group in groups:
-            event = worker_event(operation, group)
+            event = invocation_event(operation, group)
             if self.invoke is not None:
                 self.invoke(event)
-            else:  # no worker function configured: the request does the work itself
+            else:  # no function to fan out to: the request does the work itself
                 self.work(event, lambda: 60.0)
         return operation
 
@@ -74,10 +74,10 @@ class Operations:
             raise NotFoundError(f"operation {operation_id} does not exist in queue {queue_name}")
         return found
 
-    # workers ------------------------------------------------------------------------------
+    # fan-out invocations --------------------------------------------------------------------
     def work(self, event: Mapping[str, Any], time_left: Callable[[], float]) -> list[int]:
         """Runs the event's segments from their persisted cursors; returns the ones left for a new invocation."""
-        queue, operation_id, segments = parse_worker(event)
+        queue, operation_id, segments = parse_invocation(event)
         operation = self.store.get_operation(queue, operation_id)
         if operation is None:
             return []
@@ -85,7 +85,7 @@ class Operations:
             done = list(pool.map(lambda seg: self._segment(operation, seg, time_left), segments))
         left = [seg for seg, finished in zip(segments, done, strict=True) if not finished]
         if left and self.invoke is not None:
-            self.invoke(worker_event(operation, left))
+            self.invoke(invocation_event(operation, left))
         return left
 
     def _segment(self, operation: Operation, segment: int, time_left: Callable[[], float]) -> bool:

@@ -1,7 +1,7 @@
 """The sweep: claims due messages from the sparse due index and hands them to the timer queue.
 
 A scheduled run sweeps every shard itself, or, when more is due than one invocation can claim,
-splits the shards among worker invocations of the sweeper (see docs/design.md, "Fan-out").
+splits the shards among fan-out invocations of the sweeper (see docs/design.md, "Fan-out").
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ SEND_CHUNK = 500
 # Claims are conditional writes of ~5-10 ms each: made concurrently, one invocation claims
 # thousands per second instead of hundreds. Each thread takes a run of CLAIMS_PER_THREAD, so a
 # handful of due entries does not become a burst of concurrent writes.
-CLAIM_WORKERS = 16
+CLAIM_THREADS = 16
 CLAIMS_PER_THREAD = 8
-CLAIM_CHUNK = CLAIM_WORKERS * CLAIMS_PER_THREAD
+CLAIM_CHUNK = CLAIM_THREADS * CLAIMS_PER_THREAD
 # A sweep stops starting buckets when its invocation has less time left than this (seconds).
 TIME_MARGIN = 10
 
@@ -49,7 +49,7 @@ class SweepReport:
     complete: bool = True
     watermark: int = 0
     out_of_time: bool = False
-    workers: int = 1
+    workers: int = 1  # fan-out invocations (the name of the field in the `sweep` log line and the result)
     shard_reads: dict[int, int] = field(default_factory=dict)
 
 
@@ -63,10 +63,10 @@ class Sweeper:
         until: int | None = None,
         run_id: int = 0,
     ) -> None:
-        """With `shards`, a fan-out worker sweeping only those up to `until`; else a scheduled run."""
+        """With `shards`, a fan-out invocation sweeping only those up to `until`; else a scheduled run."""
         self.ctx = ctx
         self.store = ctx.store
-        self.worker = shards is not None
+        self.is_fanout = shards is not None
         self.shards = list(shards) if shards is not None else list(range(ctx.settings.shards))
         self.invoke = invoke
         self.until = until
@@ -89,9 +89,9 @@ class Sweeper:
             first = min((b * width - 1 for b in self._old_buckets), default=start_ms)
             state = replace(state, watermark=min(first, start_ms), recovery_watermark=start_ms)
         report = SweepReport()
-        with ThreadPoolExecutor(max_workers=CLAIM_WORKERS) as self._pool:
-            if self.worker:
-                self._run_worker(state, now, report, time_left)
+        with ThreadPoolExecutor(max_workers=CLAIM_THREADS) as self._pool:
+            if self.is_fanout:
+                self._run_fanout(state, now, report, time_left)
             else:
                 self._run_scheduled(state, now, report, time_left)
         log("sweep", **{k: v for k, v in vars(report).items() if k != "shard_reads"})
@@ -99,7 +99,7 @@ class Sweeper:
             self.ctx.metrics.count(name, value)
         return report
 
-    def _run_worker(
+    def _run_fanout(
         self, state: SweepState, now: datetime, report: SweepReport, time_left: Callable[[], float]
     ) -> None:
         """Sweeps its shards and records their progress; the next scheduled run moves the watermark."""
@@ -125,7 +125,7 @@ class Sweeper:
             cap = state.last_run + int(ahead * 1000)
             starts = {shard: min(start, cap) for shard, start in starts.items()}
         groups = self._plan(state, starts)
-        own = self._start_workers(groups, end, run_id)
+        own = self._fan_out(groups, end, run_id)
         own_starts = {shard: starts[shard] for shard in own}
         reached = self._sweep(own_starts, end, now, report, time_left, recovery=False)
         main_read = report.read
@@ -156,16 +156,16 @@ class Sweeper:
         if self.invoke is None:
             return [self.shards]
         estimate, lagging = _previous_load(state, starts)
-        workers = fanout.worker_count(estimate, self.ctx.settings.sweep_capacity, len(self.shards), lagging=lagging)
-        return fanout.split(self.shards, workers)
+        count = fanout.invocation_count(estimate, self.ctx.settings.sweep_capacity, len(self.shards), lagging=lagging)
+        return fanout.split(self.shards, count)
 
-    def _start_workers(self, groups: list[list[int]], end: int, run_id: int) -> list[int]:
-        """Invokes a worker per group but the first; returns the shards this run sweeps itself."""
+    def _fan_out(self, groups: list[list[int]], end: int, run_id: int) -> list[int]:
+        """Invokes the function once per group but the first; returns the shards this run sweeps itself."""
         own = list(groups[0])
         for group in groups[1:]:
             try:
                 assert self.invoke is not None
-                self.invoke(fanout.WorkerEvent(tuple(group), end, run_id).to_event())
+                self.invoke(fanout.Invocation(tuple(group), end, run_id).to_event())
             except InvokeError as exc:
                 log("sweep_worker_not_started", shards=group, error=str(exc))
                 own.extend(group)

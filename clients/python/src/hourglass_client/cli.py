@@ -68,6 +68,21 @@ class Group(click.Group):
             ctx.exit(1)
 
 
+def add_switch(
+    group: click.Group, verb: str, help_text: str, noun: str, call: Callable[..., Any], *arguments: str
+) -> None:
+    """`<group> <verb> ARGUMENTS...` (pause, resume): `call(client, *arguments)`, then "<noun> NAME <verb>d"."""
+
+    def command(state: State, **given: str) -> None:
+        done = call(state.client, *(given[name] for name in arguments))
+        state.emit(done.raw, lambda: state.out.print(f"{noun} {given['name']} {verb}d"))
+
+    decorated = pass_state(command)
+    for name in reversed(arguments):
+        decorated = click.argument(name)(decorated)
+    group.command(verb, help=help_text)(decorated)
+
+
 def parse_value(text: str) -> Any:
     """JSON when the text is JSON, else the text itself (so `send q hello` sends "hello")."""
     try:
@@ -233,22 +248,17 @@ def queues_delete(state: State, name: str) -> None:
     state.emit({"deleted": name}, lambda: state.out.print(f"deleted queue {name}"))
 
 
-@queues.command("pause")
-@click.argument("name")
-@pass_state
-def queues_pause(state: State, name: str) -> None:
-    """Pause queue NAME: no attempt starts until it is resumed."""
-    q = state.client.pause_queue(name)
-    state.emit(q.raw, lambda: state.out.print(f"queue {name} paused"))
-
-
-@queues.command("resume")
-@click.argument("name")
-@pass_state
-def queues_resume(state: State, name: str) -> None:
-    """Resume queue NAME: what fell due meanwhile is delivered in due order."""
-    q = state.client.resume_queue(name)
-    state.emit(q.raw, lambda: state.out.print(f"queue {name} resumed"))
+add_switch(
+    queues, "pause", "Pause queue NAME: no attempt starts until it is resumed.", "queue", Client.pause_queue, "name"
+)
+add_switch(
+    queues,
+    "resume",
+    "Resume queue NAME: what fell due meanwhile is delivered in due order.",
+    "queue",
+    Client.resume_queue,
+    "name",
+)
 
 
 # --- messages -----------------------------------------------------------------------------------
@@ -570,24 +580,16 @@ def schedules_delete(state: State, queue: str, name: str) -> None:
     state.emit({"deleted": name}, lambda: state.out.print(f"deleted schedule {name}"))
 
 
-@schedules.command("pause")
-@click.argument("queue")
-@click.argument("name")
-@pass_state
-def schedules_pause(state: State, queue: str, name: str) -> None:
-    """Pause a schedule (occurrences while paused are skipped)."""
-    s = state.client.pause_schedule(queue, name)
-    state.emit(s.raw, lambda: state.out.print(f"schedule {name} paused"))
-
-
-@schedules.command("resume")
-@click.argument("queue")
-@click.argument("name")
-@pass_state
-def schedules_resume(state: State, queue: str, name: str) -> None:
-    """Resume a schedule."""
-    s = state.client.resume_schedule(queue, name)
-    state.emit(s.raw, lambda: state.out.print(f"schedule {name} resumed"))
+add_switch(
+    schedules,
+    "pause",
+    "Pause a schedule (occurrences while paused are skipped).",
+    "schedule",
+    Client.pause_schedule,
+    "queue",
+    "name",
+)
+add_switch(schedules, "resume", "Resume a schedule.", "schedule", Client.resume_schedule, "queue", "name")
 
 
 # --- bulk operations ----------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Sweep workers: asynchronous invocations of the sweeper function itself, one per group of shards."""
+"""Fan-out: asynchronous invocations of the sweeper function itself (shards, or a bulk operation's segments)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hourglass.adapters import aws
 from hourglass.errors import InvokeError
 
 
-class WorkerInvoker:
+class FanoutInvoker:
     def __init__(self, function_name: str, client: Any = None) -> None:
         self.function_name = function_name
         self.client = client or aws.client("lambda")

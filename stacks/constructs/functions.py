@@ -38,7 +38,7 @@ DISPATCHER = FunctionSpec(
 )
 
 
-class Workers(Construct):
+class Functions(Construct):
     """Creates ``ingest``, ``sweeper`` and ``dispatcher``; permissions are granted by the stack."""
 
     def __init__(

@@ -1,0 +1,116 @@
+"""Loopback HTTP servers for tests: serving a handler on a free port, and a callback receiver that keeps
+every request and answers as scripted."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class QuietHandler(BaseHTTPRequestHandler):
+    """A request handler that does not log each request to stderr."""
+
+    def log_message(self, *args: Any) -> None:
+        return
+
+    def body(self) -> bytes:
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+    def answer(self, status: int, payload: bytes = b"", headers: dict[str, str] | None = None) -> None:
+        reply(self, status, payload, headers)
+
+
+def reply(
+    handler: BaseHTTPRequestHandler, status: int, payload: bytes = b"", headers: dict[str, str] | None = None
+) -> None:
+    """`status` with `headers` and `payload` (its Content-Length set)."""
+    handler.send_response(status)
+    for name, value in (headers or {}).items():
+        handler.send_header(name, value)
+    handler.send_header("Content-Length", str(len(payload)))
+    handler.end_headers()
+    handler.wfile.write(payload)
+
+
+def serve(handler: type[BaseHTTPRequestHandler]) -> ThreadingHTTPServer:
+    """`handler` served on a free loopback port, from a daemon thread."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def base_url(server: ThreadingHTTPServer | None) -> str:
+    assert server is not None
+    return f"http://127.0.0.1:{server.server_address[1]}"
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    hang: float = 0.0
+
+
+@dataclass(frozen=True)
+class Received:
+    at: float
+    path: str
+    headers: dict[str, str]
+    raw: bytes
+    answered: int = 200
+
+    @property
+    def body(self) -> Any:
+        return json.loads(self.raw or b"null")
+
+
+@dataclass
+class CallbackReceiver:
+    """A loopback callback server keeping each request (raw body included); `script[path]` lists the
+    answers (an `Answer` or a status) to give before 200. Every answer carries `reply` as its body."""
+
+    received: list[Received] = field(default_factory=list)
+    script: dict[str, list[Answer | int]] = field(default_factory=dict)
+    reply: bytes = b""
+    server: ThreadingHTTPServer | None = None
+
+    def start(self) -> CallbackReceiver:
+        receiver = self
+
+        class Handler(QuietHandler):
+            def do_POST(self) -> None:
+                raw = self.body()
+                answers = receiver.script.get(self.path) or []
+                answer = answers.pop(0) if answers else Answer()
+                if isinstance(answer, int):
+                    answer = Answer(answer)
+                receiver.received.append(Received(time.time(), self.path, dict(self.headers), raw, answer.status))
+                time.sleep(answer.hang)
+                headers = {**answer.headers, **({"Content-Type": "application/json"} if receiver.reply else {})}
+                try:
+                    self.answer(answer.status, receiver.reply, headers)
+                except OSError:
+                    return  # the dispatcher cut a hanging exchange
+
+        self.server = serve(Handler)
+        return self
+
+    def stop(self) -> None:
+        assert self.server is not None
+        self.server.shutdown()
+
+    def url(self, path: str = "") -> str:
+        return base_url(self.server) + path
+
+    def at(self, path: str) -> list[Received]:
+        return [r for r in self.received if r.path == path]
+
+    def wait_for(self, path: str, count: int = 1, timeout: float = 30.0) -> list[Received]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and len(self.at(path)) < count:
+            time.sleep(0.05)
+        return self.at(path)
