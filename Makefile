@@ -27,9 +27,7 @@ $(STAMP): requirements.txt requirements-dev.txt
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -r requirements.txt -r requirements-dev.txt
 	@# The venv's python finds the Lambda package and the repo's tools (`python -m devstack...`) from any shell.
-	$(BIN)/python -c 'import site, pathlib; pathlib.Path(site.getsitepackages()[0], "hourglass-checkout.pth").write_text("$(CURDIR)/lambdas
-$(CURDIR)
-")'
+	$(BIN)/python -c 'import site, pathlib; pathlib.Path(site.getsitepackages()[0], "hourglass-checkout.pth").write_text("$(CURDIR)/lambdas\n$(CURDIR)\n")'
 	touch $(STAMP)
 
 # MiniStack pins a botocore the project's boto3 cannot share: a venv of its own, which is also the
