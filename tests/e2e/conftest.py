@@ -13,7 +13,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -52,6 +52,8 @@ class Receiver:
     received: list[Received] = field(default_factory=list)
     script: dict[str, list[int]] = field(default_factory=dict)
     server: ThreadingHTTPServer | None = None
+    # What `Received.at` reads: real time, or a test clock's time as epoch seconds.
+    clock: Callable[[], float] = time.time
 
     def start(self) -> Receiver:
         receiver = self
@@ -60,7 +62,7 @@ class Receiver:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"null")
-                receiver.received.append(Received(time.time(), self.path, dict(self.headers), body))
+                receiver.received.append(Received(receiver.clock(), self.path, dict(self.headers), body))
                 statuses = receiver.script.get(self.path) or []
                 status = statuses.pop(0) if statuses else 200
                 payload = b'{"code": 100}'
