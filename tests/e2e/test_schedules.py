@@ -8,7 +8,7 @@ real hand-off, sweep and SQS delays.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -92,7 +92,7 @@ def received_at(hit: Received) -> datetime:
     return datetime.fromtimestamp(hit.at, UTC)
 
 
-def new_schedule(c: Clocked, name: str, rule: dict[str, object], start_at: datetime | None = None) -> str:
+def new_schedule(c: Clocked, name: str, rule: Mapping[str, object], start_at: datetime | None = None) -> str:
     """A queue of its own and the schedule in it; returns the receiver path its occurrences arrive on."""
     path = f"/{name}"
     status, _ = c.api.call("PUT", f"/v1/queues/{name}", {"target": {"type": "http", "url": c.receiver.url + path}})
