@@ -205,17 +205,26 @@ def _costs(
     """
     baseline, _, final = counts
     per = 1 / max(1, delivered)
-    before, puts, after = (c["dynamodb"].get("other", (0.0, 0.0, 0)) for c in counts)
     occurrences = max(1, int(occurrence["messages"]))
-    schedule_write, schedule_read = (after[0] - puts[0]) / occurrences, (after[1] - puts[1]) / occurrences
-    section.check("schedule item units per PUT of a schedule", f"{(puts[0] - before[0]) / max(1, schedules):.2f} WU")
+
+    def units(use: str, index: int) -> list[float]:
+        return [c["dynamodb"].get(use, (0.0, 0.0, 0))[0 if index == 0 else 1] for c in counts]
+
+    before, puts, after = units("schedule items", 0)
+    schedule_write = (after - puts) / occurrences
+    section.check("schedule item units per PUT of a schedule", (puts - before) / max(1, schedules), "WU")
+    schedule_read = (units("schedule items", 1)[2] - units("schedule items", 1)[1]) / occurrences
+    # Attempt history items (and anything else): shared by every delivered message, occurrence or not.
+    other_write = (units("other", 0)[2] - units("other", 0)[0]) * per
+    other_read = (units("other", 1)[2] - units("other", 1)[0]) * per
     sqs = sum(final["sqs"].get(n, 0) - baseline["sqs"].get(n, 0) for n in cost.HOURGLASS_SQS) * per
     invocations = sum(c - baseline["lambdas"].get(k, (0, 0.0))[0] for k, (c, _) in final["lambdas"].items()) * per
     gb_seconds = per * sum(
         (s - baseline["lambdas"].get(k, (0, 0.0))[1]) * cost.MEMORY_GB.get(k, 0.5)
         for k, (_, s) in final["lambdas"].items()
     )
-    writes, reads = occurrence["write"] + schedule_write, occurrence["read"] + schedule_read
+    writes = occurrence["write"] + schedule_write + other_write
+    reads = occurrence["read"] + schedule_read + other_read
     dollars = {
         "DynamoDB": (writes * cost.PRICE_WRITE_UNIT + reads * cost.PRICE_READ_UNIT) * 1e6,
         "SQS": sqs * cost.PRICE_SQS_REQUEST * 1e6,
@@ -224,6 +233,7 @@ def _costs(
     }
     dollars["Hourglass total"] = sum(dollars.values())
     section.check("schedule item units per occurrence (chaining)", f"{schedule_write:.2f} WU + {schedule_read:.2f} RU")
+    section.check("attempt history units per delivered message", f"{other_write:.2f} WU + {other_read:.2f} RU")
     section.check("SQS requests per delivered message", sqs)
     section.check("Lambda invocations per delivered message", invocations)
     for name, value in dollars.items():
@@ -234,6 +244,7 @@ def _costs(
         "read": reads,
         "schedule_write": schedule_write,
         "schedule_read": schedule_read,
+        "history_write": other_write,
         "sqs_requests": sqs,
         "lambda_invocations": invocations,
         "usd_per_million": {k: round(v, 3) for k, v in dollars.items()},
