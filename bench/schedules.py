@@ -1,4 +1,4 @@
-"""Target 5b, schedules: lateness of scheduled occurrences beside one-off messages, and what an occurrence costs.
+"""Target 4b, schedules: lateness of scheduled occurrences beside one-off messages, and what an occurrence costs.
 
 Through the local runtime in real time, like precision: `every: 60` schedules whose starts are spread
 over a minute, and as many one-off messages due over the same minutes, all to one loopback receiver.
@@ -143,7 +143,7 @@ def _units(keys: dict[Any, Units], due: dict[str, float], arrived: dict[str, flo
 def _section(
     config: SchedulesConfig, measured: dict[str, Measured], units: dict[str, dict[str, float]], duplicates: int
 ) -> Section:
-    section = Section("schedules", "5b. Schedules: occurrences beside one-off messages (local runtime)")
+    section = Section("schedules", "4b. Schedules: occurrences beside one-off messages (local runtime)")
     figures: dict[str, Any] = {}
     for kind, m in measured.items():
         late = m.lateness()
