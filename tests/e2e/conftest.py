@@ -192,7 +192,7 @@ def _template(assembly: Path | None) -> dict[str, Any]:
 def warm_up(stack: Stack) -> None:
     """One message through ingest and the dispatcher: the first delivery does not pay the cold starts."""
     sqs = stack.client("sqs")
-    target = sqs.create_queue(QueueName="e2e-warm-up")["QueueUrl"]
+    target = sqs.create_queue(QueueName="target-e2e-warm-up")["QueueUrl"]
     api = Client(stack.api_url, stack.api_key)
     status, _ = api.call("PUT", "/v1/queues/warm-up", {"target": {"type": "sqs", "queue_url": target}})
     assert status == 201, status
