@@ -1,8 +1,8 @@
 """`python -m bench` (`make bench`): every target, a Markdown table each, the same as JSON in
 bench/results/latest.json. `--quick` runs tiny sizes (the smoke test); `--only` picks targets.
 
-The timing-sensitive targets (precision, whose run also yields the cost figures, then throughput)
-run one after the other; sweep scaling, memory and the capacity model then run side by side, each
+The timing-sensitive targets (precision, whose run also yields the cost figures, then throughput and
+schedules) run one after the other; sweep scaling, memory and the capacity model then run side by side, each
 in a process of its own.
 """
 
@@ -29,13 +29,24 @@ from bench import (
     log_bytes,
     memory,
     precision,
+    schedules,
     sweep_scaling,
     throughput,
 )
 from bench.report import RESULTS, Section, write
 from devstack.emulator import quiet_emulator_logs, use_dummy_credentials
 
-ORDER = ("precision", "sweep_scaling", "cost", "body_cost", "history_cost", "throughput", "memory", "capacity")
+ORDER = (
+    "precision",
+    "sweep_scaling",
+    "cost",
+    "body_cost",
+    "history_cost",
+    "throughput",
+    "schedules",
+    "memory",
+    "capacity",
+)
 SIDE_BY_SIDE = ("sweep_scaling", "memory", "capacity")
 QUICK_PRECISION = precision.PrecisionConfig(
     per_target=20, max_delay=9.0, post_window=1.0, sweep_interval=1.0, lookahead=4.0, settle=3.0
@@ -81,6 +92,13 @@ def run_all(*, quick: bool = False, only: tuple[str, ...] = ORDER, out: Path | N
         except Exception:
             sections["throughput"] = _failed("throughput")
         timings["throughput"] = round(time.time() - t, 1)
+    if "schedules" in only:
+        t = time.time()
+        try:
+            sections["schedules"] = schedules.run(schedules.QUICK if quick else schedules.SchedulesConfig())
+        except Exception:
+            sections["schedules"] = _failed("schedules")
+        timings["schedules"] = round(time.time() - t, 1)
     t = time.time()
     costs = _measured_costs(sections.get("cost"))
     running = {name: _start_child(name, quick, costs) for name in SIDE_BY_SIDE if name in only}

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from hourglass.adapters.items import item_size
+from hourglass.adapters.items import SCHEDULE_PREFIX, item_size
 
 Item = dict[str, dict[str, Any]]
 Key = tuple[str, str]
@@ -221,7 +221,7 @@ class CapacityMeter:
         if key[1].startswith("m#"):
             self.by_key[key].add(write, read)
         else:
-            use = {"@sweeper": "sweeper state"}.get(key[0]) or ("queue settings" if key[1] == "#queue" else "other")
+            use = {"@sweeper": "sweeper state"}.get(key[0]) or _use_of(key[1])
             self.by_use[use].add(write, read)
 
     def snapshot(self) -> tuple[dict[Key, Units], dict[str, Units]]:
@@ -229,6 +229,12 @@ class CapacityMeter:
             keys = {k: Units(u.write, u.read, u.requests) for k, u in self.by_key.items()}
             uses = {k: Units(u.write, u.read, u.requests) for k, u in self.by_use.items()}
         return keys, uses
+
+
+def _use_of(sort_key: str) -> str:
+    if sort_key == "#queue":
+        return "queue settings"
+    return "schedule items" if sort_key.startswith(SCHEDULE_PREFIX) else "other"
 
 
 def _key(item: Mapping[str, Any]) -> Key:

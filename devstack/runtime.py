@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
 import threading
 from dataclasses import dataclass, field
@@ -38,6 +39,8 @@ SOURCES = ("app.py", "cdk.json", "stacks", "lambdas")
 
 def source_digest(context: dict[str, object]) -> str:
     digest = hashlib.sha256(json.dumps(context, sort_keys=True).encode())
+    # The Lambda asset also bundles the installed tzdata (stacks/constructs/lambda_package.py).
+    digest.update(importlib.metadata.version("tzdata").encode())
     for name in SOURCES:
         path = ROOT / name
         files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]

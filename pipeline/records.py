@@ -21,9 +21,26 @@ SCHEMA = T.StructType(
         T.StructField("last_error", T.StringType(), True),
         T.StructField("dedup_id", T.StringType(), True),
         T.StructField("version", T.IntegerType(), False),
+        # The schedule a message is an occurrence of, and the occurrence's own time (retries move due_at).
+        T.StructField("schedule", T.StringType(), True),
+        T.StructField("occurrence_at", T.TimestampType(), True),
     ]
 )
-Record = tuple[str, str, str, datetime, datetime, datetime | None, datetime | None, int, str | None, str | None, int]
+Record = tuple[
+    str,
+    str,
+    str,
+    datetime,
+    datetime,
+    datetime | None,
+    datetime | None,
+    int,
+    str | None,
+    str | None,
+    int,
+    str | None,
+    datetime | None,
+]
 
 
 def is_message(item: Item) -> bool:
@@ -45,6 +62,8 @@ def record(item: Item) -> Record:
         message.last_error,
         message.dedup_id,
         message.version,
+        message.schedule,
+        message.occurrence_at,
     )
 
 

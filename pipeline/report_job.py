@@ -1,4 +1,4 @@
-"""Delivery report: status counts, lateness percentiles, attempts, failures and stuck messages.
+"""Delivery report: status counts, lateness percentiles, attempts, failures, stuck messages, schedules.
 
 python -m pipeline report --out pipeline/out/report                 (the live table, parallel Scan)
 python -m pipeline report --export s3://bucket/exports/... --out ...  (a DynamoDB export)
@@ -43,6 +43,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--now", type=parse_rfc3339, help="the report's 'now' (RFC 3339; default: now)")
     p.add_argument("--stuck-after", type=float, default=600.0, help="seconds past due that make a message stuck")
     p.add_argument("--top-errors", type=int, default=5, help="failure reasons listed per queue")
+    p.add_argument(
+        "--on-time-within",
+        type=float,
+        default=1.0,
+        help="seconds after its occurrence time within which a schedule's occurrence counts as on time",
+    )
     p.add_argument("--unit", choices=("auto", *UNITS), default="auto", help="deliveries-over-time granularity")
     p.add_argument("--master", help="Spark master (default: spark-submit's, else local[*])")
     deployment.add_arguments(p)
@@ -81,6 +87,7 @@ def run(spark: SparkSession, args: argparse.Namespace) -> dict[str, Any]:
         "stuck": transforms.stuck_messages(messages, now=now, older_than=timedelta(seconds=args.stuck_after)),
         "lateness_histogram": transforms.lateness_histogram(messages),
         "deliveries_over_time": transforms.deliveries_over_time(messages, unit),
+        "schedules": transforms.schedule_figures(messages, args.on_time_within),
     }
     out = io.Output(args.out, located)
     collected: dict[str, list[Any]] = {}
@@ -113,6 +120,7 @@ def run(spark: SparkSession, args: argparse.Namespace) -> dict[str, Any]:
         "status": _status_totals(collected["status_by_queue"]),
         "lateness_s": overall,
         "stuck": stuck_total,
+        "schedules": _schedule_totals(collected["schedules"]),
         "out": args.out,
         "elapsed_s": round(time.monotonic() - started, 2),
     }
@@ -135,6 +143,13 @@ def _sections(
         section("Attempts per message", "attempts"),
         section(f"Top {args.top_errors} failure reasons per queue", "failures", "The last_error of each message."),
         section(
+            "Schedules",
+            "schedules",
+            f"Occurrences per schedule; on time: delivered within {args.on_time_within:g} s of the occurrence time "
+            "(retries included). Failed counts failed and expired ones; cancelled ones were planned before a "
+            "pause, replace or delete.",
+        ),
+        section(
             "Stuck messages",
             "stuck",
             f"Pending or delivering more than {args.stuck_after:g} s after their due time.",
@@ -149,6 +164,11 @@ def _status_totals(rows: Sequence[Any]) -> dict[str, int]:
         for status in transforms.STATUSES:
             totals[status] += row[status]
     return totals
+
+
+def _schedule_totals(rows: Sequence[Any]) -> dict[str, int]:
+    fields = ("occurrences", "on_time", "late", "failed")
+    return {"schedules": len(rows), **{name: sum(row[name] for row in rows) for name in fields}}
 
 
 def _unit(messages: DataFrame) -> str:

@@ -201,3 +201,30 @@ def deliveries_over_time(messages: DataFrame, unit: str = "hour") -> DataFrame:
     delivered = messages.where(F.col("status") == Status.DELIVERED.value)
     period = F.date_trunc(unit, "delivered_at").alias("period")
     return delivered.groupBy("queue", period).agg(F.count("*").alias("delivered")).orderBy("period", "queue")
+
+
+def schedule_figures(messages: DataFrame, on_time_within: float = 1.0) -> DataFrame:
+    """Per schedule: its occurrences, delivered on time / late, failed (or expired), cancelled, waiting.
+
+    An occurrence is on time when it was delivered at most `on_time_within` seconds after its
+    occurrence time (or after it was stored, if later); retries do not move that time.
+    """
+    occurrences = messages.where(F.col("schedule").isNotNull())
+    became_due = F.greatest(F.coalesce(F.col("occurrence_at"), F.col("due_at")), F.col("created_at"))
+    late_s = (F.unix_millis("delivered_at") - F.unix_millis(became_due)) / 1000.0
+    status = F.col("status")
+    delivered = status == Status.DELIVERED.value
+
+    def count(condition: Column) -> Column:
+        return F.count(F.when(condition, True))
+
+    figures = occurrences.groupBy("queue", "schedule").agg(
+        F.count("*").alias("occurrences"),
+        count(delivered & (late_s <= on_time_within)).alias("on_time"),
+        count(delivered & (late_s > on_time_within)).alias("late"),
+        count(status.isin(Status.FAILED.value, Status.EXPIRED.value)).alias("failed"),
+        count(status == Status.CANCELLED.value).alias("cancelled"),
+        count(status.isin(Status.PENDING.value, Status.DELIVERING.value)).alias("waiting"),
+        F.max(F.when(delivered, late_s)).alias("max_late_s"),
+    )
+    return figures.orderBy("queue", "schedule")

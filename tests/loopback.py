@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -77,6 +78,8 @@ class CallbackReceiver:
     script: dict[str, list[Answer | int]] = field(default_factory=dict)
     reply: bytes = b""
     server: ThreadingHTTPServer | None = None
+    # What `Received.at` reads: real time, or a test clock's time as epoch seconds.
+    clock: Callable[[], float] = time.time
 
     def start(self) -> CallbackReceiver:
         receiver = self
@@ -88,7 +91,7 @@ class CallbackReceiver:
                 answer = answers.pop(0) if answers else Answer()
                 if isinstance(answer, int):
                     answer = Answer(answer)
-                receiver.received.append(Received(time.time(), self.path, dict(self.headers), raw, answer.status))
+                receiver.received.append(Received(receiver.clock(), self.path, dict(self.headers), raw, answer.status))
                 time.sleep(answer.hang)
                 headers = {**answer.headers, **({"Content-Type": "application/json"} if receiver.reply else {})}
                 try:

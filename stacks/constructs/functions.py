@@ -1,6 +1,7 @@
 """The three Hourglass Lambda functions (ingest, sweeper, dispatcher) and their log groups.
 
-All three run from one code asset, the ``lambdas/`` directory, with only boto3 from the runtime.
+All three run from one code asset, the ``lambdas/`` directory with the tzdata package bundled next to
+``hourglass/`` (lambda_package.py); boto3 comes from the runtime.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 from hourglass.core import deadline, delivery_control
 
-ASSET_EXCLUDES = ["__pycache__", "*.pyc", ".pytest_cache", ".mypy_cache", ".ruff_cache"]
+from stacks.constructs import lambda_package
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,7 +55,7 @@ class Functions(Construct):
         log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
     ) -> None:
         super().__init__(scope, construct_id)
-        code = lambda_.Code.from_asset(str(code_dir), exclude=ASSET_EXCLUDES)
+        code = lambda_package.code(code_dir)
         env = dict(environment)
 
         def make(name: str, spec: FunctionSpec) -> lambda_.Function:

@@ -9,7 +9,7 @@ import pytest
 
 from bench.__main__ import run_all
 
-TARGETS = ("precision", "sweep_scaling", "cost", "body_cost", "throughput", "memory", "capacity")
+TARGETS = ("precision", "sweep_scaling", "cost", "body_cost", "throughput", "schedules", "memory", "capacity")
 
 
 @pytest.fixture(scope="module")
@@ -27,6 +27,13 @@ def test_every_target_has_a_table(results: dict[str, Any]) -> None:
 def test_nothing_is_delivered_early_or_lost(results: dict[str, Any]) -> None:
     targets = results["precision"]["targets"]
     assert [(t["early"], t["missing"]) for t in targets.values()] == [(0, 0), (0, 0)]
+
+
+def test_no_occurrence_or_one_off_message_is_early_lost_or_duplicated(results: dict[str, Any]) -> None:
+    section = results["schedules"]
+    assert [(t["early"], t["missing"]) for t in section["targets"].values()] == [(0, 0), (0, 0)]
+    assert section["duplicates"] == 0
+    assert section["per_occurrence"]["write"] > 0
 
 
 def test_the_sparse_index_reads_about_one_item_per_due_message(results: dict[str, Any]) -> None:

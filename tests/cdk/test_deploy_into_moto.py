@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import io
 import json
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -126,6 +130,17 @@ def test_function_exists_with_settings(outputs: dict[str, str], aws: Any, output
         "HOURGLASS_RETENTION_DAYS": "7",
         "HOURGLASS_ALLOW_PRIVATE_CALLBACKS": "0",
     }
+
+
+def test_the_deployed_code_carries_the_zone_data(outputs: dict[str, str], aws: Any) -> None:
+    config = aws("lambda").get_function(FunctionName=outputs["DispatcherFunctionName"])["Configuration"]
+    buckets = [b["Name"] for b in aws("s3").list_buckets()["Buckets"]]
+    bucket = next(name for name in buckets if name.startswith("cdk-hnb659fds-assets-"))
+    key = next(o["Key"] for o in aws("s3").list_objects_v2(Bucket=bucket)["Contents"] if o["Key"].endswith(".zip"))
+    data = aws("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
+    names = set(zipfile.ZipFile(io.BytesIO(data)).namelist())
+    assert config["CodeSha256"] == base64.b64encode(hashlib.sha256(data).digest()).decode()
+    assert {"hourglass/handlers/dispatcher.py", "tzdata/zones", "tzdata/zoneinfo/Europe/London"} <= names
 
 
 def test_dispatcher_consumes_the_timer_queue(outputs: dict[str, str], aws: Any) -> None:

@@ -6,8 +6,9 @@ import itertools
 import json
 import time
 import uuid
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from tests.e2e.conftest import Client, Receiver, Stack, record_lateness
 
@@ -169,3 +170,25 @@ def test_large_bodies_are_delivered_intact(api: Client, receiver: Receiver, stac
     kept = stack.client("s3").list_objects_v2(Bucket=bucket).get("KeyCount", 0) if bucket else 0
     assert sorted((g.body for g in got), key=lambda b: b["size"]) == bodies
     assert kept >= len(created)
+
+
+def test_schedules_in_local_time_resolve_inside_the_functions(api: Client, receiver: Receiver, stack: Stack) -> None:
+    """Deployed, the functions find zone data only in their asset (the emulator's Python has no tzdata)."""
+    queue = http_queue(api, receiver, "/scheduled")
+    weekdays = {"cron": "0 9 * * MON-FRI", "timezone": "Europe/London", "body": {"report": "daily"}}
+    status, daily = api.call("PUT", f"/v1/queues/{queue}/schedules/daily", weekdays)
+    london = ZoneInfo("Europe/London")
+    now = datetime.now(london)
+    days = (now.date() + timedelta(days=k) for k in range(10))
+    nine = (datetime.combine(d, datetime.min.time().replace(hour=9), london) for d in days if d.weekday() < 5)
+    expected = [t.astimezone(UTC) for t in nine if t > now][:3]
+    [one_off] = post(api, queue, {"body": "local", "deliver_at": "2027-03-28T09:00:00", "timezone": "Europe/London"})
+    start = datetime.fromtimestamp(round(time.time()) + 3, UTC)
+    every = {"every": 60, "timezone": "Australia/Lord_Howe", "start_at": start.isoformat(), "body": {"tick": 1}}
+    assert api.call("PUT", f"/v1/queues/{queue}/schedules/tick", every)[0] == 201
+    [got] = receiver.wait_for("/scheduled", timeout=stack.swept_timeout)
+    assert status == 201
+    assert [datetime.fromisoformat(t.replace("Z", "+00:00")) for t in daily["next_due_at"]] == expected
+    assert one_off["due_at"] == "2027-03-28T08:00:00.000Z"  # 09:00 BST, the day the clocks go forward
+    assert (got.body, got.headers["Hourglass-Schedule"]) == ({"tick": 1}, "tick")
+    assert_on_time(stack, got.at, start.timestamp())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,16 @@ from tests.pipeline.conftest import Stack
 pytestmark = [pytest.mark.spark, pytest.mark.filterwarnings("ignore:Tried to parse:UserWarning")]
 
 NOW = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
-TABLES = ("status_by_queue", "status_by_hour", "lateness_by_queue", "lateness_by_hour", "attempts", "failures", "stuck")
+TABLES = (
+    "status_by_queue",
+    "status_by_hour",
+    "lateness_by_queue",
+    "lateness_by_hour",
+    "attempts",
+    "failures",
+    "stuck",
+    "schedules",
+)
 
 
 def message(queue: str, name: str, status: Status, due: datetime, **fields: Any) -> Message:
@@ -49,6 +59,27 @@ def messages() -> list[Message]:
     ]
 
 
+def occurrences() -> list[Message]:
+    """rpt-s: schedule "tick" every minute, two on time, one 5 s late, one failed, one cancelled, one pending."""
+    base = NOW - timedelta(minutes=10)
+
+    def tick(k: int, status: Status, **fields: Any) -> Message:
+        at = base + timedelta(minutes=k)
+        created = at - timedelta(minutes=1)
+        return replace(
+            message("rpt-s", f"s{k}", status, at, schedule="tick", occurrence_at=at, **fields), created_at=created
+        )
+
+    return [
+        tick(0, Status.DELIVERED, delivered_at=base + timedelta(seconds=0.3)),
+        tick(1, Status.DELIVERED, delivered_at=base + timedelta(minutes=1, seconds=0.8)),
+        tick(2, Status.DELIVERED, delivered_at=base + timedelta(minutes=2, seconds=5)),
+        tick(3, Status.FAILED, attempts=5, last_error="HTTP 500"),
+        tick(4, Status.CANCELLED),
+        tick(5, Status.PENDING),
+    ]
+
+
 def table_rows(out: Path, name: str, queue: str) -> list[dict[str, str]]:
     with (out / "csv" / f"{name}.csv").open() as rows:
         return [row for row in csv.DictReader(rows) if row.get("queue") == queue]
@@ -63,7 +94,7 @@ def report(spark: SparkSession, stack: Stack, out: Path, *source: str) -> dict[s
 
 @pytest.fixture(scope="module")
 def from_table(spark: SparkSession, stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    stack.store().put_messages((m, None) for m in messages())
+    stack.store().put_messages((m, None) for m in [*messages(), *occurrences()])
     out = tmp_path_factory.mktemp("report")
     report(spark, stack, out)
     return out
@@ -107,6 +138,22 @@ def test_top_failure_reasons(from_table: Path) -> None:
 
 def test_stuck_messages_are_listed(from_table: Path) -> None:
     assert [r["id"] for r in table_rows(from_table, "stuck", "rpt-b")] == ["b-stuck", "b-stuck-2"]
+
+
+def test_schedule_figures(from_table: Path) -> None:
+    (row,) = table_rows(from_table, "schedules", "rpt-s")
+
+    figures = {k: row[k] for k in ("schedule", "occurrences", "on_time", "late", "failed", "cancelled", "waiting")}
+    assert figures == {
+        "schedule": "tick",
+        "occurrences": "6",
+        "on_time": "2",
+        "late": "1",
+        "failed": "1",
+        "cancelled": "1",
+        "waiting": "1",
+    }
+    assert "## Schedules" in (from_table / "report.md").read_text()
 
 
 def test_export_gives_the_same_report(spark: SparkSession, stack: Stack, tmp_path: Path) -> None:

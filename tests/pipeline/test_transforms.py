@@ -232,3 +232,40 @@ def test_attempts_histogram(spark: SparkSession) -> None:
     rows = [("q", f"m{i}", "delivered", at(0), at(1), n, None) for i, n in enumerate([1, 1, 3])]
 
     assertDataFrameEqual(transforms.attempts_histogram(messages(spark, *rows)), [Row("q", 1, 2), Row("q", 3, 1)])
+
+
+OCCURRENCES = (
+    "queue STRING, schedule STRING, status STRING, occurrence_at TIMESTAMP, due_at TIMESTAMP, "
+    "delivered_at TIMESTAMP, created_at TIMESTAMP"
+)
+
+
+def test_schedule_figures_count_each_schedules_occurrences_by_outcome(spark: SparkSession) -> None:
+    def occurrence(name: str, status: str, k: int, late: float | None = None, retried: float = 0) -> tuple[object, ...]:
+        delivered = None if late is None else at(60 * k + late)
+        return ("q", name, status, at(60 * k), at(60 * k + retried), delivered, at(60 * k - 60))
+
+    rows = [
+        occurrence("tick", "delivered", 0, late=0.2),
+        occurrence("tick", "delivered", 1, late=1.0),
+        occurrence("tick", "delivered", 2, late=4.0),
+        # retried 30 s later and delivered 0.1 s after the retry: late by the occurrence's own time
+        occurrence("tick", "delivered", 3, late=30.1, retried=30),
+        occurrence("tick", "failed", 4),
+        occurrence("tick", "expired", 5),
+        occurrence("tick", "cancelled", 6),
+        occurrence("tick", "pending", 7),
+        occurrence("daily", "delivered", 0, late=0.5),
+        ("q", None, "delivered", None, at(0), at(9), at(-60)),
+    ]
+    frame = spark.createDataFrame(rows, OCCURRENCES)
+
+    got = transforms.schedule_figures(frame, on_time_within=1.0)
+
+    assertDataFrameEqual(
+        got,
+        [
+            Row("q", "daily", 1, 1, 0, 0, 0, 0, 0.5),
+            Row("q", "tick", 8, 2, 2, 2, 1, 1, 30.1),
+        ],
+    )

@@ -1,0 +1,285 @@
+"""Target 4b, schedules: lateness of scheduled occurrences beside one-off messages, and what an occurrence costs.
+
+Through the local runtime in real time, like precision: `every: 60` schedules whose starts are spread
+over a minute, and as many one-off messages due over the same minutes, all to one loopback receiver.
+Lateness = the receiver's clock when the request arrived - the due time. DynamoDB units are counted
+per message item (bench.capacity_units); the schedule item reads of the chaining are the table's
+other items (`other`); SQS requests and Lambda invocations are the run's, per delivered message.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from bench import cost
+from bench.capacity_units import Units
+from bench.precision import BATCH
+from bench.receiver import Receiver
+from bench.report import Section, percentile
+from bench.runtime_meter import RuntimeMeter
+from devstack.config import RuntimeConfig
+from devstack.emulator import free_port
+from devstack.runtime import Runtime
+
+P99_BUDGET = 0.200
+MAX_BUDGET = 1.0
+
+
+@dataclass(frozen=True)
+class SchedulesConfig:
+    schedules: int = 60
+    rounds: int = 2  # occurrences measured per schedule
+    every: int = 60
+    lead: float = 15.0  # the first start is this far ahead: past the ingest hand-off window (swept, as the rest)
+    spread: float = 60.0  # the schedules' starts are spread over this many seconds
+    sweep_interval: float = 2.0
+    lookahead: float = 10.0
+    handoff_safety: float = 1.0
+    shards: int = 4
+    settle: float = 4.0
+    seed: int = 20261124
+
+
+QUICK = SchedulesConfig(schedules=4, rounds=1, lead=3.0, spread=2.0, sweep_interval=1.0, lookahead=4.0, settle=3.0)
+
+
+@dataclass(frozen=True)
+class Measured:
+    due: dict[str, float]  # id -> due time (epoch seconds)
+    arrived: dict[str, float]
+
+    def lateness(self) -> list[float]:
+        return [self.arrived[i] - due for i, due in self.due.items() if i in self.arrived]
+
+
+def run(config: SchedulesConfig) -> Section:
+    runtime = Runtime(
+        RuntimeConfig(
+            api_port=0,
+            emulator_port=free_port(),
+            sweep_interval=config.sweep_interval,
+            lookahead=config.lookahead,
+            handoff_safety=config.handoff_safety,
+            shards=config.shards,
+            dispatcher_workers=8,
+            allow_private_callbacks=True,
+        )
+    )
+    receiver = Receiver().start()
+    try:
+        runtime.start()
+        return _measure(config, runtime, receiver)
+    finally:
+        runtime.stop()
+        receiver.stop()
+
+
+def _measure(config: SchedulesConfig, runtime: Runtime, receiver: Receiver) -> Section:
+    meter = RuntimeMeter(runtime).attach()
+    api = runtime.api_url
+    for queue in ("scheduled", "oneoff"):
+        _call(api, "PUT", f"/v1/queues/{queue}", {"target": {"type": "http", "url": receiver.url}})
+    baseline = meter.counts()
+    started = time.time()
+    starts = [started + config.lead + i * config.spread / config.schedules for i in range(config.schedules)]
+    for i, start in enumerate(starts):
+        doc = {"every": config.every, "start_at": _rfc3339(start), "body": {"schedule": i}}
+        _call(api, "PUT", f"/v1/queues/scheduled/schedules/s{i}", doc)
+    created = meter.counts()
+    last_due = starts[-1] + config.every * (config.rounds - 1)
+    oneoff = _post_oneoffs(config, api, starts[0], last_due)
+    expected = len(oneoff) + config.schedules * config.rounds
+    while time.time() < last_due + config.settle and len(receiver.arrived) < expected:
+        time.sleep(0.5)
+    time.sleep(1.0)  # the last deliveries' bookkeeping
+    final = meter.counts()
+    keys, _ = meter.capacity.snapshot()
+    listed = _list(api, "scheduled")
+    for i in range(config.schedules):
+        _call(api, "DELETE", f"/v1/queues/scheduled/schedules/s{i}", None)
+    occurrences = {m["id"]: _epoch(m["due_at"]) for m in listed if _epoch(m["due_at"]) <= last_due + 0.001}
+    measured = {
+        "occurrences": Measured(occurrences, receiver.arrived),
+        "one-off": Measured(oneoff, receiver.arrived),
+    }
+    swept = {k[1][2:] for k, indexed in meter.capacity.indexed_at_ingest.items() if indexed}
+    units = {
+        "occurrences": _units(keys, occurrences, receiver.arrived),
+        "one-off": _units(keys, {i: d for i, d in oneoff.items() if i in swept}, receiver.arrived),
+    }
+    section = _section(config, measured, units, receiver.duplicates)
+    _costs(section, (baseline, created, final), units["occurrences"], len(receiver.arrived), config.schedules)
+    section.data["wall_seconds"] = round(time.time() - started, 1)
+    return section
+
+
+def _post_oneoffs(config: SchedulesConfig, api: str, first: float, last: float) -> dict[str, float]:
+    """As many one-off messages as occurrences, due uniformly over the same span."""
+    rnd = random.Random(config.seed)
+    dues = [rnd.uniform(first, max(first, last)) for _ in range(config.schedules * config.rounds)]
+    posted: dict[str, float] = {}
+    for chunk in range(0, len(dues), BATCH):
+        messages = [{"body": {"n": n}, "deliver_at": _rfc3339(d)} for n, d in enumerate(dues[chunk : chunk + BATCH])]
+        doc = _call(api, "POST", "/v1/queues/oneoff/messages", {"messages": messages})
+        posted.update({m["id"]: _epoch(m["due_at"]) for m in doc["messages"]})
+    return posted
+
+
+def _units(keys: dict[Any, Units], due: dict[str, float], arrived: dict[str, float]) -> dict[str, float]:
+    """Mean DynamoDB units of the delivered messages' own items."""
+    mine = [u for k, u in keys.items() if k[1][2:] in due and k[1][2:] in arrived]
+    count = max(1, len(mine))
+    write, read = sum(u.write for u in mine) / count, sum(u.read for u in mine) / count
+    return {"messages": len(mine), "write": write, "read": read}
+
+
+def _section(
+    config: SchedulesConfig, measured: dict[str, Measured], units: dict[str, dict[str, float]], duplicates: int
+) -> Section:
+    section = Section("schedules", "4b. Schedules: occurrences beside one-off messages (local runtime)")
+    figures: dict[str, Any] = {}
+    for kind, m in measured.items():
+        late = m.lateness()
+        missing = len(m.due) - len(late)
+        early = sum(1 for x in late if x < 0)
+        p99, worst = percentile(late, 99), max(late, default=float("nan"))
+        judged = kind == "occurrences"  # one-off messages have their budgets in the precision target
+        section.check(f"{kind}: delivered", len(late), f"of {len(m.due):,}", budget="all", passed=missing == 0)
+        section.check(f"{kind}: early deliveries", early, budget="0", passed=early == 0)
+        section.check(
+            f"{kind}: p99 lateness",
+            p99 * 1000,
+            "ms",
+            budget="≤ 200 ms" if judged else "",
+            passed=p99 <= P99_BUDGET if judged else None,
+        )
+        section.check(
+            f"{kind}: max lateness",
+            worst * 1000,
+            "ms",
+            budget="≤ 1000 ms" if judged else "",
+            passed=worst <= MAX_BUDGET if judged else None,
+        )
+        section.check(f"{kind}: p50 lateness", percentile(late, 50) * 1000, "ms")
+        figures[kind] = {
+            "count": len(late),
+            "missing": missing,
+            "early": early,
+            "p50_ms": round(percentile(late, 50) * 1000, 1),
+            "p99_ms": round(p99 * 1000, 1),
+            "max_ms": round(worst * 1000, 1),
+        }
+    section.check("duplicate deliveries", duplicates, budget="0", passed=duplicates == 0)
+    for kind, u in units.items():
+        label = "occurrence" if kind == "occurrences" else "one-off message, sweep path"
+        section.check(f"{label}: write units of its item (n={u['messages']:g})", u["write"], "WU")
+        section.check(f"{label}: read units of its item (n={u['messages']:g})", u["read"], "RU")
+    section.data.update({"config": config.__dict__, "targets": figures, "units": units, "duplicates": duplicates})
+    section.notes += [
+        f"{config.schedules} schedules, `every: {config.every}`, starts spread over {config.spread:g} s from "
+        f"{config.lead:g} s ahead; {config.rounds} occurrence(s) each measured; as many one-off messages due "
+        "uniformly over the same span, to the same receiver.",
+        "Each occurrence after the first is stored when the one before it starts its delivery (a minute ahead), "
+        "so occurrences take the sweep path; the one-off figures beside them are the sweep path's too.",
+    ]
+    return section
+
+
+def _costs(
+    section: Section,
+    counts: tuple[dict[str, Any], dict[str, Any], dict[str, Any]],
+    occurrence: dict[str, float],
+    delivered: int,
+    schedules: int,
+) -> None:
+    """US$ per million occurrences: the occurrence's own units + the chaining's schedule reads + SQS + Lambda.
+
+    `counts` are the meter's counts before the schedules were created, after, and at the end.
+    """
+    baseline, _, final = counts
+    per = 1 / max(1, delivered)
+    occurrences = max(1, int(occurrence["messages"]))
+
+    def units(use: str, index: int) -> list[float]:
+        return [c["dynamodb"].get(use, (0.0, 0.0, 0))[0 if index == 0 else 1] for c in counts]
+
+    before, puts, after = units("schedule items", 0)
+    schedule_write = (after - puts) / occurrences
+    section.check("schedule item units per PUT of a schedule", (puts - before) / max(1, schedules), "WU")
+    schedule_read = (units("schedule items", 1)[2] - units("schedule items", 1)[1]) / occurrences
+    # Attempt history items (and anything else): shared by every delivered message, occurrence or not.
+    other_write = (units("other", 0)[2] - units("other", 0)[0]) * per
+    other_read = (units("other", 1)[2] - units("other", 1)[0]) * per
+    sqs = sum(final["sqs"].get(n, 0) - baseline["sqs"].get(n, 0) for n in cost.HOURGLASS_SQS) * per
+    invocations = sum(c - baseline["lambdas"].get(k, (0, 0.0))[0] for k, (c, _) in final["lambdas"].items()) * per
+    gb_seconds = per * sum(
+        (s - baseline["lambdas"].get(k, (0, 0.0))[1]) * cost.MEMORY_GB.get(k, 0.5)
+        for k, (_, s) in final["lambdas"].items()
+    )
+    writes = occurrence["write"] + schedule_write + other_write
+    reads = occurrence["read"] + schedule_read + other_read
+    dollars = {
+        "DynamoDB": (writes * cost.PRICE_WRITE_UNIT + reads * cost.PRICE_READ_UNIT) * 1e6,
+        "SQS": sqs * cost.PRICE_SQS_REQUEST * 1e6,
+        "Lambda requests": invocations * cost.PRICE_LAMBDA_REQUEST * 1e6,
+        "Lambda duration": gb_seconds * cost.PRICE_LAMBDA_GB_SECOND * 1e6,
+    }
+    dollars["Hourglass total"] = sum(dollars.values())
+    section.check("schedule item units per occurrence (chaining)", f"{schedule_write:.2f} WU + {schedule_read:.2f} RU")
+    section.check("attempt history units per delivered message", f"{other_write:.2f} WU + {other_read:.2f} RU")
+    section.check("SQS requests per delivered message", sqs)
+    section.check("Lambda invocations per delivered message", invocations)
+    for name, value in dollars.items():
+        section.check(f"US$ per million occurrences: {name}", value)
+    section.check("US$ per million: EventBridge Scheduler invocations", cost.PRICE_SCHEDULER_INVOCATION * 1e6)
+    section.data["per_occurrence"] = {
+        "write": writes,
+        "read": reads,
+        "schedule_write": schedule_write,
+        "schedule_read": schedule_read,
+        "history_write": other_write,
+        "sqs_requests": sqs,
+        "lambda_invocations": invocations,
+        "usd_per_million": {k: round(v, 3) for k, v in dollars.items()},
+    }
+    section.notes.append(
+        "SQS requests and Lambda invocations are the run's per delivered message (occurrences and one-offs share "
+        "the timer queue and functions); sweeper runs are every few seconds here, 60 s in the stack."
+    )
+
+
+def _list(api: str, queue: str) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    cursor = None
+    while True:
+        query = {"limit": "100", **({"cursor": cursor} if cursor else {})}
+        doc = _call(api, "GET", f"/v1/queues/{queue}/messages?{urllib.parse.urlencode(query)}", None)
+        found += doc["messages"]
+        cursor = doc.get("next_cursor")
+        if not cursor:
+            return found
+
+
+def _rfc3339(epoch: float) -> str:
+    return datetime.fromtimestamp(round(epoch, 3), UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _epoch(text: str) -> float:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def _call(base: str, method: str, path: str, body: Any) -> Any:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(base + path, data=data, method=method)
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(request, timeout=60) as response:
+        text = response.read()
+    return json.loads(text) if text else None
