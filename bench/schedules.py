@@ -68,7 +68,7 @@ def run(config: SchedulesConfig) -> Section:
             lookahead=config.lookahead,
             handoff_safety=config.handoff_safety,
             shards=config.shards,
-            dispatcher_workers=8,
+            dispatcher_threads=8,
             allow_private_callbacks=True,
         )
     )
