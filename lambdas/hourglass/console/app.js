@@ -144,7 +144,7 @@ async function loadQueues() {
       .filter((k) => queue[k] !== undefined && queue[k] !== null).map((k) => `${k}=${queue[k]}`);
     const retry = queue.retry || {};
     limits.push(`retry ${retry.max_attempts}x`);
-    cell(row, limits.join(", "));
+    cell(row, limits.join(", "), "limits");
     cell(row, queue.paused ? "paused" : "active", `state ${queue.paused ? "status-failed" : "status-delivered"}`);
     const counts = await Promise.all(STATUSES.map((s) => countStatus(name, s)));
     STATUSES.forEach((s, i) => cell(row, counts[i], `count count-${s}`));
@@ -270,7 +270,7 @@ async function openTimeline(queue, id) {
   if (attempts) {
     for (const a of attempts) {
       const code = a.status_code === null || a.status_code === undefined ? "" : ` HTTP ${a.status_code}`;
-      const error = a.error ? ` — ${a.error}` : "";
+      const error = a.error && a.error !== `HTTP ${a.status_code}` ? ` — ${a.error}` : "";
       const retry = a.retry_at ? `, retry at ${when(a.retry_at)}` : "";
       event(list, a.started_at, `attempt ${a.attempt}: ${a.outcome}${code}${error}${retry}`, `status-${a.outcome}`);
     }
@@ -317,11 +317,94 @@ async function loadSchedules() {
       cell(row, s.paused ? "paused" : "active");
       cell(row, (s.next_due_at || []).map(when).join(", "), "mono next");
       cell(row, short(s.body), "body mono");
+      row.appendChild(scheduleActions(s));
       tbody.appendChild(row);
     }
     cursor = page.next_cursor;
   } while (cursor);
   if (!tbody.children.length) notice("No schedules on this queue.");
+}
+
+function scheduleActions(s) {
+  const path = `${queuePath(state.queue)}/schedules/${enc(s.name)}`;
+  const actions = document.createElement("td");
+  actions.append(
+    button(s.paused ? "Resume" : "Pause", "schedule-toggle", () => guarded(async () => {
+      await api("POST", `${path}/${s.paused ? "resume" : "pause"}`);
+      await loadSchedules();
+      notice(`schedule ${s.name} ${s.paused ? "resumed" : "paused"}`);
+    })),
+    button("Occurrences", "schedule-messages", () => {
+      $("#schedule-filter").value = s.name;
+      $("#status-filter").value = "";
+      show("messages");
+    }),
+    button("Delete", "schedule-delete", () => guarded(async () => {
+      if (!confirm(`Delete schedule ${s.name}? Its pending occurrence is cancelled.`)) return;
+      await api("DELETE", path);
+      await loadSchedules();
+      notice(`deleted schedule ${s.name}`);
+    })),
+  );
+  return actions;
+}
+
+function parsed(text) {
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    return text;
+  }
+}
+
+async function saveSchedule() {
+  if (!state.queue) return notice("Pick a queue first.", true);
+  const name = $("#schedule-name").value.trim();
+  const rule = $("#schedule-when").value.trim();
+  const doc = /^\d+(\.\d+)?$/.test(rule) ? { every: Number(rule) } : { cron: rule };
+  const timezone = $("#schedule-timezone").value.trim();
+  if (timezone) doc.timezone = timezone;
+  const body = $("#schedule-body").value.trim();
+  if (body) doc.body = parsed(body);
+  await api("PUT", `${queuePath(state.queue)}/schedules/${enc(name)}`, doc);
+  $("#schedule-form").reset();
+  await loadSchedules();
+  notice(`saved schedule ${name}`);
+}
+
+// --- bulk operations ----------------------------------------------------------------------------
+
+async function runOperation(request) {
+  const base = `${queuePath(state.queue)}/operations`;
+  let op = await api("POST", base, request);
+  while (op.status === "running") {
+    notice(`operation ${op.id} running: matched ${op.matched}, applied ${op.applied}`);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    op = await api("GET", `${base}/${enc(op.id)}`);
+  }
+  return op;
+}
+
+function operationText(op) {
+  const error = op.error ? ` — ${op.error}` : "";
+  return `${op.action} ${op.status}: matched ${op.matched}, applied ${op.applied}, skipped ${op.skipped}${error}`;
+}
+
+async function startOperation() {
+  if (!state.queue) return notice("Pick a queue first.", true);
+  const action = $("#op-action").value;
+  const filter = {};
+  const status = $("#status-filter").value;
+  if (status) filter.status = status;
+  const after = $("#op-due-after").value.trim();
+  const before = $("#op-due-before").value.trim();
+  if (after) filter.due_after = after;
+  if (before) filter.due_before = before;
+  const request = { action, filter };
+  if (action === "shift") request.seconds = Number($("#op-seconds").value);
+  const op = await runOperation(request);
+  await listMessages(false);
+  notice(operationText(op), op.status !== "succeeded");
 }
 
 function percentile(sorted, p) {
@@ -434,15 +517,12 @@ function wire() {
     notice(text, /—/.test(text));
   }));
   $("#redeliver-all").addEventListener("click", () => guarded(async () => {
-    let op = await api("POST", `${queuePath(state.queue)}/operations`, { action: "redeliver", filter: { status: "failed" } });
-    while (op.status === "running") {
-      notice(`operation ${op.id}: matched ${op.matched}, applied ${op.applied}`);
-      await new Promise((resolve) => setTimeout(resolve, 1000));
-      op = await api("GET", `${queuePath(state.queue)}/operations/${enc(op.id)}`);
-    }
+    const op = await runOperation({ action: "redeliver", filter: { status: "failed" } });
     await loadFailed();
-    notice(`operation ${op.id} ${op.status}: applied ${op.applied}, skipped ${op.skipped}`, op.status !== "succeeded");
+    notice(operationText(op), op.status !== "succeeded");
   }));
+  $("#operation-form").addEventListener("submit", (e) => { e.preventDefault(); guarded(startOperation); });
+  $("#schedule-form").addEventListener("submit", (e) => { e.preventDefault(); guarded(saveSchedule); });
   $("#cancel-message").addEventListener("click", () => guarded(async () => {
     const { queue, id } = $("#timeline").dataset;
     await api("DELETE", `${queuePath(queue)}/messages/${enc(id)}`);
