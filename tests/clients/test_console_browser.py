@@ -66,7 +66,7 @@ def sign_in(page: Any, queue: str) -> None:
     page.click("#save-key")
     page.fill("#add-queue-name", queue)
     page.click("#add-queue")
-    page.wait_for_selector(f'#queues-table tr[data-queue="{queue}"] td.count-expired')
+    page.wait_for_selector(f'#queues-table tr[data-queue="{queue}"][data-counted]')
 
 
 @pytest.fixture
@@ -113,6 +113,23 @@ def test_queues_view_shows_counts_by_status(page: Any, busy_queue: dict[str, Any
     }  # fmt: skip
     assert page.evaluate("sessionStorage.getItem('hourglass.key')") == API_KEY
     shot(page, "queues")
+
+
+def test_queues_view_lists_every_queue_without_typing_its_name(page: Any, client: Client, queue: str) -> None:
+    page.fill("#key", API_KEY)
+    page.click("#save-key")
+    page.wait_for_selector(f'#queues-table tr[data-queue="{queue}"]')
+    shown = page.eval_on_selector_all("#queues-table tbody tr", "rows => rows.map(r => r.dataset.queue)")
+    assert shown == sorted(q.name for q in client.iter_queues())
+    assert queue in page.eval_on_selector_all("#queue-select option", "options => options.map(o => o.value)")
+
+
+def test_selecting_an_unknown_queue_says_so(page: Any, queue: str) -> None:
+    sign_in(page, queue)
+    page.fill("#add-queue-name", "no-such-queue-here")
+    page.click("#add-queue")
+    page.wait_for_selector("#notice.error")
+    assert page.inner_text("#notice") == "queue no-such-queue-here does not exist"
 
 
 def test_message_list_filters_by_status(page: Any, busy_queue: dict[str, Any]) -> None:

@@ -66,6 +66,14 @@ const short = (value) => {
 };
 const when = (iso) => (iso ? iso.replace("T", " ").replace(/\.\d+Z$/, "Z") : "");
 
+// A view's loader may be started again before its last run answered: only the latest run may draw.
+const runs = {};
+function newRun(kind) {
+  const run = (runs[kind] || 0) + 1;
+  runs[kind] = run;
+  return () => runs[kind] === run;
+}
+
 async function guarded(action) {
   try {
     notice("");
@@ -77,30 +85,15 @@ async function guarded(action) {
 
 // --- queues -------------------------------------------------------------------------------------
 
-function rememberedQueues() {
-  return JSON.parse(sessionStorage.getItem("hourglass.queues") || "[]");
-}
-
-function remember(names) {
-  const all = Array.from(new Set([...rememberedQueues(), ...names])).sort();
-  sessionStorage.setItem("hourglass.queues", JSON.stringify(all));
-  return all;
-}
-
-async function knownQueues() {
-  try {
-    const names = [];
-    let cursor = null;
-    do {
-      const page = await api("GET", "/v1/queues" + (cursor ? `?cursor=${enc(cursor)}` : ""));
-      page.queues.forEach((q) => names.push(q.name));
-      cursor = page.next_cursor;
-    } while (cursor);
-    return remember(names);
-  } catch (error) {
-    if (error.status === 404) return rememberedQueues(); // no queue listing on this server yet
-    throw error;
-  }
+async function allQueues() {
+  const queues = [];
+  let cursor = null;
+  do {
+    const page = await api("GET", "/v1/queues?limit=1000" + (cursor ? `&cursor=${enc(cursor)}` : ""));
+    queues.push(...page.queues);
+    cursor = page.next_cursor;
+  } while (cursor);
+  return queues;
 }
 
 async function countStatus(queue, status) {
@@ -122,44 +115,57 @@ function fillQueueSelect(names) {
   select.value = state.queue || "";
 }
 
+function queueRow(queue) {
+  const name = queue.name;
+  const row = document.createElement("tr");
+  row.dataset.queue = name;
+  cell(row, name, "mono");
+  const target = queue.target || {};
+  cell(row, target.url || target.queue_url || "");
+  const limits = ["rate_limit", "max_concurrency", "timeout"]
+    .filter((k) => queue[k] !== undefined && queue[k] !== null).map((k) => `${k}=${queue[k]}`);
+  const retry = queue.retry || {};
+  limits.push(`retry ${retry.max_attempts}x`);
+  cell(row, limits.join(", "), "limits");
+  cell(row, queue.paused ? "paused" : "active", `state ${queue.paused ? "status-failed" : "status-delivered"}`);
+  STATUSES.forEach((s) => cell(row, "…", `count count-${s}`));
+  const actions = document.createElement("td");
+  actions.append(
+    button("Messages", "open", () => { selectQueue(name); show("messages"); }),
+    button(queue.paused ? "Resume" : "Pause", "pause-toggle", () => guarded(async () => {
+      await api("POST", `${queuePath(name)}/${queue.paused ? "resume" : "pause"}`);
+      await loadQueues();
+    })),
+  );
+  row.appendChild(actions);
+  return row;
+}
+
+async function fillCounts(row, stillWanted) {
+  const counts = await Promise.all(STATUSES.map((s) => countStatus(row.dataset.queue, s)));
+  if (!stillWanted()) return;
+  STATUSES.forEach((s, i) => { row.querySelector(`td.count-${s}`).textContent = counts[i]; });
+  row.dataset.counted = "true";
+}
+
 async function loadQueues() {
-  const names = await knownQueues();
-  fillQueueSelect(names);
-  const tbody = $("#queues-table tbody");
-  tbody.replaceChildren();
-  for (const name of names) {
-    let queue;
-    try {
-      queue = await api("GET", queuePath(name));
-    } catch (error) {
-      if (error.status === 404) continue;
-      throw error;
-    }
-    const row = document.createElement("tr");
-    row.dataset.queue = name;
-    cell(row, name, "mono");
-    const target = queue.target || {};
-    cell(row, target.url || target.queue_url || "");
-    const limits = ["rate_limit", "max_concurrency", "timeout"]
-      .filter((k) => queue[k] !== undefined && queue[k] !== null).map((k) => `${k}=${queue[k]}`);
-    const retry = queue.retry || {};
-    limits.push(`retry ${retry.max_attempts}x`);
-    cell(row, limits.join(", "), "limits");
-    cell(row, queue.paused ? "paused" : "active", `state ${queue.paused ? "status-failed" : "status-delivered"}`);
-    const counts = await Promise.all(STATUSES.map((s) => countStatus(name, s)));
-    STATUSES.forEach((s, i) => cell(row, counts[i], `count count-${s}`));
-    const actions = document.createElement("td");
-    actions.append(
-      button("Messages", "open", () => { selectQueue(name); show("messages"); }),
-      button(queue.paused ? "Resume" : "Pause", "pause-toggle", () => guarded(async () => {
-        await api("POST", `${queuePath(name)}/${queue.paused ? "resume" : "pause"}`);
-        await loadQueues();
-      })),
-    );
-    row.appendChild(actions);
-    tbody.appendChild(row);
-  }
-  if (!names.length) notice("Add a queue name to see it here.");
+  const latest = newRun("queues");
+  const stillWanted = () => latest() && state.view === "queues";
+  // Only rows counted by the latest run carry data-counted (what the browser tests wait for).
+  document.querySelectorAll("#queues-table tr[data-counted]").forEach((r) => { delete r.dataset.counted; });
+  const queues = await allQueues();
+  if (!latest()) return;
+  fillQueueSelect(queues.map((q) => q.name));
+  const rows = queues.map(queueRow);
+  $("#queues-table tbody").replaceChildren(...rows);
+  if (!queues.length) notice("No queues yet: create one with PUT /v1/queues/{name} or `hourglass queues put`.");
+  // Counts cost one listing per status: the selected queue first, then the others a few at a time.
+  const order = [...rows.filter((r) => r.dataset.queue === state.queue), ...rows.filter((r) => r.dataset.queue !== state.queue)];
+  const worker = async () => {
+    while (order.length && stillWanted()) await fillCounts(order.shift(), stillWanted);
+  };
+  await Promise.all([worker(), worker(), worker()]);
+  return queues.map((q) => q.name);
 }
 
 function selectQueue(name) {
@@ -200,7 +206,9 @@ async function listMessages(more) {
   if (status) params.set("status", status);
   if (schedule) params.set("schedule", schedule);
   if (more && state.cursor) params.set("cursor", state.cursor);
+  const latest = newRun("messages");
   const page = await api("GET", `${queuePath(state.queue)}/messages?${params}`);
+  if (!latest()) return;
   const tbody = $("#messages-table tbody");
   if (!more) tbody.replaceChildren();
   page.messages.forEach((m) => tbody.appendChild(messageRow(m, true)));
@@ -287,42 +295,49 @@ async function openTimeline(queue, id) {
 
 async function loadFailed() {
   if (!state.queue) return;
-  const tbody = $("#failed-table tbody");
-  tbody.replaceChildren();
+  const latest = newRun("failed");
+  const rows = [];
   for (const status of ["failed", "expired"]) {
     let cursor = null;
     do {
       const query = `?status=${status}&limit=200` + (cursor ? `&cursor=${enc(cursor)}` : "");
       const page = await api("GET", `${queuePath(state.queue)}/messages${query}`);
-      page.messages.forEach((m) => tbody.appendChild(messageRow(m, true)));
+      page.messages.forEach((m) => rows.push(messageRow(m, true)));
       cursor = page.next_cursor;
-    } while (cursor && tbody.children.length < 1000);
+    } while (cursor && rows.length < 1000);
   }
-  notice(`${tbody.children.length} failed or expired message(s)`);
+  if (!latest()) return;
+  $("#failed-table tbody").replaceChildren(...rows);
+  notice(`${rows.length} failed or expired message(s)`);
 }
 
 async function loadSchedules() {
   if (!state.queue) return;
-  const tbody = $("#schedules-table tbody");
-  tbody.replaceChildren();
+  const latest = newRun("schedules");
+  const found = [];
   let cursor = null;
   do {
     const page = await api("GET", `${queuePath(state.queue)}/schedules` + (cursor ? `?cursor=${enc(cursor)}` : ""));
-    for (const s of page.schedules) {
-      const row = document.createElement("tr");
-      row.dataset.schedule = s.name;
-      cell(row, s.name, "mono");
-      cell(row, s.cron ? s.cron : `every ${s.every} s`, "mono");
-      cell(row, s.timezone || "UTC");
-      cell(row, s.paused ? "paused" : "active");
-      cell(row, (s.next_due_at || []).map(when).join(", "), "mono next");
-      cell(row, short(s.body), "body mono");
-      row.appendChild(scheduleActions(s));
-      tbody.appendChild(row);
-    }
+    found.push(...page.schedules);
     cursor = page.next_cursor;
   } while (cursor);
+  if (!latest()) return;
+  const tbody = $("#schedules-table tbody");
+  tbody.replaceChildren(...found.map(scheduleRow));
   if (!tbody.children.length) notice("No schedules on this queue.");
+}
+
+function scheduleRow(s) {
+  const row = document.createElement("tr");
+  row.dataset.schedule = s.name;
+  cell(row, s.name, "mono");
+  cell(row, s.cron ? s.cron : `every ${s.every} s`, "mono");
+  cell(row, s.timezone || "UTC");
+  cell(row, s.paused ? "paused" : "active");
+  cell(row, (s.next_due_at || []).map(when).join(", "), "mono next");
+  cell(row, short(s.body), "body mono");
+  row.appendChild(scheduleActions(s));
+  return row;
 }
 
 function scheduleActions(s) {
@@ -420,6 +435,7 @@ function svg(name, attrs, text) {
 
 async function loadLateness() {
   if (!state.queue) return;
+  const latest = newRun("lateness");
   const points = [];
   let cursor = null;
   do {
@@ -432,7 +448,7 @@ async function loadLateness() {
     }
     cursor = page.next_cursor;
   } while (cursor && points.length < COUNT_CAP);
-  drawLateness(points);
+  if (latest()) drawLateness(points);
 }
 
 function drawLateness(points) {
@@ -490,11 +506,10 @@ function wire() {
     e.preventDefault();
     guarded(async () => {
       const name = $("#add-queue-name").value.trim();
-      await api("GET", queuePath(name));
-      remember([name]);
       state.queue = name;
+      const names = await loadQueues();
+      if (names && !names.includes(name)) throw new Error(`queue ${name} does not exist`);
       $("#add-queue-name").value = "";
-      await loadQueues();
     });
   });
   $("#refresh-queues").addEventListener("click", () => guarded(loadQueues));
