@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypeVar
 
 import pytest
-from hourglass_client import Client, NotFound
+from hourglass_client import Client
 from moto.server import ThreadedMotoServer
 
 from devstack.config import RuntimeConfig
@@ -82,16 +82,6 @@ def eventually(probe: Callable[[], T | None], timeout: float = 30.0) -> T:
         if time.monotonic() >= deadline:
             raise AssertionError(f"condition not met within {timeout} s")
         time.sleep(0.1)
-
-
-def needs_route(call: Callable[[], T]) -> T:
-    """Runs a call to a v1.1 endpoint; skips the test while the server has no such route."""
-    try:
-        return call()
-    except NotFound as exc:
-        if "no route" in exc.message:
-            pytest.skip(f"server side of this v1.1 endpoint is not implemented yet ({exc.message})")
-        raise
 
 
 @pytest.fixture(scope="session")
