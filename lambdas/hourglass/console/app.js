@@ -164,7 +164,8 @@ async function loadQueues() {
   const worker = async () => {
     while (order.length && stillWanted()) await fillCounts(order.shift(), stillWanted);
   };
-  await Promise.all([worker(), worker(), worker()]);
+  // Not awaited: the table is usable (and the queue list known) before every row is counted.
+  Promise.all([worker(), worker(), worker()]).catch((error) => notice(error.message, true));
   return queues.map((q) => q.name);
 }
 
@@ -507,9 +508,9 @@ function wire() {
     guarded(async () => {
       const name = $("#add-queue-name").value.trim();
       state.queue = name;
+      $("#add-queue-name").value = "";
       const names = await loadQueues();
       if (names && !names.includes(name)) throw new Error(`queue ${name} does not exist`);
-      $("#add-queue-name").value = "";
     });
   });
   $("#refresh-queues").addEventListener("click", () => guarded(loadQueues));
