@@ -112,7 +112,9 @@ def api_url(client_runtime: Runtime) -> str:
 
 @pytest.fixture
 def client(api_url: str) -> Client:
-    return Client(api_url, API_KEY)
+    # A 100-message create is 100 dedup transactions on the embedded emulator: on a starved shared
+    # machine one request took over the default 30 s, and each retry after a timeout starts over.
+    return Client(api_url, API_KEY, timeout=120)
 
 
 @pytest.fixture(scope="session")
