@@ -15,6 +15,11 @@ function notice(text, isError) {
   el.className = isError ? "error" : "";
 }
 
+// What a view's loader says about its result: never hides an error that a later action showed.
+function info(text) {
+  if (!$("#notice").classList.contains("error")) notice(text);
+}
+
 class ApiError extends Error {
   constructor(status, code, message) {
     super(`${status} ${code}: ${message}`);
@@ -158,7 +163,7 @@ async function loadQueues() {
   fillQueueSelect(queues.map((q) => q.name));
   const rows = queues.map(queueRow);
   $("#queues-table tbody").replaceChildren(...rows);
-  if (!queues.length) notice("No queues yet: create one with PUT /v1/queues/{name} or `hourglass queues put`.");
+  if (!queues.length) info("No queues yet: create one with PUT /v1/queues/{name} or `hourglass queues put`.");
   // Counts cost one listing per status: the selected queue first, then the others a few at a time.
   const order = [...rows.filter((r) => r.dataset.queue === state.queue), ...rows.filter((r) => r.dataset.queue !== state.queue)];
   const worker = async () => {
@@ -215,7 +220,7 @@ async function listMessages(more) {
   page.messages.forEach((m) => tbody.appendChild(messageRow(m, true)));
   state.cursor = page.next_cursor;
   $("#more").hidden = !page.next_cursor;
-  notice(`${tbody.children.length} message(s) shown`);
+  info(`${tbody.children.length} message(s) shown`);
 }
 
 function picked(table) {
@@ -309,7 +314,7 @@ async function loadFailed() {
   }
   if (!latest()) return;
   $("#failed-table tbody").replaceChildren(...rows);
-  notice(`${rows.length} failed or expired message(s)`);
+  info(`${rows.length} failed or expired message(s)`);
 }
 
 async function loadSchedules() {
@@ -325,7 +330,7 @@ async function loadSchedules() {
   if (!latest()) return;
   const tbody = $("#schedules-table tbody");
   tbody.replaceChildren(...found.map(scheduleRow));
-  if (!tbody.children.length) notice("No schedules on this queue.");
+  if (!tbody.children.length) info("No schedules on this queue.");
 }
 
 function scheduleRow(s) {
