@@ -18,7 +18,8 @@ from tests.clients.conftest import API_KEY, RawReceiver, eventually
 
 @pytest.fixture
 def run(api_url: str) -> Any:
-    runner = CliRunner(env={"HOURGLASS_URL": api_url, "HOURGLASS_API_KEY": API_KEY})
+    # A wide terminal, so Rich does not wrap the lines the tests read.
+    runner = CliRunner(env={"HOURGLASS_URL": api_url, "HOURGLASS_API_KEY": API_KEY, "COLUMNS": "250"})
 
     def invoke(*args: str) -> Result:
         return runner.invoke(main, list(args), catch_exceptions=False)
@@ -127,46 +128,116 @@ def test_tail_shows_retries(run: Any, client: Client, receiver: RawReceiver, que
     eventually(lambda: client.get_message(queue, created.id).status == "delivered")
 
 
-# --- v1.1 commands: skipped while the server has no route for them -------------------------------
+# --- v1.1 commands --------------------------------------------------------------------------------
 
 
-def v11(result: Result) -> Result:
-    if result.exit_code == 1 and "no route" in result.output:
-        pytest.skip(f"server side of this v1.1 endpoint is not implemented yet: {result.output.strip()}")
-    return result
+def test_queues_list_shows_every_queue(run: Any, client: Client, queue: str) -> None:
+    listed = lines(run("--json", "queues", "list"))[0]
+    assert [q["name"] for q in listed] == sorted(q.name for q in client.iter_queues())
+    assert queue in [q["name"] for q in listed]
+
+
+def test_queues_delete(run: Any, client: Client, queue: str) -> None:
+    assert run("queues", "delete", queue).exit_code == 0
+    assert run("queues", "get", queue).exit_code == 1
+    assert queue not in [q.name for q in client.iter_queues()]
 
 
 def test_queues_pause_and_resume(run: Any, client: Client, queue: str) -> None:
-    assert v11(run("queues", "pause", queue)).exit_code == 0
+    assert run("queues", "pause", queue).exit_code == 0
     assert client.get_queue(queue).paused is True
     assert run("queues", "resume", queue).exit_code == 0
     assert client.get_queue(queue).paused is False
+
+
+def test_patch_reschedules_a_pending_message(run: Any, client: Client, queue: str) -> None:
+    created = client.send(queue, "x", delay=600)
+    patched = json.loads(run("--json", "patch", queue, created.id, "--delay", "1200", "--body", '{"v": 2}').stdout)
+    stored = client.get_message(queue, created.id)
+    assert (stored.body, patched["due_at"]) == ({"v": 2}, stored.raw["due_at"])
+    assert created.due_at is not None and stored.due_at is not None and stored.due_at > created.due_at
 
 
 def test_attempts_and_redeliver(run: Any, client: Client, receiver: RawReceiver, queue: str) -> None:
     receiver.script[f"/{queue}"] = [400, 200]
     created = client.send(queue, "once")
     eventually(lambda: client.get_message(queue, created.id).status == "failed")
-    history = lines(v11(run("--json", "attempts", queue, created.id)))[0]
+    history = lines(run("--json", "attempts", queue, created.id))[0]
     assert [(a["outcome"], a["status_code"]) for a in history] == [("failed", 400)]
-    assert v11(run("redeliver", queue, created.id)).exit_code == 0
+    table = run("attempts", queue, created.id).stdout
+    assert "failed" in table and "400" in table
+    assert run("redeliver", queue, created.id).exit_code == 0
     eventually(lambda: client.get_message(queue, created.id).status == "delivered")
+
+
+def test_redeliver_of_a_pending_message_is_a_409(run: Any, client: Client, queue: str) -> None:
+    created = client.send(queue, "x", delay=600)
+    result = run("redeliver", queue, created.id)
+    assert result.exit_code == 1
+    assert "409 conflict" in result.output
 
 
 def test_operations_start_follow_cancels_pending(run: Any, client: Client, queue: str) -> None:
     created = client.send_batch(queue, [{"body": n, "delay": 600} for n in range(5)])
-    result = v11(
-        run("--json", "operations", "start", queue, "cancel", "--status", "pending", "--follow", "--poll", "0.2")
-    )
+    result = run("--json", "operations", "start", queue, "cancel", "--status", "pending", "--follow", "--poll", "0.2")
     op = json.loads(result.stdout)
     assert (op["status"], op["applied"]) == ("succeeded", 5)
     assert {client.get_message(queue, c.id).status for c in created} == {"cancelled"}
 
 
+def test_operations_shift_then_get_follow(run: Any, client: Client, queue: str) -> None:
+    created = client.send(queue, "x", delay=600)
+    started = json.loads(run("--json", "operations", "start", queue, "shift", "--seconds", "300").stdout)
+    followed = run("operations", "get", queue, started["id"], "--follow", "--poll", "0.2")
+    assert f"{started['id']} shift succeeded: matched 1, applied 1, skipped 0" in followed.stdout
+    moved = client.get_message(queue, created.id).due_at
+    assert created.due_at is not None and moved is not None
+    assert (moved - created.due_at).total_seconds() == 300
+
+
+def test_operations_shift_without_seconds_is_a_usage_error(run: Any) -> None:
+    result = run("operations", "start", "q", "shift")
+    assert result.exit_code == 2
+    assert "--seconds" in result.output
+
+
 def test_schedules_put_list_delete(run: Any, client: Client, queue: str) -> None:
-    made = v11(run("--json", "schedules", "put", queue, "hourly", "--every", "3600", "--body", '{"tick": 1}'))
+    made = run("--json", "schedules", "put", queue, "hourly", "--every", "3600", "--body", '{"tick": 1}')
     assert json.loads(made.stdout)["name"] == "hourly"
     listed = lines(run("--json", "schedules", "list", queue))[0]
     assert [s["name"] for s in listed] == ["hourly"]
     assert run("schedules", "delete", queue, "hourly").exit_code == 0
     assert list(client.iter_schedules(queue)) == []
+
+
+def test_schedules_get_shows_the_next_occurrences(run: Any, client: Client, queue: str) -> None:
+    made = client.put_schedule(queue, "nightly", cron="30 2 * * *", timezone="Europe/London", body="n")
+    assert (
+        json.loads(run("--json", "schedules", "get", queue, "nightly").stdout)["next_due_at"] == made.raw["next_due_at"]
+    )
+    table = run("schedules", "get", queue, "nightly").stdout
+    for due in made.next_due_at:
+        assert due.strftime("%Y-%m-%d %H:%M:%S.000Z") in table
+    assert "30 2 * * *" in table and "Europe/London" in table
+
+
+def test_schedules_pause_and_resume(run: Any, client: Client, queue: str) -> None:
+    client.put_schedule(queue, "daily", cron="0 9 * * *", body="d")
+    assert json.loads(run("--json", "schedules", "pause", queue, "daily").stdout)["paused"] is True
+    assert client.get_schedule(queue, "daily").paused is True
+    assert run("schedules", "resume", queue, "daily").exit_code == 0
+    assert client.get_schedule(queue, "daily").paused is False
+
+
+def test_schedules_put_needs_exactly_one_of_cron_and_every(run: Any, client: Client, queue: str) -> None:
+    result = run("schedules", "put", queue, "both", "--cron", "0 9 * * *", "--every", "3600", "--body", "x")
+    assert result.exit_code == 2
+    assert "exactly one of --cron and --every" in result.output
+    assert list(client.iter_schedules(queue)) == []
+
+
+def test_schedule_occurrences_are_listed_with_schedule(run: Any, client: Client, queue: str) -> None:
+    client.put_schedule(queue, "weekly", cron="0 8 * * MON", body="w")
+    client.send(queue, "not an occurrence", delay=600)
+    listed = lines(run("--json", "list", queue, "--schedule", "weekly"))
+    assert [(m["schedule"], m["status"]) for m in listed] == [("weekly", "pending")]

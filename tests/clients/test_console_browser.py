@@ -1,5 +1,6 @@
 """The web console in headless Chromium (Debian's `chromium`, driven by Playwright) against the local
-runtime: key entry, queue counts, message list and timeline, bulk cancel, failed messages, lateness
+runtime: key entry, queues (counts, limits, pause), message list and timeline with attempts, bulk
+cancel/shift/redeliver, failed messages, schedules (create, next occurrences, pause, delete), lateness
 chart. Screenshots go to tests/artifacts/console/."""
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 import shutil
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +66,7 @@ def sign_in(page: Any, queue: str) -> None:
     page.click("#save-key")
     page.fill("#add-queue-name", queue)
     page.click("#add-queue")
-    page.wait_for_selector(f'#queues-table tr[data-queue="{queue}"] td.count-expired')
+    page.wait_for_selector(f'#queues-table tr[data-queue="{queue}"][data-counted]')
 
 
 @pytest.fixture
@@ -79,6 +81,15 @@ def busy_queue(client: Client, receiver: RawReceiver) -> dict[str, Any]:
     eventually(lambda: client.get_message(name, failed.id).status == "failed")
     pending = client.send_batch(name, [{"body": {"n": n}, "delay": 3600} for n in range(3)])
     return {"name": name, "delivered": delivered.id, "failed": failed.id, "pending": [p.id for p in pending]}
+
+
+def when(value: datetime) -> str:
+    """A time as the console shows it: `2026-11-21 10:00:00Z`."""
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def time_text(value: datetime) -> str:
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 def counts(page: Any, queue: str) -> dict[str, str]:
@@ -104,6 +115,23 @@ def test_queues_view_shows_counts_by_status(page: Any, busy_queue: dict[str, Any
     shot(page, "queues")
 
 
+def test_queues_view_lists_every_queue_without_typing_its_name(page: Any, client: Client, queue: str) -> None:
+    page.fill("#key", API_KEY)
+    page.click("#save-key")
+    page.wait_for_selector(f'#queues-table tr[data-queue="{queue}"]')
+    shown = page.eval_on_selector_all("#queues-table tbody tr", "rows => rows.map(r => r.dataset.queue)")
+    assert shown == sorted(q.name for q in client.iter_queues())
+    assert queue in page.eval_on_selector_all("#queue-select option", "options => options.map(o => o.value)")
+
+
+def test_selecting_an_unknown_queue_says_so(page: Any, queue: str) -> None:
+    sign_in(page, queue)
+    page.fill("#add-queue-name", "no-such-queue-here")
+    page.click("#add-queue")
+    page.wait_for_selector("#notice.error")
+    assert page.inner_text("#notice") == "queue no-such-queue-here does not exist"
+
+
 def test_message_list_filters_by_status(page: Any, busy_queue: dict[str, Any]) -> None:
     sign_in(page, busy_queue["name"])
     page.click('nav button[data-view="messages"]')
@@ -124,10 +152,43 @@ def test_timeline_shows_creation_attempts_and_delivery(page: Any, busy_queue: di
     page.click("#find-message")
     page.wait_for_selector("#timeline:not([hidden]) #timeline-events li")
     events = page.inner_text("#timeline-events")
-    assert "created" in events and "delivered" in events
+    assert events.splitlines()[0].endswith(" created")
+    assert "attempt 1: delivered HTTP 200" in events
+    assert events.splitlines()[-1].endswith(" delivered")
     assert page.inner_text("#timeline-id") == busy_queue["delivered"]
     assert page.is_disabled("#cancel-message") and page.is_enabled("#redeliver-message")
     shot(page, "timeline")
+
+
+def test_timeline_of_a_retried_message_shows_each_attempt(
+    page: Any, client: Client, receiver: RawReceiver, queue: str
+) -> None:
+    receiver.script[f"/{queue}"] = [503]
+    created = client.send(queue, "flaky")
+    eventually(lambda: client.get_message(queue, created.id).status == "delivered")
+    sign_in(page, queue)
+    page.click('nav button[data-view="messages"]')
+    page.fill("#message-id", created.id)
+    page.click("#find-message")
+    page.wait_for_selector("#timeline:not([hidden]) #timeline-events li")
+    attempts = page.eval_on_selector_all(
+        "#timeline-events li", "items => items.map(i => i.lastChild.textContent).filter(t => t.startsWith('attempt'))"
+    )
+    assert attempts[0].startswith("attempt 1: retry HTTP 503, retry at ")
+    assert attempts[1:] == ["attempt 2: delivered HTTP 200"]
+    shot(page, "timeline-retried")
+
+
+def test_queues_view_shows_limits_and_paused_state(page: Any, client: Client, receiver: RawReceiver) -> None:
+    name = f"ui-{uuid.uuid4().hex[:8]}"
+    target = {"type": "http", "url": receiver.url(f"/{name}")}
+    client.put_queue(name, target=target, retry={"max_attempts": 3}, rate_limit=5, max_concurrency=2, timeout=10)
+    client.pause_queue(name)
+    sign_in(page, name)
+    row = f'#queues-table tr[data-queue="{name}"]'
+    assert page.inner_text(f"{row} td.limits") == "rate_limit=5, max_concurrency=2, timeout=10, retry 3x"
+    assert page.inner_text(f"{row} td.state") == "paused"
+    assert page.inner_text(f"{row} button.pause-toggle") == "Resume"
 
 
 def test_bulk_cancel_cancels_the_selected_messages(page: Any, client: Client, busy_queue: dict[str, Any]) -> None:
@@ -162,25 +223,136 @@ def test_redeliver_selected_makes_failed_messages_pending(
     page.wait_for_selector(f'#failed-table tr[data-id="{busy_queue["failed"]}"]')
     page.check(f'#failed-table tr[data-id="{busy_queue["failed"]}"] input.pick')
     page.click("#redeliver-selected")
-    expect(page.locator("#notice")).to_contain_text("redelivered")
-    if "no route" in page.inner_text("#notice"):
-        pytest.skip("server side of POST .../redeliver (v1.1) is not implemented yet")
-    assert "redelivered 1 of 1" in page.inner_text("#notice")
+    expect(page.locator("#notice")).to_have_text("redelivered 1 of 1")
     assert client.get_message(queue, busy_queue["failed"]).status in ("pending", "delivering", "delivered")
 
 
-def test_schedules_view_lists_next_occurrences(page: Any, client: Client, queue: str) -> None:
-    from hourglass_client import NotFound
+def test_redeliver_all_failed_runs_a_bulk_operation(page: Any, client: Client, busy_queue: dict[str, Any]) -> None:
+    queue = busy_queue["name"]
+    sign_in(page, queue)
+    page.click('nav button[data-view="failed"]')
+    page.wait_for_selector(f'#failed-table tr[data-id="{busy_queue["failed"]}"]')
+    page.click("#redeliver-all")
+    expect(page.locator("#notice")).to_have_text("redeliver succeeded: matched 1, applied 1, skipped 0")
+    assert client.get_message(queue, busy_queue["failed"]).status in ("pending", "delivering", "delivered")
+    expect(page.locator(f'#failed-table tr[data-id="{busy_queue["failed"]}"]')).to_have_count(0)
+    shot(page, "redeliver-all")
 
-    try:
-        client.put_schedule(queue, "nightly", cron="30 2 * * *", timezone="Europe/London", body={"job": "x"})
-    except NotFound as exc:
-        pytest.skip(f"server side of schedules (v1.1) is not implemented yet ({exc.message})")
+
+def test_bulk_shift_moves_the_matching_messages_due_times(
+    page: Any, client: Client, busy_queue: dict[str, Any]
+) -> None:
+    queue = busy_queue["name"]
+    before = {mid: client.get_message(queue, mid).due_at for mid in busy_queue["pending"]}
+    sign_in(page, queue)
+    page.click('nav button[data-view="messages"]')
+    page.select_option("#status-filter", "pending")
+    page.select_option("#op-action", "shift")
+    page.fill("#op-seconds", "600")
+    page.click("#start-operation")
+    expect(page.locator("#notice")).to_have_text("shift succeeded: matched 3, applied 3, skipped 0")
+    after = {mid: client.get_message(queue, mid).due_at for mid in busy_queue["pending"]}
+    assert {mid: (after[mid] - due).total_seconds() for mid, due in before.items()} == dict.fromkeys(before, 600.0)
+    assert client.get_message(queue, busy_queue["delivered"]).status == "delivered"
+    expect(page.locator("#messages-table tbody tr")).to_have_count(3)
+    shot(page, "bulk-shift")
+
+
+def test_bulk_cancel_with_a_due_window_leaves_the_others(page: Any, client: Client, queue: str) -> None:
+    soon = client.send(queue, "soon", delay=600)
+    late = client.send(queue, "late", delay=7200)
+    sign_in(page, queue)
+    page.click('nav button[data-view="messages"]')
+    page.select_option("#status-filter", "pending")
+    page.fill("#op-due-before", time_text(datetime.now(UTC) + timedelta(hours=1)))
+    page.select_option("#op-action", "cancel")
+    page.click("#start-operation")
+    expect(page.locator("#notice")).to_have_text("cancel succeeded: matched 1, applied 1, skipped 0")
+    assert (client.get_message(queue, soon.id).status, client.get_message(queue, late.id).status) == (
+        "cancelled",
+        "pending",
+    )
+    shown = page.eval_on_selector_all("#messages-table tbody tr", "rows => rows.map(r => r.dataset.id)")
+    assert shown == [late.id]
+
+
+def test_schedules_view_lists_next_occurrences(page: Any, client: Client, queue: str) -> None:
+    made = client.put_schedule(queue, "nightly", cron="30 2 * * *", timezone="Europe/London", body={"job": "x"})
     sign_in(page, queue)
     page.click('nav button[data-view="schedules"]')
-    page.wait_for_selector('#schedules-table tr[data-schedule="nightly"]')
-    assert page.inner_text('#schedules-table tr[data-schedule="nightly"] td.next').count("Z") == 3
+    row = '#schedules-table tr[data-schedule="nightly"]'
+    page.wait_for_selector(row)
+    assert page.inner_text(f"{row} td.next") == ", ".join(when(t) for t in made.next_due_at)
+    assert page.inner_text(row).split("\t")[1:4] == ["30 2 * * *", "Europe/London", "active"]
     shot(page, "schedules")
+
+
+def test_schedule_form_creates_a_schedule(page: Any, client: Client, queue: str) -> None:
+    sign_in(page, queue)
+    page.click('nav button[data-view="schedules"]')
+    page.fill("#schedule-name", "hourly")
+    page.fill("#schedule-when", "3600")
+    page.fill("#schedule-body", '{"tick": 1}')
+    page.click("#save-schedule")
+    expect(page.locator("#notice")).to_have_text("saved schedule hourly")
+    stored = client.get_schedule(queue, "hourly")
+    assert (stored.every, stored.cron, stored.timezone, stored.body) == (3600, None, "UTC", {"tick": 1})
+    next_cell = '#schedules-table tr[data-schedule="hourly"] td.next'
+    assert page.inner_text(next_cell) == ", ".join(when(t) for t in stored.next_due_at)
+
+
+def test_schedule_form_shows_the_error_for_a_bad_cron(page: Any, client: Client, queue: str) -> None:
+    sign_in(page, queue)
+    page.click('nav button[data-view="schedules"]')
+    page.fill("#schedule-name", "broken")
+    page.fill("#schedule-when", "61 * * * *")
+    page.click("#save-schedule")
+    page.wait_for_selector("#notice.error")
+    assert page.inner_text("#notice").startswith("400 ")
+    assert "cron" in page.inner_text("#notice")
+    assert list(client.iter_schedules(queue)) == []
+
+
+def test_schedule_pause_and_resume_buttons(page: Any, client: Client, queue: str) -> None:
+    client.put_schedule(queue, "daily", cron="0 9 * * *", body="d")
+    sign_in(page, queue)
+    page.click('nav button[data-view="schedules"]')
+    row = '#schedules-table tr[data-schedule="daily"]'
+    page.click(f"{row} button.schedule-toggle")
+    expect(page.locator("#notice")).to_have_text("schedule daily paused")
+    assert client.get_schedule(queue, "daily").paused is True
+    assert page.inner_text(f"{row} button.schedule-toggle") == "Resume"
+    shot(page, "schedule-paused")
+    page.click(f"{row} button.schedule-toggle")
+    expect(page.locator("#notice")).to_have_text("schedule daily resumed")
+    assert client.get_schedule(queue, "daily").paused is False
+
+
+def test_schedule_delete_button_deletes_it_after_confirming(page: Any, client: Client, queue: str) -> None:
+    from hourglass_client import NotFound
+
+    client.put_schedule(queue, "gone", every=600, body="g")
+    sign_in(page, queue)
+    page.click('nav button[data-view="schedules"]')
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click('#schedules-table tr[data-schedule="gone"] button.schedule-delete')
+    expect(page.locator("#notice")).to_have_text("deleted schedule gone")
+    expect(page.locator('#schedules-table tr[data-schedule="gone"]')).to_have_count(0)
+    with pytest.raises(NotFound):
+        client.get_schedule(queue, "gone")
+
+
+def test_schedule_occurrences_button_lists_its_messages(page: Any, client: Client, queue: str) -> None:
+    client.put_schedule(queue, "weekly", cron="0 8 * * MON", body="w")
+    client.send(queue, "not an occurrence", delay=600)
+    occurrences = [m.id for m in client.iter_messages(queue, schedule="weekly")]
+    sign_in(page, queue)
+    page.click('nav button[data-view="schedules"]')
+    page.click('#schedules-table tr[data-schedule="weekly"] button.schedule-messages')
+    expect(page.locator("#messages-table tbody tr")).to_have_count(len(occurrences))
+    shown = page.eval_on_selector_all("#messages-table tbody tr", "rows => rows.map(r => r.dataset.id)")
+    assert len(occurrences) == 1 and shown == occurrences
+    assert page.input_value("#schedule-filter") == "weekly"
 
 
 def test_lateness_chart_plots_each_delivered_message(page: Any, busy_queue: dict[str, Any]) -> None:
@@ -208,9 +380,7 @@ def test_pause_button_pauses_the_queue(page: Any, client: Client, queue: str) ->
     sign_in(page, queue)
     row = f'#queues-table tr[data-queue="{queue}"]'
     page.click(f"{row} button.pause-toggle")
-    page.wait_for_selector(f'{row} button.pause-toggle:text("Resume"), #notice.error')
-    if "no route" in page.inner_text("#notice"):
-        pytest.skip("server side of POST .../pause (v1.1) is not implemented yet")
+    page.wait_for_selector(f'{row} button.pause-toggle:text("Resume")')
     assert client.get_queue(queue).paused is True
     assert page.inner_text(f"{row} td.state") == "paused"
     shot(page, "paused")

@@ -1,4 +1,4 @@
-"""The SDK against the local runtime (v1 endpoints; v1.1 ones skip while the server lacks them)."""
+"""The SDK against the local runtime: v1 and v1.1 endpoints."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from hourglass_client import BadRequest, Client, Conflict, NotFound, Unauthorized, message, verify
 
-from tests.clients.conftest import RawReceiver, eventually, needs_route
+from tests.clients.conftest import RawReceiver, eventually
 
 
 def test_put_queue_creates_a_queue_that_get_returns(client: Client) -> None:
@@ -116,11 +116,11 @@ def test_later_endpoints_create_query_and_delete(client: Client, receiver: RawRe
         client.later_delete("0" * 26)
 
 
-# --- v1.1: skipped while the server has no route for them ------------------------------------
+# --- v1.1 ------------------------------------------------------------------------------------
 
 
 def test_pause_and_resume_set_the_queue_paused_flag(client: Client, queue: str) -> None:
-    assert needs_route(lambda: client.pause_queue(queue)).paused is True
+    assert client.pause_queue(queue).paused is True
     assert client.get_queue(queue).paused is True
     assert client.resume_queue(queue).paused is False
 
@@ -129,7 +129,7 @@ def test_attempts_list_a_retry_then_the_delivery(client: Client, queue: str, rec
     receiver.script[f"/{queue}"] = [503]
     created = client.send(queue, "flaky")
     eventually(lambda: client.get_message(queue, created.id).status == "delivered")
-    found = needs_route(lambda: client.attempts(queue, created.id))
+    found = client.attempts(queue, created.id)
     assert [(a.attempt, a.outcome, a.status_code) for a in found] == [(1, "retry", 503), (2, "delivered", 200)]
 
 
@@ -137,23 +137,21 @@ def test_redeliver_makes_a_failed_message_pending_again(client: Client, queue: s
     receiver.script[f"/{queue}"] = [400, 200]
     created = client.send(queue, "fails once")
     eventually(lambda: client.get_message(queue, created.id).status == "failed")
-    needs_route(lambda: client.redeliver(queue, created.id))
+    client.redeliver(queue, created.id)
     delivered = eventually(lambda: (m := client.get_message(queue, created.id)).status == "delivered" and m)
     assert delivered.attempts == 2
 
 
 def test_cancel_operation_cancels_the_pending_messages(client: Client, queue: str) -> None:
     created = client.send_batch(queue, [message(n, delay=600) for n in range(12)])
-    started = needs_route(lambda: client.start_operation(queue, "cancel", filter={"status": "pending"}))
+    started = client.start_operation(queue, "cancel", filter={"status": "pending"})
     done = client.wait_operation(queue, started.id, poll=0.2, timeout=30)
     assert (done.status, done.applied) == ("succeeded", 12)
     assert {client.get_message(queue, c.id).status for c in created} == {"cancelled"}
 
 
 def test_schedule_put_get_list_pause_delete(client: Client, queue: str) -> None:
-    made = needs_route(
-        lambda: client.put_schedule(queue, "daily", cron="0 9 * * MON-FRI", timezone="Europe/London", body={"r": 1})
-    )
+    made = client.put_schedule(queue, "daily", cron="0 9 * * MON-FRI", timezone="Europe/London", body={"r": 1})
     assert len(made.next_due_at) == 3
     assert [s.name for s in client.iter_schedules(queue)] == ["daily"]
     assert client.pause_schedule(queue, "daily").paused is True
@@ -162,9 +160,17 @@ def test_schedule_put_get_list_pause_delete(client: Client, queue: str) -> None:
         client.get_schedule(queue, "daily")
 
 
-def test_list_queues_includes_a_new_queue(client: Client, queue: str) -> None:
-    names = needs_route(lambda: [q.name for q in client.iter_queues()])
-    assert queue in names
+def test_iter_queues_pages_through_every_queue_in_name_order(client: Client, queue: str) -> None:
+    client.pause_queue(queue)
+    found = list(client.iter_queues(page_size=2))
+    names = [q.name for q in found]
+    assert names == sorted(set(names)) and queue in names
+    assert [q.paused for q in found if q.name == queue] == [True]
+
+
+def test_a_deleted_queue_is_no_longer_listed(client: Client, queue: str) -> None:
+    client.delete_queue(queue)
+    assert queue not in [q.name for q in client.iter_queues()]
 
 
 def test_message_documents_keep_the_raw_json(client: Client, queue: str) -> None:

@@ -1,5 +1,5 @@
-"""v1.1 calls against a scripted loopback server answering with the contract's documents, until the
-runtime serves them (the runtime tests of these endpoints skip meanwhile)."""
+"""v1.1 calls against a scripted loopback server answering with the contract's documents: what the
+runtime cannot be made to answer on cue (a running operation's polls, cursors, path encoding)."""
 
 from __future__ import annotations
 

@@ -119,3 +119,8 @@ def test_attempts_and_redeliver_fit_the_schema(harness: Harness, queue: str) -> 
     check("/v1/queues/{queue}/messages/{id}/attempts", "GET", status, doc)
     status, doc = harness.call("POST", f"/v1/queues/{queue}/messages/{message_id}/redeliver")
     check("/v1/queues/{queue}/messages/{id}/redeliver", "POST", status, doc)
+
+
+def test_queue_list_fits_the_schema(harness: Harness, queue: str) -> None:
+    status, page = harness.call("GET", "/v1/queues", params={"limit": "1"})
+    check("/v1/queues", "GET", status, page)

@@ -15,6 +15,11 @@ function notice(text, isError) {
   el.className = isError ? "error" : "";
 }
 
+// What a view's loader says about its result: never hides an error that a later action showed.
+function info(text) {
+  if (!$("#notice").classList.contains("error")) notice(text);
+}
+
 class ApiError extends Error {
   constructor(status, code, message) {
     super(`${status} ${code}: ${message}`);
@@ -66,6 +71,14 @@ const short = (value) => {
 };
 const when = (iso) => (iso ? iso.replace("T", " ").replace(/\.\d+Z$/, "Z") : "");
 
+// A view's loader may be started again before its last run answered: only the latest run may draw.
+const runs = {};
+function newRun(kind) {
+  const run = (runs[kind] || 0) + 1;
+  runs[kind] = run;
+  return () => runs[kind] === run;
+}
+
 async function guarded(action) {
   try {
     notice("");
@@ -77,30 +90,15 @@ async function guarded(action) {
 
 // --- queues -------------------------------------------------------------------------------------
 
-function rememberedQueues() {
-  return JSON.parse(sessionStorage.getItem("hourglass.queues") || "[]");
-}
-
-function remember(names) {
-  const all = Array.from(new Set([...rememberedQueues(), ...names])).sort();
-  sessionStorage.setItem("hourglass.queues", JSON.stringify(all));
-  return all;
-}
-
-async function knownQueues() {
-  try {
-    const names = [];
-    let cursor = null;
-    do {
-      const page = await api("GET", "/v1/queues" + (cursor ? `?cursor=${enc(cursor)}` : ""));
-      page.queues.forEach((q) => names.push(q.name));
-      cursor = page.next_cursor;
-    } while (cursor);
-    return remember(names);
-  } catch (error) {
-    if (error.status === 404) return rememberedQueues(); // no queue listing on this server yet
-    throw error;
-  }
+async function allQueues() {
+  const queues = [];
+  let cursor = null;
+  do {
+    const page = await api("GET", "/v1/queues?limit=1000" + (cursor ? `&cursor=${enc(cursor)}` : ""));
+    queues.push(...page.queues);
+    cursor = page.next_cursor;
+  } while (cursor);
+  return queues;
 }
 
 async function countStatus(queue, status) {
@@ -122,44 +120,58 @@ function fillQueueSelect(names) {
   select.value = state.queue || "";
 }
 
+function queueRow(queue) {
+  const name = queue.name;
+  const row = document.createElement("tr");
+  row.dataset.queue = name;
+  cell(row, name, "mono");
+  const target = queue.target || {};
+  cell(row, target.url || target.queue_url || "");
+  const limits = ["rate_limit", "max_concurrency", "timeout"]
+    .filter((k) => queue[k] !== undefined && queue[k] !== null).map((k) => `${k}=${queue[k]}`);
+  const retry = queue.retry || {};
+  limits.push(`retry ${retry.max_attempts}x`);
+  cell(row, limits.join(", "), "limits");
+  cell(row, queue.paused ? "paused" : "active", `state ${queue.paused ? "status-failed" : "status-delivered"}`);
+  STATUSES.forEach((s) => cell(row, "…", `count count-${s}`));
+  const actions = document.createElement("td");
+  actions.append(
+    button("Messages", "open", () => { selectQueue(name); show("messages"); }),
+    button(queue.paused ? "Resume" : "Pause", "pause-toggle", () => guarded(async () => {
+      await api("POST", `${queuePath(name)}/${queue.paused ? "resume" : "pause"}`);
+      await loadQueues();
+    })),
+  );
+  row.appendChild(actions);
+  return row;
+}
+
+async function fillCounts(row, stillWanted) {
+  const counts = await Promise.all(STATUSES.map((s) => countStatus(row.dataset.queue, s)));
+  if (!stillWanted()) return;
+  STATUSES.forEach((s, i) => { row.querySelector(`td.count-${s}`).textContent = counts[i]; });
+  row.dataset.counted = "true";
+}
+
 async function loadQueues() {
-  const names = await knownQueues();
-  fillQueueSelect(names);
-  const tbody = $("#queues-table tbody");
-  tbody.replaceChildren();
-  for (const name of names) {
-    let queue;
-    try {
-      queue = await api("GET", queuePath(name));
-    } catch (error) {
-      if (error.status === 404) continue;
-      throw error;
-    }
-    const row = document.createElement("tr");
-    row.dataset.queue = name;
-    cell(row, name, "mono");
-    const target = queue.target || {};
-    cell(row, target.url || target.queue_url || "");
-    const limits = ["rate_limit", "max_concurrency", "timeout"]
-      .filter((k) => queue[k] !== undefined && queue[k] !== null).map((k) => `${k}=${queue[k]}`);
-    const retry = queue.retry || {};
-    limits.push(`retry ${retry.max_attempts}x`);
-    cell(row, limits.join(", "));
-    cell(row, queue.paused ? "paused" : "active", `state ${queue.paused ? "status-failed" : "status-delivered"}`);
-    const counts = await Promise.all(STATUSES.map((s) => countStatus(name, s)));
-    STATUSES.forEach((s, i) => cell(row, counts[i], `count count-${s}`));
-    const actions = document.createElement("td");
-    actions.append(
-      button("Messages", "open", () => { selectQueue(name); show("messages"); }),
-      button(queue.paused ? "Resume" : "Pause", "pause-toggle", () => guarded(async () => {
-        await api("POST", `${queuePath(name)}/${queue.paused ? "resume" : "pause"}`);
-        await loadQueues();
-      })),
-    );
-    row.appendChild(actions);
-    tbody.appendChild(row);
-  }
-  if (!names.length) notice("Add a queue name to see it here.");
+  const latest = newRun("queues");
+  const stillWanted = () => latest() && state.view === "queues";
+  // Only rows counted by the latest run carry data-counted (what the browser tests wait for).
+  document.querySelectorAll("#queues-table tr[data-counted]").forEach((r) => { delete r.dataset.counted; });
+  const queues = await allQueues();
+  if (!latest()) return;
+  fillQueueSelect(queues.map((q) => q.name));
+  const rows = queues.map(queueRow);
+  $("#queues-table tbody").replaceChildren(...rows);
+  if (!queues.length) info("No queues yet: create one with PUT /v1/queues/{name} or `hourglass queues put`.");
+  // Counts cost one listing per status: the selected queue first, then the others a few at a time.
+  const order = [...rows.filter((r) => r.dataset.queue === state.queue), ...rows.filter((r) => r.dataset.queue !== state.queue)];
+  const worker = async () => {
+    while (order.length && stillWanted()) await fillCounts(order.shift(), stillWanted);
+  };
+  // Not awaited: the table is usable (and the queue list known) before every row is counted.
+  Promise.all([worker(), worker(), worker()]).catch((error) => notice(error.message, true));
+  return queues.map((q) => q.name);
 }
 
 function selectQueue(name) {
@@ -200,13 +212,15 @@ async function listMessages(more) {
   if (status) params.set("status", status);
   if (schedule) params.set("schedule", schedule);
   if (more && state.cursor) params.set("cursor", state.cursor);
+  const latest = newRun("messages");
   const page = await api("GET", `${queuePath(state.queue)}/messages?${params}`);
+  if (!latest()) return;
   const tbody = $("#messages-table tbody");
   if (!more) tbody.replaceChildren();
   page.messages.forEach((m) => tbody.appendChild(messageRow(m, true)));
   state.cursor = page.next_cursor;
   $("#more").hidden = !page.next_cursor;
-  notice(`${tbody.children.length} message(s) shown`);
+  info(`${tbody.children.length} message(s) shown`);
 }
 
 function picked(table) {
@@ -270,7 +284,7 @@ async function openTimeline(queue, id) {
   if (attempts) {
     for (const a of attempts) {
       const code = a.status_code === null || a.status_code === undefined ? "" : ` HTTP ${a.status_code}`;
-      const error = a.error ? ` — ${a.error}` : "";
+      const error = a.error && a.error !== `HTTP ${a.status_code}` ? ` — ${a.error}` : "";
       const retry = a.retry_at ? `, retry at ${when(a.retry_at)}` : "";
       event(list, a.started_at, `attempt ${a.attempt}: ${a.outcome}${code}${error}${retry}`, `status-${a.outcome}`);
     }
@@ -287,41 +301,131 @@ async function openTimeline(queue, id) {
 
 async function loadFailed() {
   if (!state.queue) return;
-  const tbody = $("#failed-table tbody");
-  tbody.replaceChildren();
+  const latest = newRun("failed");
+  const rows = [];
   for (const status of ["failed", "expired"]) {
     let cursor = null;
     do {
       const query = `?status=${status}&limit=200` + (cursor ? `&cursor=${enc(cursor)}` : "");
       const page = await api("GET", `${queuePath(state.queue)}/messages${query}`);
-      page.messages.forEach((m) => tbody.appendChild(messageRow(m, true)));
+      page.messages.forEach((m) => rows.push(messageRow(m, true)));
       cursor = page.next_cursor;
-    } while (cursor && tbody.children.length < 1000);
+    } while (cursor && rows.length < 1000);
   }
-  notice(`${tbody.children.length} failed or expired message(s)`);
+  if (!latest()) return;
+  $("#failed-table tbody").replaceChildren(...rows);
+  info(`${rows.length} failed or expired message(s)`);
 }
 
 async function loadSchedules() {
   if (!state.queue) return;
-  const tbody = $("#schedules-table tbody");
-  tbody.replaceChildren();
+  const latest = newRun("schedules");
+  const found = [];
   let cursor = null;
   do {
     const page = await api("GET", `${queuePath(state.queue)}/schedules` + (cursor ? `?cursor=${enc(cursor)}` : ""));
-    for (const s of page.schedules) {
-      const row = document.createElement("tr");
-      row.dataset.schedule = s.name;
-      cell(row, s.name, "mono");
-      cell(row, s.cron ? s.cron : `every ${s.every} s`, "mono");
-      cell(row, s.timezone || "UTC");
-      cell(row, s.paused ? "paused" : "active");
-      cell(row, (s.next_due_at || []).map(when).join(", "), "mono next");
-      cell(row, short(s.body), "body mono");
-      tbody.appendChild(row);
-    }
+    found.push(...page.schedules);
     cursor = page.next_cursor;
   } while (cursor);
-  if (!tbody.children.length) notice("No schedules on this queue.");
+  if (!latest()) return;
+  const tbody = $("#schedules-table tbody");
+  tbody.replaceChildren(...found.map(scheduleRow));
+  if (!tbody.children.length) info("No schedules on this queue.");
+}
+
+function scheduleRow(s) {
+  const row = document.createElement("tr");
+  row.dataset.schedule = s.name;
+  cell(row, s.name, "mono");
+  cell(row, s.cron ? s.cron : `every ${s.every} s`, "mono");
+  cell(row, s.timezone || "UTC");
+  cell(row, s.paused ? "paused" : "active");
+  cell(row, (s.next_due_at || []).map(when).join(", "), "mono next");
+  cell(row, short(s.body), "body mono");
+  row.appendChild(scheduleActions(s));
+  return row;
+}
+
+function scheduleActions(s) {
+  const path = `${queuePath(state.queue)}/schedules/${enc(s.name)}`;
+  const actions = document.createElement("td");
+  actions.append(
+    button(s.paused ? "Resume" : "Pause", "schedule-toggle", () => guarded(async () => {
+      await api("POST", `${path}/${s.paused ? "resume" : "pause"}`);
+      await loadSchedules();
+      notice(`schedule ${s.name} ${s.paused ? "resumed" : "paused"}`);
+    })),
+    button("Occurrences", "schedule-messages", () => {
+      $("#schedule-filter").value = s.name;
+      $("#status-filter").value = "";
+      show("messages");
+    }),
+    button("Delete", "schedule-delete", () => guarded(async () => {
+      if (!confirm(`Delete schedule ${s.name}? Its pending occurrence is cancelled.`)) return;
+      await api("DELETE", path);
+      await loadSchedules();
+      notice(`deleted schedule ${s.name}`);
+    })),
+  );
+  return actions;
+}
+
+function parsed(text) {
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    return text;
+  }
+}
+
+async function saveSchedule() {
+  if (!state.queue) return notice("Pick a queue first.", true);
+  const name = $("#schedule-name").value.trim();
+  const rule = $("#schedule-when").value.trim();
+  const doc = /^\d+(\.\d+)?$/.test(rule) ? { every: Number(rule) } : { cron: rule };
+  const timezone = $("#schedule-timezone").value.trim();
+  if (timezone) doc.timezone = timezone;
+  const body = $("#schedule-body").value.trim();
+  if (body) doc.body = parsed(body);
+  await api("PUT", `${queuePath(state.queue)}/schedules/${enc(name)}`, doc);
+  $("#schedule-form").reset();
+  await loadSchedules();
+  notice(`saved schedule ${name}`);
+}
+
+// --- bulk operations ----------------------------------------------------------------------------
+
+async function runOperation(request) {
+  const base = `${queuePath(state.queue)}/operations`;
+  let op = await api("POST", base, request);
+  while (op.status === "running") {
+    notice(`operation ${op.id} running: matched ${op.matched}, applied ${op.applied}`);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    op = await api("GET", `${base}/${enc(op.id)}`);
+  }
+  return op;
+}
+
+function operationText(op) {
+  const error = op.error ? ` — ${op.error}` : "";
+  return `${op.action} ${op.status}: matched ${op.matched}, applied ${op.applied}, skipped ${op.skipped}${error}`;
+}
+
+async function startOperation() {
+  if (!state.queue) return notice("Pick a queue first.", true);
+  const action = $("#op-action").value;
+  const filter = {};
+  const status = $("#status-filter").value;
+  if (status) filter.status = status;
+  const after = $("#op-due-after").value.trim();
+  const before = $("#op-due-before").value.trim();
+  if (after) filter.due_after = after;
+  if (before) filter.due_before = before;
+  const request = { action, filter };
+  if (action === "shift") request.seconds = Number($("#op-seconds").value);
+  const op = await runOperation(request);
+  await listMessages(false);
+  notice(operationText(op), op.status !== "succeeded");
 }
 
 function percentile(sorted, p) {
@@ -337,6 +441,7 @@ function svg(name, attrs, text) {
 
 async function loadLateness() {
   if (!state.queue) return;
+  const latest = newRun("lateness");
   const points = [];
   let cursor = null;
   do {
@@ -349,7 +454,7 @@ async function loadLateness() {
     }
     cursor = page.next_cursor;
   } while (cursor && points.length < COUNT_CAP);
-  drawLateness(points);
+  if (latest()) drawLateness(points);
 }
 
 function drawLateness(points) {
@@ -407,11 +512,10 @@ function wire() {
     e.preventDefault();
     guarded(async () => {
       const name = $("#add-queue-name").value.trim();
-      await api("GET", queuePath(name));
-      remember([name]);
       state.queue = name;
       $("#add-queue-name").value = "";
-      await loadQueues();
+      const names = await loadQueues();
+      if (names && !names.includes(name)) throw new Error(`queue ${name} does not exist`);
     });
   });
   $("#refresh-queues").addEventListener("click", () => guarded(loadQueues));
@@ -434,15 +538,12 @@ function wire() {
     notice(text, /—/.test(text));
   }));
   $("#redeliver-all").addEventListener("click", () => guarded(async () => {
-    let op = await api("POST", `${queuePath(state.queue)}/operations`, { action: "redeliver", filter: { status: "failed" } });
-    while (op.status === "running") {
-      notice(`operation ${op.id}: matched ${op.matched}, applied ${op.applied}`);
-      await new Promise((resolve) => setTimeout(resolve, 1000));
-      op = await api("GET", `${queuePath(state.queue)}/operations/${enc(op.id)}`);
-    }
+    const op = await runOperation({ action: "redeliver", filter: { status: "failed" } });
     await loadFailed();
-    notice(`operation ${op.id} ${op.status}: applied ${op.applied}, skipped ${op.skipped}`, op.status !== "succeeded");
+    notice(operationText(op), op.status !== "succeeded");
   }));
+  $("#operation-form").addEventListener("submit", (e) => { e.preventDefault(); guarded(startOperation); });
+  $("#schedule-form").addEventListener("submit", (e) => { e.preventDefault(); guarded(saveSchedule); });
   $("#cancel-message").addEventListener("click", () => guarded(async () => {
     const { queue, id } = $("#timeline").dataset;
     await api("DELETE", `${queuePath(queue)}/messages/${enc(id)}`);

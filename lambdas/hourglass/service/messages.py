@@ -62,7 +62,15 @@ class Messages:
         self._check_target(control.failure_destination, "failure_destination")
         created_at = existing.created_at if existing else self.ctx.clock()
         queue = Queue(name=name, settings=settings, created_at=created_at, control=control)
+        self.store.register_queue(name)  # idempotent; before the queue item, so a listed name may lack one
         return queue, self.store.put_queue(queue)
+
+    def list_queues(self, params: dict[str, str] | None) -> tuple[list[Queue], str | None]:
+        unknown = sorted(set(params or {}) - {"limit", "cursor"})
+        if unknown:
+            raise ValidationError(unknown[0], "is not a known parameter")
+        query = validation.list_query(params)
+        return self.store.list_queues(limit=query.limit, cursor=query.cursor)
 
     def get_queue(self, name: str) -> Queue:
         validation.queue_name(name)
@@ -81,6 +89,7 @@ class Messages:
         """
         self.get_queue(name)
         self.store.delete_queue(name)
+        self.store.unregister_queue(name)
         started = self.ctx.clock()
         cursor = None
         while self.ctx.clock() - started < DELETE_QUEUE_BUDGET:

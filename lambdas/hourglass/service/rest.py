@@ -65,6 +65,7 @@ class Api:
         self.schedules = Schedules(ctx)
         handlers: list[tuple[str, str, Callable[..., Response]]] = [
             ("GET", r"/health", self.health),
+            ("GET", r"/v1/queues", self.list_queues),
             ("PUT", rf"/v1/queues/{NAME}", self.put_queue),
             ("GET", rf"/v1/queues/{NAME}", self.get_queue),
             ("DELETE", rf"/v1/queues/{NAME}", self.delete_queue),
@@ -147,6 +148,10 @@ class Api:
         doc = request.json() if request.raw_body else {}
         queue, created = self.messages.put_queue(name, doc)
         return respond(201 if created else 200, full_queue_doc(queue))
+
+    def list_queues(self, request: Request) -> Response:
+        found, cursor = self.messages.list_queues(request.params)
+        return respond(200, {"queues": [full_queue_doc(q) for q in found], "next_cursor": cursor})
 
     def get_queue(self, request: Request, name: str) -> Response:
         return respond(200, full_queue_doc(self.messages.get_queue(name)))

@@ -234,7 +234,7 @@ def status_counts(client: Client, queue: str, cap: int = 10_000) -> dict[str, in
 @queues.command("list")
 @pass_state
 def queues_list(state: State) -> None:
-    """List queues (needs the server's GET /v1/queues)."""
+    """List every queue, in name order."""
     found = list(state.client.iter_queues())
     state.emit([q.raw for q in found], lambda: state.out.print(queue_table(found)))
 

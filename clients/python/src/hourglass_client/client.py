@@ -135,7 +135,7 @@ class Client:
         return Queue.from_doc(self._call("POST", path("v1", "queues", name, "resume")))
 
     def list_queues(self, *, limit: int | None = None, cursor: str | None = None) -> Page[Queue]:
-        """One page of `GET /v1/queues` (a NotFound when the server has no queue listing)."""
+        """One page of `GET /v1/queues`: queues in name order."""
         doc = self._call("GET", "/v1/queues", params={"limit": limit, "cursor": cursor})
         return Page([Queue.from_doc(q) for q in doc.get("queues", [])], doc.get("next_cursor"))
 
