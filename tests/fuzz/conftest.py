@@ -72,3 +72,8 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             f"fuzz: {openapi.get('cases', 0)} schemathesis cases ({openapi.get('server_errors', 0)} answered 5xx), "
             f"{api.get('cases', 0)} hypothesis API cases"
         )
+    delivered = getattr(sys.modules.get("tests.fuzz.test_through_delivery"), "COUNTS", None)
+    if delivered:
+        terminalreporter.write_line(
+            "fuzz through delivery: " + ", ".join(f"{k} {v}" for k, v in sorted(delivered.items()))
+        )
