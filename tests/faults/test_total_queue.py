@@ -177,7 +177,9 @@ class Verdict:
         return (
             f"total queue: {self.scheduled} scheduled in {elapsed:.0f} s; lost {len(self.lost)}, "
             f"unexpected {len(self.unexpected)}, duplicated {self.duplicated} "
-            f"(redelivered after a takeover {int(faults.get('Redelivered', 0))}); lateness p50 "
+            f"(redelivered after a takeover {int(faults.get('Redelivered', 0))}); StuckDelivering "
+            f"{int(faults.get('StuckDelivering', 0))}, DeadLetterTimers {int(faults.get('DeadLetterTimers', 0))}; "
+            f"lateness p50 "
             f"{statistics.median(ordered) * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms, max {ordered[-1] * 1000:.0f} ms; "
             f"faults injected: {injected}"
         )
