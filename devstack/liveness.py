@@ -36,7 +36,8 @@ class Liveness:
     def line(self) -> str:
         total = sum(self.counts.values()) + len(self.stuck)
         named = ", ".join(f"{verdict} {self.counts.get(verdict, 0)}" for verdict in VERDICTS)
-        return f"liveness: {total} messages: {named}; stuck {len(self.stuck)}"
+        shown = f" ({', '.join(self.stuck[:5])}{', ...' if len(self.stuck) > 5 else ''})" if self.stuck else ""
+        return f"liveness: {total} messages: {named}; stuck {len(self.stuck)}{shown}"
 
 
 def verdict(item: Mapping[str, Any], now_ms: int, timers: frozenset[str]) -> str | None:

@@ -53,8 +53,10 @@ class Odds:
     crash_after_post: float = 0.0  # ... after the callback answered, before recording it
     transact_throttled: float = 0.0  # TransactWriteItems cancelled with ThrottlingError reasons (botocore: no retry)
     connection_errors: float = 0.0  # a DynamoDB or SQS request fails to connect or times out (botocore retries it)
-    # a DynamoDB call raises a connection error to the code (botocore gave up), before it reached the table ...
+    # a DynamoDB call of the API or dispatcher raises a connection error to the code (botocore gave up) ...
     client_connection_errors: float = 0.0
+    # ... of the sweeper (a lost release or claim then waits for the recovery sweep: minutes) ...
+    sweeper_connection_errors: float = 0.0
     # ... or after it committed (a read timeout on the answer): the caller cannot tell it landed
     client_timeouts_after_commit: float = 0.0
 
@@ -119,7 +121,10 @@ class ChaosRuntime(Runtime):
                 operation,
                 kind="connect",
                 times=None,
-                when=lambda _: chaos.roll(odds.client_connection_errors, "connection errors raised to the code"),
+                when=lambda _: chaos.roll(
+                    odds.sweeper_connection_errors if in_sweeper() else odds.client_connection_errors,
+                    "connection errors raised to the code",
+                ),
             )
             ddb.disconnect(
                 operation,
@@ -170,7 +175,8 @@ def main() -> int:
     if stats:
         assert runtime.settings is not None
         # Where the run's state is, for the liveness check that reads it afterwards (devstack/liveness.py).
-        where = {"table": runtime.settings.table, "timer_queue_url": runtime.settings.timer_queue_url}
+        settings = runtime.settings
+        where = {"table": settings.table, "timer_queues": [settings.timer_queue_url, settings.timer_dlq_url]}
         Path(stats).with_suffix(".where.json").write_text(json.dumps(where))
         threading.Thread(target=report, args=(runtime, Path(stats), stop), daemon=True).start()
     for sig in (signal.SIGINT, signal.SIGTERM):

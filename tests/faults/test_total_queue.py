@@ -48,8 +48,14 @@ QUICK_ODDS = {
     "connection_errors": 0.01,
     "client_connection_errors": 0.002,
 }
-# Writes that land while their caller sees a read timeout: a claim may then wait for the recovery sweep.
-SOAK_ODDS = {**QUICK_ODDS, "any_send_fails": 0.01, "client_timeouts_after_commit": 0.001}
+# Writes that land while their caller sees a read timeout, and the sweeper's calls failing past botocore's
+# retries: a claim may then wait for the recovery sweep.
+SOAK_ODDS = {
+    **QUICK_ODDS,
+    "any_send_fails": 0.01,
+    "sweeper_connection_errors": 0.002,
+    "client_timeouts_after_commit": 0.001,
+}
 REPORTS: list[str] = []
 FINAL = ("delivered", "failed", "cancelled", "expired")
 
@@ -232,14 +238,17 @@ def faults_of(path: Path) -> dict[str, float]:
 
 def liveness_of(endpoint: str, tmp_path: Path, queue: str) -> Liveness:
     """After the run: every message ended or has a way forward. A delivering one past its lease counts as
-    live only if its timer is in the timer queue, read once the crashed batches' timers are visible again."""
+    live only if its timer is in the timer queue or its DLQ, read once the crashed batches' timers are
+    visible again."""
     where = json.loads((tmp_path / "faults.where.json").read_text())
     ddb = boto3.client("dynamodb", endpoint_url=endpoint)
     found = liveness.check(ddb, where["table"], datetime.now(UTC), queues=[queue])
     if found.ok:
         return found
     time.sleep(int(FAST["HOURGLASS_POLL_VISIBILITY"]) + 1)
-    timers = liveness.timer_ids(boto3.client("sqs", endpoint_url=endpoint), where["timer_queue_url"])
+    sqs = boto3.client("sqs", endpoint_url=endpoint)
+    # a timer in the DLQ has a way forward too: its consumer fails the message with a reason
+    timers = {i for url in where["timer_queues"] if url for i in liveness.timer_ids(sqs, url)}
     return liveness.check(ddb, where["table"], datetime.now(UTC), timers=timers, queues=[queue])
 
 
