@@ -81,5 +81,6 @@ class LocalRuntime:
         except urllib.error.HTTPError as exc:
             text = exc.read()
             return exc.code, json.loads(text) if text else None
-        except (urllib.error.URLError, ConnectionError):
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            # no answer (or none in time): the caller cannot tell whether the request took effect
             return 0, None

@@ -45,8 +45,8 @@ QUICK_ODDS = {
     "crash_after_post": 0.004,
     # the dedup transactions (1 message in 50) are often throttled: retried, or a 503 the client retries
     "transact_throttled": 0.3,
-    "connection_errors": 0.01,
-    "client_connection_errors": 0.002,
+    "connection_errors": 0.005,
+    "client_connection_errors": 0.001,
 }
 # Writes that land while their caller sees a read timeout, and the sweeper's calls failing past botocore's
 # retries: a claim may then wait for the recovery sweep.

@@ -11,12 +11,15 @@ from urllib.parse import quote
 
 import pytest
 from hourglass.handlers import api as api_handler
+from hypothesis import Phase, settings
 
 from devstack.gateway import proxy_event
 from tests.conftest import FakeClock
 from tests.integration.conftest import Harness, harness_for
 
 QUEUE = "fuzzed"
+# `pytest --hypothesis-profile=no-shrink`: the first failing example as found (shrinking large bodies is slow).
+settings.register_profile("no-shrink", phases=[Phase.explicit, Phase.reuse, Phase.generate])
 StartResponse = Callable[[str, list[tuple[str, str]]], Any]
 
 

@@ -43,6 +43,11 @@ COUNTS: Counter[str] = Counter()
 ANSWERS = {"ok": (200,), "flaky": (503, 200), "down": (500,), "gone": (404,), "moved": (302,)}
 
 
+class Listening(ThreadingHTTPServer):
+    # a whole batch may connect at once: no connection may wait on a full backlog
+    request_queue_size = 128
+
+
 @dataclass
 class Receivers:
     """One loopback HTTP server per behaviour (plus a closed port), recording every request by message id."""
@@ -76,7 +81,7 @@ class Receivers:
                 def log_message(self, *args: Any) -> None:
                     return
 
-            server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+            server = Listening(("127.0.0.1", 0), Handler)
             server.daemon_threads = True
             threading.Thread(target=server.serve_forever, daemon=True).start()
             self.servers[behaviour] = server
