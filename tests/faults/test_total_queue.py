@@ -32,7 +32,8 @@ FAST = {
     "HOURGLASS_DISPATCHER_WORKERS": "6",
     # moto answers a due-index query by scanning the whole table: one shard keeps the emulator's cost down
     "HOURGLASS_SHARDS": "1",
-    "HOURGLASS_LOG_LEVEL": "WARNING",
+    # HOURGLASS_TOTAL_QUEUE_LOG_LEVEL=INFO keeps every event of a run in its runtime log, to explain one
+    "HOURGLASS_LOG_LEVEL": os.environ.get("HOURGLASS_TOTAL_QUEUE_LOG_LEVEL", "WARNING"),
 }
 # Faults whose recovery the design bounds to seconds. Failed sends at ingest or of a retry's timer, and
 # process kills between a claim and its send, wait for the recovery sweep (minutes): the soak covers them.
@@ -249,7 +250,20 @@ def liveness_of(endpoint: str, tmp_path: Path, queue: str) -> Liveness:
     sqs = boto3.client("sqs", endpoint_url=endpoint)
     # a timer in the DLQ has a way forward too: its consumer fails the message with a reason
     timers = {i for url in where["timer_queues"] if url for i in liveness.timer_ids(sqs, url)}
-    return liveness.check(ddb, where["table"], datetime.now(UTC), timers=timers, queues=[queue])
+    found = liveness.check(ddb, where["table"], datetime.now(UTC), timers=timers, queues=[queue])
+    if not found.ok:  # what is left to explain it: the queues' hidden and delayed counts, the items
+        names = ["ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesDelayed"]
+        for url in filter(None, where["timer_queues"]):
+            counts = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
+            REPORTS.append(f"liveness: {url.rsplit('/', 1)[-1]} {counts}")
+        for entry in found.stuck[:5]:
+            message_id = entry.split(" ")[0].split("/", 1)[1]
+            key = {"pk": {"S": queue}, "sk": {"S": f"m#{message_id}"}}
+            item = ddb.get_item(TableName=where["table"], Key=key).get("Item", {})
+            REPORTS.append(
+                f"liveness: stuck {message_id}: " + json.dumps({k: item[k] for k in sorted(item) if k != "body"})
+            )
+    return found
 
 
 def chaos_runtime(endpoint: str, tmp_path: Path, odds: dict[str, Any]) -> LocalRuntime:
