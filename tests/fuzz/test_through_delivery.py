@@ -23,6 +23,7 @@ from hourglass.adapters import http_target
 from hourglass.adapters.body_store import BodyStore
 from hourglass.core import limits, signing
 from hourglass.core.timestamps import from_ms
+from hourglass.service.dead_letters import DeadLetters
 from hourglass.service.dispatch import Dispatcher
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -33,8 +34,11 @@ from tests.integration.conftest import Harness, harness_for
 EXAMPLES = int(os.environ.get("HOURGLASS_DELIVERY_FUZZ_EXAMPLES", "20"))
 # SQS hands a Lambda at most 10 records per batch; timers of different messages share each one.
 BATCH = 10
-# Simulated time after the latest due time by which every message must have ended.
+# Simulated time after the latest due time by which every message must have ended: what a stuck timer
+# takes to reach the DLQ (its 10 receives, each after a visibility timeout longer than the lease) is more.
 BOUND = timedelta(minutes=15)
+VISIBILITY = timedelta(seconds=130)
+MAX_RECEIVES = 10
 FINAL = ("delivered", "failed", "expired")
 # Counted across examples for the summary line (tests/fuzz/conftest.py).
 COUNTS: Counter[str] = Counter()
@@ -311,12 +315,17 @@ def create(world: World, queue: str, qspec: dict[str, Any], specs: list[dict[str
 
 
 def run_until_quiet(world: World, queue: str, rng: random.Random) -> None:
-    """Sweeps and dispatches, SQS style, until every message ended or the simulated bound passed."""
+    """Sweeps and dispatches, SQS style, until every message ended or the simulated bound passed: a record
+    the dispatcher fails comes back after the visibility timeout, and after MAX_RECEIVES goes to the DLQ
+    consumer, as in the stack."""
     h = world.harness
     start = h.clock.now
     redeliver: list[dict[str, Any]] = []
-    while True:
+    receives: Counter[str] = Counter()
+    while h.clock.now - start <= BOUND * 2:
         h.sweep()
+        if redeliver:
+            h.clock.advance(VISIBILITY.total_seconds())
         timers = h.timers() + redeliver
         redeliver = []
         if timers:
@@ -329,9 +338,15 @@ def run_until_quiet(world: World, queue: str, rng: random.Random) -> None:
                 failed = set(Dispatcher(h.ctx).run_batch([(t["record"], t["body"]) for t in batch]))
                 COUNTS["dispatcher batches"] += 1
                 COUNTS["records the dispatcher failed"] += len(failed)
-                redeliver += [t for t in batch if t["record"] in failed]
+                for timer in (t for t in batch if t["record"] in failed):
+                    receives[timer["record"]] += 1
+                    if receives[timer["record"]] < MAX_RECEIVES:
+                        redeliver.append(timer)
+                    else:
+                        COUNTS["timers dead-lettered"] += 1
+                        DeadLetters(h.ctx).run_batch([(timer["record"], timer["body"], MAX_RECEIVES)])
             continue
-        if set(statuses(h, queue).values()) <= set(FINAL) or h.clock.now - start > BOUND * 2:
+        if set(statuses(h, queue).values()) <= set(FINAL):
             return
         h.clock.advance(60)
 
