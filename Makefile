@@ -103,10 +103,14 @@ bench-modes: $(STAMP) tools
 
 # The total-queue check at length: every fault, SIGKILLs of the runtime, a drain that waits out the
 # recovery sweep. SOAK_ROUNDS rounds of 1,500 messages, each ended by a kill -9; about 5 + 2 x SOAK_ROUNDS minutes.
+# Then the fuzz through delivery with SOAK_FUZZ_EXAMPLES examples (`make test` runs 20; ~1.5 s each).
 SOAK_ROUNDS ?= 5
+SOAK_FUZZ_EXAMPLES ?= 300
 soak: $(STAMP) check-node
 	HOURGLASS_SOAK=1 HOURGLASS_SOAK_ROUNDS=$(SOAK_ROUNDS) $(BIN)/python -m pytest -q -p no:cacheprovider \
 		-o timeout=3600 tests/faults/test_total_queue.py -k soak -rA
+	HOURGLASS_DELIVERY_FUZZ_EXAMPLES=$(SOAK_FUZZ_EXAMPLES) $(BIN)/python -m pytest -q -p no:cacheprovider \
+		-o timeout=3600 tests/fuzz/test_through_delivery.py
 
 clean:
 	rm -rf $(VENV) $(MINISTACK_VENV) node_modules .hourglass cdk.out dist

@@ -64,7 +64,11 @@ class Monitoring(Construct):
 
         flow = {name: hourglass_metric(name) for name in MESSAGE_FLOW}
         lateness = {stat: hourglass_metric("LatenessMs", stat) for stat in ("p50", "p99")}
+        # Both counted when seen, not sampled (no cheap way to list `delivering` items): StuckDelivering when a
+        # dispatcher takes over an attempt whose lease ran out, or the DLQ consumer fails one; DeadLetterTimers
+        # for each timer the DLQ consumer reads, which empties the DLQ at once (its depth hardly shows one).
         stuck = hourglass_metric("StuckDelivering", "Maximum", FIVE_MINUTES)
+        dead_letter_timers = hourglass_metric("DeadLetterTimers", "Sum", FIVE_MINUTES)
         dlq_depth = timer_dlq.metric_approximate_number_of_messages_visible(statistic="Maximum", period=MINUTE)
         queue_age = timer_queue.metric_approximate_age_of_oldest_message(statistic="Maximum", period=MINUTE)
         functions = {"ingest": ingest, "sweeper": sweeper, "dispatcher": dispatcher}
@@ -83,7 +87,14 @@ class Monitoring(Construct):
                 "StuckDelivering",
                 "Messages stay in `delivering` past their lease (a dispatcher died or cannot finish)",
                 stuck,
-                (limits.stuck_delivering, limits.periods),
+                (limits.stuck_delivering, 1),  # an event, seen once per stuck attempt, not a level held for periods
+                False,
+            ),
+            (
+                "TimersDeadLettered",
+                "Timers were dead-lettered (counted by the DLQ consumer): their messages ended failed",
+                dead_letter_timers,
+                once,
                 False,
             ),
         ]
@@ -151,7 +162,12 @@ class Monitoring(Construct):
                 ],
                 [
                     cw.GraphWidget(title="Timer queue: oldest message age (s)", left=[queue_age], width=8),
-                    cw.GraphWidget(title="Timer DLQ depth", left=[dlq_depth], width=8),
+                    cw.GraphWidget(
+                        title="Timer DLQ depth, timers dead-lettered",
+                        left=[dlq_depth],
+                        right=[dead_letter_timers],
+                        width=8,
+                    ),
                     cw.GraphWidget(title="Stuck in delivering", left=[stuck], width=8),
                 ],
                 [

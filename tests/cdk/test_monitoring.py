@@ -44,7 +44,7 @@ def topic_ref(template: Template) -> dict[str, str]:
 
 def test_every_alarm_notifies_the_topic_on_alarm_and_ok(template: Template) -> None:
     alarms = template.find_resources("AWS::CloudWatch::Alarm")
-    assert len(alarms) == 6
+    assert len(alarms) == 7
     for resource in alarms.values():
         assert resource["Properties"]["AlarmActions"] == [topic_ref(template)]
         assert resource["Properties"]["OKActions"] == [topic_ref(template)]
@@ -61,6 +61,18 @@ def test_timer_dlq_alarm_fires_on_one_message(template: Template) -> None:
 def test_stuck_delivering_alarm_reads_the_agreed_metric(template: Template) -> None:
     props = alarm(template, "delivering")
     assert (props["Namespace"], props["MetricName"], props["Statistic"]) == ("Hourglass", "StuckDelivering", "Maximum")
+    # counted once per stuck attempt (at its takeover): one 5-minute period that saw one is enough
+    assert (props["EvaluationPeriods"], props["Threshold"]) == (1, 1)
+
+
+def test_dead_lettered_timers_alarm_reads_the_dlq_consumers_count(template: Template) -> None:
+    props = alarm(template, "Timers were dead-lettered")
+    assert (props["Namespace"], props["MetricName"], props["Statistic"]) == ("Hourglass", "DeadLetterTimers", "Sum")
+    assert (props["Threshold"], props["EvaluationPeriods"], props["ComparisonOperator"]) == (
+        1,
+        1,
+        "GreaterThanOrEqualToThreshold",
+    )
 
 
 def test_failure_rate_alarm_divides_failed_by_finished(template: Template) -> None:
@@ -106,7 +118,7 @@ def test_dashboard_shows_flow_lateness_queues_sweeper_and_throttles(template: Te
     for needle in (
         "Scheduled", "Delivered", "Retried", "Failed", "Expired", "LatenessMs", "p50", "p99",
         "ApproximateAgeOfOldestMessage", "ApproximateNumberOfMessagesVisible", "Duration", "SweepClaimed",
-        "Throttles", "StuckDelivering",
+        "Throttles", "StuckDelivering", "DeadLetterTimers",
     ):  # fmt: skip
         assert needle in body, needle
 

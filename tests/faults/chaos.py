@@ -22,7 +22,20 @@ from hourglass.service.context import Context
 
 from devstack.config import RuntimeConfig
 from devstack.runtime import Runtime
-from tests.faults.proxies import FaultyClient, Throttle
+from tests.faults.proxies import FaultyClient, Throttle, connection_error
+
+# The DynamoDB calls the service makes (FaultyClient rules are per operation).
+DYNAMODB_CALLS = (
+    "get_item",
+    "put_item",
+    "update_item",
+    "delete_item",
+    "query",
+    "scan",
+    "batch_get_item",
+    "batch_write_item",
+    "transact_write_items",
+)
 
 
 class DispatcherCrash(RuntimeError):
@@ -38,6 +51,14 @@ class Odds:
     any_send_fails: float = 0.0  # any SendMessageBatch call (ingest, retry, redelay) fails entirely
     crash_before_post: float = 0.0  # the dispatcher dies before calling the callback
     crash_after_post: float = 0.0  # ... after the callback answered, before recording it
+    transact_throttled: float = 0.0  # TransactWriteItems cancelled with ThrottlingError reasons (botocore: no retry)
+    connection_errors: float = 0.0  # a DynamoDB or SQS request fails to connect or times out (botocore retries it)
+    # a DynamoDB call of the API or dispatcher raises a connection error to the code (botocore gave up) ...
+    client_connection_errors: float = 0.0
+    # ... of the sweeper (a lost release or claim then waits for the recovery sweep: minutes) ...
+    sweeper_connection_errors: float = 0.0
+    # ... or after it committed (a read timeout on the answer): the caller cannot tell it landed
+    client_timeouts_after_commit: float = 0.0
 
 
 @dataclass
@@ -57,11 +78,19 @@ class Chaos:
         return hit
 
     def throttle(self, operation: str) -> Throttle | None:
+        if operation == "TransactWriteItems" and self.roll(self.odds.transact_throttled, "throttled transactions"):
+            return Throttle(operation, "TransactionCanceledException", reasons=["ThrottlingError", "None"])
         return (
             Throttle(operation, "ProvisionedThroughputExceededException")
             if self.roll(self.odds.throttle, "throttled DynamoDB calls")
             else None
         )
+
+    def disconnect(self, request: Any, **_: Any) -> None:
+        """A `before-send` hook: the request never gets an answer (botocore's retries see it)."""
+        if self.roll(self.odds.connection_errors, "connection errors (retried by botocore)"):
+            kind = "read_timeout" if self.random.random() < 0.5 else "connect"
+            raise connection_error("", kind)
 
 
 def in_sweeper() -> bool:
@@ -82,8 +111,30 @@ class ChaosRuntime(Runtime):
             return None if injected is None else injected(request, **kwargs)
 
         ctx.store.client.meta.events.register_first("before-send.dynamodb", throttle)
-        sqs = FaultyClient(ctx.timers.client)
+        for client in (ctx.store.client, ctx.timers.client):
+            service = client.meta.service_model.service_id.hyphenize()
+            client.meta.events.register_first(f"before-send.{service}", chaos.disconnect)
         odds = chaos.odds
+        ddb = FaultyClient(ctx.store.client)
+        for operation in DYNAMODB_CALLS:
+            ddb.disconnect(
+                operation,
+                kind="connect",
+                times=None,
+                when=lambda _: chaos.roll(
+                    odds.sweeper_connection_errors if in_sweeper() else odds.client_connection_errors,
+                    "connection errors raised to the code",
+                ),
+            )
+            ddb.disconnect(
+                operation,
+                kind="read_timeout",
+                times=None,
+                after=True,
+                when=lambda _: chaos.roll(odds.client_timeouts_after_commit, "read timeouts after a commit"),
+            )
+        ctx.store.client = ddb
+        sqs = FaultyClient(ctx.timers.client)
         sqs.fail("send_message_batch", times=None, when=lambda _: chaos.roll(odds.any_send_fails, "failed sends"))
         sqs.fail(
             "send_message_batch",
@@ -122,6 +173,11 @@ def main() -> int:
     stop = threading.Event()
     stats = os.environ.get("HOURGLASS_CHAOS_STATS")
     if stats:
+        assert runtime.settings is not None
+        # Where the run's state is, for the liveness check that reads it afterwards (devstack/liveness.py).
+        settings = runtime.settings
+        where = {"table": settings.table, "timer_queues": [settings.timer_queue_url, settings.timer_dlq_url]}
+        Path(stats).with_suffix(".where.json").write_text(json.dumps(where))
         threading.Thread(target=report, args=(runtime, Path(stats), stop), daemon=True).start()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())

@@ -74,5 +74,6 @@ class LocalRuntime:
     def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
         try:
             return api_call.call(self.api, method, path, body, timeout=120)
-        except (urllib.error.URLError, ConnectionError):
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            # no answer (or none in time): the caller cannot tell whether the request took effect
             return 0, None

@@ -230,6 +230,7 @@ class Throttle:
     status: int = 400
     times: int | None = 1
     answered: int = 0
+    reasons: list[str] | None = None  # CancellationReasons codes of a TransactionCanceledException
 
     def __call__(self, request: Any, **_: Any) -> AWSResponse | None:
         target = request.headers.get("X-Amz-Target", b"")
@@ -237,6 +238,27 @@ class Throttle:
         if not target.endswith("." + self.operation) or self.times == self.answered:
             return None
         self.answered += 1
-        body = json.dumps({"__type": f"com.amazonaws.dynamodb.v20120810#{self.code}", "message": "injected"})
+        error: dict[str, Any] = {"__type": f"com.amazonaws.dynamodb.v20120810#{self.code}", "message": "injected"}
+        if self.reasons is not None:
+            error["CancellationReasons"] = [{"Code": code} for code in self.reasons]
+        body = json.dumps(error)
         headers = {"x-amzn-RequestId": "injected", "Content-Type": "application/x-amz-json-1.0"}
         return AWSResponse(request.url, self.status, headers, _Raw(body.encode()))
+
+
+@dataclass
+class Disconnect:
+    """A `before-send` hook: the next `times` calls of `operation` get no answer (a connection error,
+    which botocore's retries see, as they see a real one)."""
+
+    operation: str
+    kind: str = "connect"
+    times: int = 1
+    raised: int = 0
+
+    def __call__(self, request: Any, **_: Any) -> None:
+        target = request.headers.get("X-Amz-Target", b"")
+        target = target.decode() if isinstance(target, bytes) else target
+        if target.endswith("." + self.operation) and self.raised < self.times:
+            self.raised += 1
+            raise connection_error(self.operation, self.kind)

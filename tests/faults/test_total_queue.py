@@ -14,9 +14,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
 
+from devstack import liveness
 from devstack.emulator import free_port
+from devstack.liveness import Liveness
 from tests.faults.callback import Callback, Request
 from tests.faults.processes import LocalRuntime
 
@@ -29,7 +32,8 @@ FAST = {
     "HOURGLASS_DISPATCHER_WORKERS": "6",
     # moto answers a due-index query by scanning the whole table: one shard keeps the emulator's cost down
     "HOURGLASS_SHARDS": "1",
-    "HOURGLASS_LOG_LEVEL": "WARNING",
+    # HOURGLASS_TOTAL_QUEUE_LOG_LEVEL=INFO keeps every event of a run in its runtime log, to explain one
+    "HOURGLASS_LOG_LEVEL": os.environ.get("HOURGLASS_TOTAL_QUEUE_LOG_LEVEL", "WARNING"),
 }
 # Faults whose recovery the design bounds to seconds. Failed sends at ingest or of a retry's timer, and
 # process kills between a claim and its send, wait for the recovery sweep (minutes): the soak covers them.
@@ -40,8 +44,19 @@ QUICK_ODDS = {
     "sweep_entry_fails": 0.03,
     "crash_before_post": 0.004,
     "crash_after_post": 0.004,
+    # the dedup transactions (1 message in 50) are often throttled: retried, or a 503 the client retries
+    "transact_throttled": 0.3,
+    "connection_errors": 0.005,
+    "client_connection_errors": 0.001,
 }
-SOAK_ODDS = {**QUICK_ODDS, "any_send_fails": 0.01}
+# Writes that land while their caller sees a read timeout, and the sweeper's calls failing past botocore's
+# retries: a claim may then wait for the recovery sweep.
+SOAK_ODDS = {
+    **QUICK_ODDS,
+    "any_send_fails": 0.01,
+    "sweeper_connection_errors": 0.002,
+    "client_timeouts_after_commit": 0.001,
+}
 REPORTS: list[str] = []
 FINAL = ("delivered", "failed", "cancelled", "expired")
 
@@ -99,7 +114,7 @@ def schedule(
         for n in range(start, min(first + count, start + 100)):
             behaviour, outcome = script(rng)
             # A few carry a dedup id (moto copies the whole table for each transaction they cost).
-            dedup = {"dedup_id": f"m{n}"} if n % 100 == 0 else {}
+            dedup = {"dedup_id": f"m{n}"} if n % 50 == 0 else {}
             batch.append({"body": {"n": n, **behaviour}, **dedup, **delay(rng, horizon)})
             outcomes.append(outcome)
         for _ in range(10):  # a refused or cut-off POST is retried; what it may have stored is indeterminate
@@ -118,11 +133,22 @@ def schedule(
 
 def cancel_some(runtime: LocalRuntime, queue: str, plan: Plan, ids: list[str], rng: random.Random) -> None:
     for message_id in rng.sample(ids, k=len(ids) // 10):
-        status, _ = runtime.call("DELETE", f"/v1/queues/{queue}/messages/{message_id}")
+        # A 503 may hide a cancel that landed: asked again, a cancelled message answers 204.
+        status, _ = steady(runtime, "DELETE", f"/v1/queues/{queue}/messages/{message_id}")
         if status == 204:
             plan.cancelled_at[message_id] = time.time()
         elif status == 409:
             plan.cancel_refused.add(message_id)
+
+
+def steady(runtime: LocalRuntime, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+    """The call, asked again while it answers 5xx or nothing (injected connection errors reach the API)."""
+    for _ in range(20):
+        status, doc = runtime.call(method, path, body)
+        if 0 < status < 500:
+            break
+        time.sleep(0.2)
+    return status, doc
 
 
 def drain(runtime: LocalRuntime, callback: Callback, queue: str, plan: Plan, timeout: float) -> dict[str, str]:
@@ -158,7 +184,9 @@ class Verdict:
         return (
             f"total queue: {self.scheduled} scheduled in {elapsed:.0f} s; lost {len(self.lost)}, "
             f"unexpected {len(self.unexpected)}, duplicated {self.duplicated} "
-            f"(redelivered after a takeover {int(faults.get('Redelivered', 0))}); lateness p50 "
+            f"(redelivered after a takeover {int(faults.get('Redelivered', 0))}); StuckDelivering "
+            f"{int(faults.get('StuckDelivering', 0))}, DeadLetterTimers {int(faults.get('DeadLetterTimers', 0))}; "
+            f"lateness p50 "
             f"{statistics.median(ordered) * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms, max {ordered[-1] * 1000:.0f} ms; "
             f"faults injected: {injected}"
         )
@@ -197,7 +225,7 @@ def final_statuses(runtime: LocalRuntime, queue: str) -> dict[str, str]:
     cursor = None
     while True:
         suffix = f"&cursor={cursor}" if cursor else ""
-        status, page = runtime.call("GET", f"/v1/queues/{queue}/messages?limit=1000{suffix}")
+        status, page = steady(runtime, "GET", f"/v1/queues/{queue}/messages?limit=1000{suffix}")
         assert status == 200, page
         statuses.update({m["id"]: m["status"] for m in page["messages"]})
         cursor = page["next_cursor"]
@@ -209,6 +237,35 @@ def faults_of(path: Path) -> dict[str, float]:
     return dict(json.loads(path.read_text())) if path.exists() else {}
 
 
+def liveness_of(endpoint: str, tmp_path: Path, queue: str) -> Liveness:
+    """After the run: every message ended or has a way forward. A delivering one past its lease counts as
+    live only if its timer is in the timer queue or its DLQ, read once the crashed batches' timers are
+    visible again."""
+    where = json.loads((tmp_path / "faults.where.json").read_text())
+    ddb = boto3.client("dynamodb", endpoint_url=endpoint)
+    found = liveness.check(ddb, where["table"], datetime.now(UTC), queues=[queue])
+    if found.ok:
+        return found
+    time.sleep(int(FAST["HOURGLASS_POLL_VISIBILITY"]) + 1)
+    sqs = boto3.client("sqs", endpoint_url=endpoint)
+    # a timer in the DLQ has a way forward too: its consumer fails the message with a reason
+    timers = {i for url in where["timer_queues"] if url for i in liveness.timer_ids(sqs, url)}
+    found = liveness.check(ddb, where["table"], datetime.now(UTC), timers=timers, queues=[queue])
+    if not found.ok:  # what is left to explain it: the queues' hidden and delayed counts, the items
+        names = ["ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesDelayed"]
+        for url in filter(None, where["timer_queues"]):
+            counts = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
+            REPORTS.append(f"liveness: {url.rsplit('/', 1)[-1]} {counts}")
+        for entry in found.stuck[:5]:
+            message_id = entry.split(" ")[0].split("/", 1)[1]
+            key = {"pk": {"S": queue}, "sk": {"S": f"m#{message_id}"}}
+            item = ddb.get_item(TableName=where["table"], Key=key).get("Item", {})
+            REPORTS.append(
+                f"liveness: stuck {message_id}: " + json.dumps({k: item[k] for k in sorted(item) if k != "body"})
+            )
+    return found
+
+
 def chaos_runtime(endpoint: str, tmp_path: Path, odds: dict[str, Any]) -> LocalRuntime:
     env = {**FAST, "HOURGLASS_CHAOS": json.dumps(odds), "HOURGLASS_CHAOS_STATS": str(tmp_path / "faults.json")}
     return LocalRuntime(endpoint, free_port(), tmp_path, env=env, module="tests.faults.chaos")
@@ -218,7 +275,8 @@ def test_total_queue_under_faults(moto_endpoint: str, tmp_path: Path, callback: 
     runtime = chaos_runtime(moto_endpoint, tmp_path, QUICK_ODDS).start()
     started = time.monotonic()
     try:
-        status, _ = runtime.call(
+        status, _ = steady(
+            runtime,
             "PUT",
             "/v1/queues/total",
             {"target": {"type": "http", "url": callback.url}, "retry": {"max_attempts": 4, "backoff_base": 0.5}},
@@ -230,10 +288,12 @@ def test_total_queue_under_faults(moto_endpoint: str, tmp_path: Path, callback: 
     finally:
         runtime.stop()
     faults = faults_of(tmp_path / "faults.json")
-    REPORTS.append(verdict.line(faults, time.monotonic() - started))
+    live = liveness_of(moto_endpoint, tmp_path, "total")
+    REPORTS.append(verdict.line(faults, time.monotonic() - started) + "; " + live.line())
     assert sum(v for k, v in faults.items() if k[0].islower()) > 0, "no fault was injected"
     lost = Counter(statuses.get(i, "absent") for i in verdict.lost)
     assert (verdict.lost, verdict.unexpected) == ([], []), f"lost by status: {lost}"
+    assert live.ok, live.stuck[:20]
 
 
 @pytest.mark.skipif(os.environ.get("HOURGLASS_SOAK") != "1", reason="soak: run with `make soak`")
@@ -243,7 +303,7 @@ def test_total_queue_soak_with_process_kills(moto_endpoint: str, tmp_path: Path,
     started = time.monotonic()
     rng = random.Random(11)
     try:
-        status, _ = runtime.call("PUT", "/v1/queues/soak", {"target": {"type": "http", "url": callback.url}})
+        status, _ = steady(runtime, "PUT", "/v1/queues/soak", {"target": {"type": "http", "url": callback.url}})
         assert status in (200, 201)
         plan = Plan()
         for _ in range(int(os.environ.get("HOURGLASS_SOAK_ROUNDS", "5"))):
@@ -256,6 +316,9 @@ def test_total_queue_soak_with_process_kills(moto_endpoint: str, tmp_path: Path,
         verdict = judge(plan, callback.snapshot(), statuses)
     finally:
         runtime.stop()
-    REPORTS.append("soak " + verdict.line(faults_of(tmp_path / "faults.json"), time.monotonic() - started))
+    live = liveness_of(moto_endpoint, tmp_path, "soak")
+    faults = faults_of(tmp_path / "faults.json")
+    REPORTS.append("soak " + verdict.line(faults, time.monotonic() - started) + "; " + live.line())
     lost = Counter(statuses.get(i, "absent") for i in verdict.lost)
     assert (verdict.lost, verdict.unexpected) == ([], []), f"lost by status: {lost}"
+    assert live.ok, live.stuck[:20]

@@ -11,12 +11,15 @@ from urllib.parse import quote
 
 import pytest
 from hourglass.handlers import api as api_handler
+from hypothesis import Phase, settings
 
 from devstack.gateway import proxy_event
 from tests.conftest import FakeClock
 from tests.integration.conftest import Harness, harness_for
 
 QUEUE = "fuzzed"
+# `pytest --hypothesis-profile=no-shrink`: the first failing example as found (shrinking large bodies is slow).
+settings.register_profile("no-shrink", phases=[Phase.explicit, Phase.reuse, Phase.generate])
 StartResponse = Callable[[str, list[tuple[str, str]]], Any]
 
 
@@ -71,4 +74,9 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write_line(
             f"fuzz: {openapi.get('cases', 0)} schemathesis cases ({openapi.get('server_errors', 0)} answered 5xx), "
             f"{api.get('cases', 0)} hypothesis API cases"
+        )
+    delivered = getattr(sys.modules.get("tests.fuzz.test_through_delivery"), "COUNTS", None)
+    if delivered:
+        terminalreporter.write_line(
+            "fuzz through delivery: " + ", ".join(f"{k} {v}" for k, v in sorted(delivered.items()))
         )

@@ -36,6 +36,9 @@ class DeadLetters:
                 self.ctx.metrics.count("Poison")
                 continue
             for timer in timers:
+                # Every timer that reached the DLQ, whatever its message turns out to be (an alarm reads it:
+                # this consumer empties the DLQ at once, so its depth hardly ever shows one).
+                self.ctx.metrics.count("DeadLetterTimers", queue=timer.queue)
                 try:
                     done = self._fail(timer, receives)
                 except StoreError as exc:
@@ -71,6 +74,9 @@ class DeadLetters:
         except StaleVersionError:
             return True
         self.ctx.metrics.count("TimerDeadLettered", queue=message.queue)
+        if delivering:
+            # Stuck past its lease for all the timer's receives: the worst case the StuckDelivering alarm sees.
+            self.ctx.metrics.count("StuckDelivering", queue=message.queue)
         self.ctx.metrics.count("Failed", queue=message.queue)
         log("dead_lettered", id=message.id, queue=message.queue, receives=receives)
         if self.notify is not None:

@@ -177,8 +177,10 @@ class Dispatcher:
         start = lifecycle.begin_delivery(timer.version, now, timedelta(seconds=lease))
         message = self.store.begin_delivery(timer.queue, timer.id, start)
         if message.version != timer.version + 1:
-            # The dispatcher that held the lease died; it may have reached the target first.
+            # The dispatcher that held the lease died; it may have reached the target first. The message
+            # sat in `delivering` past its lease until now: operators see it (the StuckDelivering alarm).
             self.ctx.metrics.count("Redelivered", queue=message.queue)
+            self.ctx.metrics.count("StuckDelivering", queue=message.queue)
             log("taken_over", id=message.id, queue=message.queue, attempt=message.attempts)
         return message
 
