@@ -18,10 +18,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import boto3
+import hourglass_client
 import pytest
 from hourglass.adapters import http_target
 from hourglass.adapters.body_store import BodyStore
-from hourglass.core import limits, signing
+from hourglass.core import limits
 from hourglass.core.timestamps import from_ms
 from hourglass.service.dead_letters import DeadLetters
 from hourglass.service.dispatch import Dispatcher
@@ -394,8 +395,7 @@ def check_http(world: World, queue: str, sent: Sent, doc: dict[str, Any]) -> Non
         for name, value in (target.get("headers") or {}).items():
             assert request["headers"][name] == value.strip(" \t")
         if sent.signed:
-            header = request["headers"]["Hourglass-Signature"]
-            assert signing.verify(sent.signed, request["body"], header, now=0, tolerance=10**10)
+            assert hourglass_client.verify(request["headers"], request["body"], sent.signed, now=0, tolerance=10**10)
 
 
 def status_queue(world: World, queue: str) -> dict[str, Any]:
