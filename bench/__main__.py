@@ -25,6 +25,7 @@ from bench import (
     body_cost,
     capacity_sim,
     cost,
+    delivery_limits,
     history_cost,
     log_bytes,
     memory,
@@ -35,7 +36,17 @@ from bench import (
 from bench.report import RESULTS, Section, write
 from devstack.emulator import quiet_emulator_logs, use_dummy_credentials
 
-ORDER = ("precision", "sweep_scaling", "cost", "body_cost", "history_cost", "throughput", "memory", "capacity")
+ORDER = (
+    "precision",
+    "sweep_scaling",
+    "cost",
+    "body_cost",
+    "history_cost",
+    "delivery_limits",
+    "throughput",
+    "memory",
+    "capacity",
+)
 SIDE_BY_SIDE = ("sweep_scaling", "memory", "capacity")
 QUICK_PRECISION = precision.PrecisionConfig(
     per_target=20, max_delay=9.0, post_window=1.0, sweep_interval=1.0, lookahead=4.0, settle=3.0
@@ -73,6 +84,13 @@ def run_all(*, quick: bool = False, only: tuple[str, ...] = ORDER, out: Path | N
         timings["body_cost"] = round(time.time() - t, 1)
     if "history_cost" in only:
         sections["history_cost"] = history_cost.section()
+    if "delivery_limits" in only:
+        t = time.time()
+        try:
+            sections["delivery_limits"] = delivery_limits.section(quick=quick)
+        except Exception:
+            sections["delivery_limits"] = _failed("delivery_limits")
+        timings["delivery_limits"] = round(time.time() - t, 1)
     if "throughput" in only:
         t = time.time()
         sizes = {"ingest_posts": 2, "swept": 40, "delivered": 30} if quick else {}

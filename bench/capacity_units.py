@@ -221,7 +221,7 @@ class CapacityMeter:
         if key[1].startswith("m#"):
             self.by_key[key].add(write, read)
         else:
-            use = {"@sweeper": "sweeper state"}.get(key[0]) or ("queue settings" if key[1] == "#queue" else "other")
+            use = {"@sweeper": "sweeper state"}.get(key[0]) or _use_of(key[1])
             self.by_use[use].add(write, read)
 
     def snapshot(self) -> tuple[dict[Key, Units], dict[str, Units]]:
@@ -229,6 +229,15 @@ class CapacityMeter:
             keys = {k: Units(u.write, u.read, u.requests) for k, u in self.by_key.items()}
             uses = {k: Units(u.write, u.read, u.requests) for k, u in self.by_use.items()}
         return keys, uses
+
+
+def _use_of(sort_key: str) -> str:
+    """A queue partition's shared items: its settings, its pacing item, its concurrency slots."""
+    if sort_key == "#queue":
+        return "queue settings"
+    if sort_key == "#pace":
+        return "pacing"
+    return "concurrency slots" if sort_key.startswith("#slot#") else "other"
 
 
 def _key(item: Mapping[str, Any]) -> Key:
