@@ -221,3 +221,18 @@ def unpack(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return [first] + [{"id": e[1], "due": e[3], "l": e[4] if len(e) > 4 else None} for e in doc.get("more", [])]
 
 
+
+
+def test_a_swept_slot_in_a_later_bucket_moves_the_index_entry_there(harness: Harness) -> None:
+    make_queue(harness, "slow", rate_limit=0.1)  # slots 10.25 s apart
+    width = harness.ctx.settings.bucket_seconds * 1000
+    due_ms = (to_ms(harness.clock()) // width + 20) * width + 1_000  # early in a bucket, far ahead
+    due = post_burst(harness, "slow", 12, due_ms)
+    harness.clock.now = from_ms(due_ms + 100)
+    Sweeper(harness.ctx).run()
+    slots = {t["id"]: t["due"] for pack in harness.timers() for t in unpack(pack["json"])}
+    items = harness.ddb.scan(TableName=harness.ctx.settings.table)["Items"]
+    indexed = {i["sk"]["S"][2:]: int(i["sweep_sk"]["S"].partition("#")[0]) for i in items if "sweep_sk" in i}
+    later = {i for i in due if slots[i] // width > due[i] // width}
+    assert later and {i: indexed[i] for i in later} == {i: slots[i] for i in later}
+    assert all(indexed[i] == due[i] for i in set(due) - later)

@@ -38,11 +38,12 @@ def test_a_paced_placement_targets_the_slot_and_leases_from_it() -> None:
     due = NOW + timedelta(seconds=2)
     placement = handoff.place(message(due), NOW, TIMING, written_first=True)
     slot = Slot(to_ms(due) + 40_000, to_ms(due) + 40_950)
-    paced = handoff.paced(placement, slot, NOW)
+    paced = handoff.paced(placement, slot, NOW, TIMING)
     assert paced.timer is not None and placement.lease is not None and paced.lease is not None
     assert (paced.timer.timer.due_ms, paced.timer.timer.latest_ms) == (slot.start_ms, slot.latest_ms)
     assert paced.timer.delay_seconds == 41 and paced.lease - placement.lease == timedelta(seconds=40)
     assert paced.claim() is not None and paced.claim().slot == slot  # type: ignore[union-attr]
+    assert paced.keys == handoff.keys_of("m1", from_ms(slot.start_ms), TIMING) != placement.keys
 
 
 def test_a_claims_timer_carries_its_slot() -> None:

@@ -160,15 +160,20 @@ def resend(timer: Timer, now: datetime) -> Scheduled:
     return Scheduled(replace(timer, sent_ms=to_ms(now)), schedule.timer_delay(from_ms(timer.due_ms), now))
 
 
-def paced(placement: Placement, slot: Slot, now: datetime) -> Placement:
-    """A placement whose timer targets its pacing slot; an item written first is leased from the slot,
-    so no recovery sweep hands it off again while its timer waits."""
+def paced(placement: Placement, slot: Slot, now: datetime, timing: Timing) -> Placement:
+    """A placement whose timer targets its pacing slot. An item written first is leased from the slot
+    and indexed at it, so the recovery sweep (whose watermark cannot pass a leased entry) neither
+    hands it off again nor waits for it before the slot has passed."""
     if placement.timer is None:
         return placement
     timer = placement.timer.timer
     scheduled = timer_for(DueEntry(timer.queue, timer.id, timer.version, timer.due_ms), now, slot)
-    lease = schedule.claim_lease(from_ms(slot.start_ms), now) if placement.lease is not None else None
-    return replace(placement, timer=scheduled, lease=lease)
+    if placement.lease is None:
+        return replace(placement, timer=scheduled)
+    start = from_ms(slot.start_ms)
+    return replace(
+        placement, timer=scheduled, lease=schedule.claim_lease(start, now), keys=keys_of(timer.id, start, timing)
+    )
 
 
 def place_entry(entry: DueEntry, pending: bool, now: datetime, timing: Timing, *, written_first: bool) -> Placement:

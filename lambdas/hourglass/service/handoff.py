@@ -63,7 +63,7 @@ class HandOff:
         slots = self.pacer.slots(queue, rate, due, now)
         paced = list(placements)
         for index, slot in zip(timed, slots, strict=True):
-            paced[index] = handoff.paced(placements[index], slot, now)
+            paced[index] = handoff.paced(placements[index], slot, now, self.timing)
         return paced
 
     def slots(self, queue: str, rate: float, due_ms: Sequence[int], now: datetime) -> tuple[Slot, ...]:

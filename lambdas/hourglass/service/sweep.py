@@ -12,9 +12,10 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from hourglass.core import fanout, schedule
+from hourglass.core import fanout, handoff, schedule
 from hourglass.core.handoff import Claim, DueEntry
 from hourglass.core.pacing import Slot
+from hourglass.core.schedule import SweepKeys
 from hourglass.core.sweep_state import ShardProgress, SweepState
 from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.errors import InvokeError
@@ -255,7 +256,8 @@ class Sweeper:
             schedule.claim_lease(from_ms(entry.due_ms if slot is None else slot.start_ms), batch.now)
             for entry, slot in zip(chunk, slots, strict=True)
         ]
-        claims = self._claim_all(chunk, leases, batch.now)
+        moves = [self._moved(entry, slot) for entry, slot in zip(chunk, slots, strict=True)]
+        claims = self._claim_all(chunk, leases, batch.now, moves)
         for entry, lease, slot, claimed in zip(chunk, leases, slots, claims, strict=True):
             if not claimed:
                 if batch.recovery:
@@ -266,15 +268,32 @@ class Sweeper:
             report.claimed += 1
             batch.add(entry, lease, slot)
 
-    def _claim_all(self, entries: list[DueEntry], leases: list[datetime], now: datetime) -> list[bool]:
+    def _moved(self, entry: DueEntry, slot: Slot | None) -> SweepKeys | None:
+        """A slot in a later bucket than the due time: the claim moves the index entry there, so the
+        recovery sweep (whose watermark cannot pass a leased entry) reaches it only after the slot."""
+        width = self.ctx.settings.bucket_seconds
+        if slot is None or schedule.bucket_of(from_ms(slot.start_ms), width) == schedule.bucket_of(
+            from_ms(entry.due_ms), width
+        ):
+            return None
+        return handoff.keys_of(entry.id, from_ms(slot.start_ms), self.ctx.settings.timing)
+
+    def _claim_all(
+        self,
+        entries: list[DueEntry],
+        leases: list[datetime],
+        now: datetime,
+        moves: list[SweepKeys | None] | None = None,
+    ) -> list[bool]:
         assert self._pool is not None
         if not entries:
             return []
+        targets = moves or [None] * len(entries)
 
         def claim(start: int) -> list[bool]:
             end = start + CLAIMS_PER_THREAD
-            pairs = zip(entries[start:end], leases[start:end], strict=True)
-            return [self.store.claim(entry, now=now, lease_until=lease) for entry, lease in pairs]
+            rows = zip(entries[start:end], leases[start:end], targets[start:end], strict=True)
+            return [self.store.claim(e, now=now, lease_until=lease, move_to=to) for e, lease, to in rows]
 
         runs = self._pool.map(claim, range(0, len(entries), CLAIMS_PER_THREAD))
         return [claimed for run in runs for claimed in run]
