@@ -34,23 +34,28 @@ class Pacer:
     def __init__(self, store: PaceStore) -> None:
         self.store = store
         self._known: dict[str, int | None] = {}
+        self._queue_locks: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
 
     def slots(self, queue: str, rate: float, due_ms: Sequence[int], now: datetime) -> tuple[Slot, ...]:
-        """A slot per due time (same order), at or after it, spaced by the queue's rate across all allocators."""
+        """A slot per due time (same order), at or after it, spaced by the queue's rate across all allocators.
+
+        The threads of one process take turns per queue (a dispatcher's many timers would otherwise
+        race each other on the item): only other processes can make a try fail."""
         if not due_ms:
             return ()
         with self._lock:
+            queue_lock = self._queue_locks.setdefault(queue, threading.Lock())
+        with queue_lock:
             expected = self._known.get(queue)
-        for _ in range(MAX_ROUNDS):
-            allocation = pacing.allocate(expected, rate, due_ms, to_ms(now))
-            assert allocation.next_us is not None
-            written, current = self.store.advance_pace(queue, expected, allocation.next_us)
-            with self._lock:
+            for _ in range(MAX_ROUNDS):
+                allocation = pacing.allocate(expected, rate, due_ms, to_ms(now))
+                assert allocation.next_us is not None
+                written, current = self.store.advance_pace(queue, expected, allocation.next_us)
                 self._known[queue] = current
-            if written:
-                return allocation.slots
-            expected = current
+                if written:
+                    return allocation.slots
+                expected = current
         raise StoreError(f"pacing item of queue {queue} kept changing")
 
 
