@@ -133,6 +133,12 @@ def _lift_delays() -> None:
 
 
 # through the local runtime ----------------------------------------------------------------------
+class _Server(ThreadingHTTPServer):
+    # The default listen backlog (5) refuses connections when a burst arrives at once.
+    request_queue_size = 256
+    daemon_threads = True
+
+
 @dataclass
 class _Receiver:
     """A loopback target: arrival time and body of each request, and the most in flight at once."""
@@ -165,7 +171,7 @@ class _Receiver:
             def log_message(self, *args: Any) -> None:
                 return
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = _Server(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         return self
@@ -221,7 +227,7 @@ class RateRun:
 def measure_rate(api: str, rate: float, count: int) -> RateRun:
     receiver = _Receiver().start()
     try:
-        due = _burst(api, receiver, f"rate{int(rate)}x{count}", count, 4.0, rate_limit=rate)
+        due = _burst(api, receiver, f"rate{int(rate)}x{count}", count, 10.0, rate_limit=rate)
         got = receiver.wait_for(count, timeout=count / rate + 60)
     finally:
         receiver.stop()
@@ -273,6 +279,7 @@ def with_runtime(work: Callable[[str], Any]) -> Any:
             lookahead=4.0,
             handoff_safety=1.0,
             allow_private_callbacks=True,
+            dispatcher_workers=12,  # as tests/e2e: Lambda scales the dispatcher with the timer queue
         )
     )
     try:

@@ -150,6 +150,9 @@ def start_inprocess() -> Iterator[Stack]:
         handoff_safety=1.0,
         allow_private_callbacks=True,
         api_key=API_KEY,
+        # Lambda runs as many dispatcher invocations as the timer queue needs; four pollers (each holds
+        # its batch until its last timer is done) fall behind a paced burst on a loaded machine.
+        dispatcher_workers=12,
     )
     runtime = Runtime(config).start()
     try:

@@ -41,7 +41,7 @@ def test_a_paced_placement_targets_the_slot_and_leases_from_it() -> None:
     paced = handoff.paced(placement, slot, NOW, TIMING)
     assert paced.timer is not None and placement.lease is not None and paced.lease is not None
     assert (paced.timer.timer.due_ms, paced.timer.timer.latest_ms) == (slot.start_ms, slot.latest_ms)
-    assert paced.timer.delay_seconds == 41 and paced.lease - placement.lease == timedelta(seconds=40)
+    assert paced.timer.delay_seconds == 40 and paced.lease - placement.lease == timedelta(seconds=40)
     assert paced.claim() is not None and paced.claim().slot == slot  # type: ignore[union-attr]
     assert paced.keys == handoff.keys_of("m1", from_ms(slot.start_ms), TIMING) != placement.keys
 
@@ -49,7 +49,7 @@ def test_a_paced_placement_targets_the_slot_and_leases_from_it() -> None:
 def test_a_claims_timer_carries_its_slot() -> None:
     slot = Slot(to_ms(NOW) + 5_000, to_ms(NOW) + 5_250)
     scheduled = handoff.timer_for(DueEntry("q", "a", 3, to_ms(NOW)), NOW, slot)
-    assert (scheduled.timer.due_ms, scheduled.timer.latest_ms, scheduled.delay_seconds) == (*slot.__dict__.values(), 4)
+    assert (scheduled.timer.due_ms, scheduled.timer.latest_ms, scheduled.delay_seconds) == (*slot.__dict__.values(), 3)
 
 
 def test_an_early_timer_is_resent_with_its_slot_and_refusals() -> None:

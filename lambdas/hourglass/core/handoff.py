@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from hourglass.core import schedule
 from hourglass.core.model import Message, Status
@@ -15,6 +15,9 @@ from hourglass.core.pacing import Slot
 from hourglass.core.schedule import SweepKeys
 from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.errors import ValidationError
+
+# Extra head start of a paced timer over schedule.TIMER_HEAD_START (the total stays under MAX_SLEEP).
+PACED_HEAD_START = timedelta(seconds=1)
 
 
 @dataclass(frozen=True)
@@ -152,12 +155,19 @@ def timer_for(entry: DueEntry, now: datetime, slot: Slot | None = None) -> Sched
         timer = Timer(entry.queue, entry.id, entry.version, entry.due_ms, to_ms(now))
     else:
         timer = Timer(entry.queue, entry.id, entry.version, slot.start_ms, to_ms(now), latest_ms=slot.latest_ms)
-    return Scheduled(timer, schedule.timer_delay(from_ms(timer.due_ms), now))
+    return Scheduled(timer, delay_of(timer, now))
+
+
+def delay_of(timer: Timer, now: datetime) -> int:
+    """SQS DelaySeconds of a timer. A paced one is made visible a second sooner: it must start within its
+    slot's tolerance, so a slow receive costs it the slot, while the dispatcher sleeps the extra second."""
+    target = from_ms(timer.due_ms) - (PACED_HEAD_START if timer.latest_ms is not None else timedelta(0))
+    return schedule.timer_delay(target, now)
 
 
 def resend(timer: Timer, now: datetime) -> Scheduled:
     """A timer that came back too early, sent again for what is left of its wait (slot and waits kept)."""
-    return Scheduled(replace(timer, sent_ms=to_ms(now)), schedule.timer_delay(from_ms(timer.due_ms), now))
+    return Scheduled(replace(timer, sent_ms=to_ms(now)), delay_of(timer, now))
 
 
 def paced(placement: Placement, slot: Slot, now: datetime, timing: Timing) -> Placement:

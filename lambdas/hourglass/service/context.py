@@ -57,7 +57,12 @@ class Context:
     @property
     def handoff(self) -> HandOff:
         return HandOff(
-            self.timers, self.settings.timing, release=self.store.release, metrics=self.metrics, pacer=self.pacer
+            self.timers,
+            self.settings.timing,
+            release=self.store.release,
+            metrics=self.metrics,
+            pacer=self.pacer,
+            clock=lambda: self.clock(),
         )
 
     @classmethod

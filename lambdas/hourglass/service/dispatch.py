@@ -219,6 +219,8 @@ class Dispatcher:
         (slot,) = self.ctx.handoff.slots(timer.queue, rate, [timer.due_ms], now)
         paced = replace(timer, due_ms=slot.start_ms, latest_ms=slot.latest_ms, sent_ms=to_ms(now))
         self.ctx.metrics.count("Repaced", queue=timer.queue)
+        late = None if timer.latest_ms is None else to_ms(now) - timer.latest_ms
+        log("repaced", id=timer.id, queue=timer.queue, late_ms=late, slot_in_ms=slot.start_ms - to_ms(now))
         if repaced or schedule.is_early(from_ms(slot.start_ms), now):
             self.ctx.handoff.resend([handoff.resend(paced, now)])
             return Result(True, "repaced")

@@ -39,12 +39,14 @@ class HandOff:
         release: Release | None = None,
         metrics: Any = None,
         pacer: Slots | None = None,
+        clock: Callable[[], datetime] | None = None,
     ) -> None:
         self.timers = timers
         self.timing = timing
         self.release = release
         self.metrics = metrics
         self.pacer = pacer
+        self.clock = clock
 
     def place(
         self, message: Message, now: datetime, *, written_first: bool, rate: float | None = None
@@ -60,6 +62,9 @@ class HandOff:
             return list(placements)
         queue = placements[timed[0]].timer.timer.queue  # type: ignore[union-attr]
         due = [placements[i].timer.timer.due_ms for i in timed]  # type: ignore[union-attr]
+        # Slots from the time of the allocation, not of the request: a slow request must not start
+        # its batch with slots that are already (nearly) past.
+        now = self._now(now)
         slots = self.pacer.slots(queue, rate, due, now)
         paced = list(placements)
         for index, slot in zip(timed, slots, strict=True):
@@ -75,6 +80,7 @@ class HandOff:
         """Timers of items not written yet, all or none; False: SQS refused, the items go to the due index."""
         if not timers:
             return True
+        timers = self._fresh(timers)
         try:
             self.timers.send_all(timers)
         except TimerQueueError as exc:
@@ -92,7 +98,7 @@ class HandOff:
         """
         if not claims:
             return []
-        sent = self.timers.send([handoff.timer_for(claim.entry, now, claim.slot) for claim in claims])
+        sent = self.timers.send(self._fresh([handoff.timer_for(claim.entry, now, claim.slot) for claim in claims]))
         refused = {(s.timer.queue, s.timer.id) for s in sent}
         failed = [claim for claim in claims if (claim.entry.queue, claim.entry.id) in refused]
         if failed:
@@ -118,6 +124,17 @@ class HandOff:
     def resend(self, timers: Sequence[Scheduled]) -> None:
         """Timers that came back early or before their item was written; raises if SQS refuses them."""
         self.timers.send_all(timers)
+
+    def _now(self, fallback: datetime) -> datetime:
+        return self.clock() if self.clock is not None else fallback
+
+    def _fresh(self, timers: Sequence[Scheduled]) -> list[Scheduled]:
+        """A paced timer's delay counted from the send, not from the request's start: it has to reach a
+        dispatcher within its slot's tolerance. Unlimited queues' timers are sent as planned."""
+        if self.clock is None or all(s.timer.latest_ms is None for s in timers):
+            return list(timers)
+        now = self.clock()
+        return [s if s.timer.latest_ms is None else Scheduled(s.timer, handoff.delay_of(s.timer, now)) for s in timers]
 
     def _count(self, name: str, value: int) -> None:
         if self.metrics is not None:
