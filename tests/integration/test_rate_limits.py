@@ -236,3 +236,23 @@ def test_a_swept_slot_in_a_later_bucket_moves_the_index_entry_there(harness: Har
     later = {i for i in due if slots[i] // width > due[i] // width}
     assert later and {i: indexed[i] for i in later} == {i: slots[i] for i in later}
     assert all(indexed[i] == due[i] for i in set(due) - later)
+
+
+def test_a_retry_of_a_paced_queue_is_handed_off_with_a_slot(harness: Harness) -> None:
+    make_queue(harness, "again", rate_limit=1, retry={"max_attempts": 3, "backoff_base": 1, "backoff_max": 1})
+    [message_id] = post_burst(harness, "again", 1, to_ms(harness.clock() + timedelta(seconds=2)))
+    harness.receiver.answers = [503]
+    harness.dispatch(harness.timers())
+    [retry] = harness.timers()
+    _, doc = harness.call("GET", f"/v1/queues/again/messages/{message_id}")
+    assert (doc["status"], doc["attempts"]) == ("pending", 1)
+    slot_start, latest = retry["json"]["due"], retry["json"]["l"]
+    assert latest - slot_start == 250 and slot_start >= to_ms(parse_rfc3339(doc["due_at"]))
+
+
+def test_a_patched_message_of_a_paced_queue_is_handed_off_with_a_slot(harness: Harness) -> None:
+    make_queue(harness, "edited", rate_limit=1)
+    [message_id] = post_burst(harness, "edited", 1, to_ms(harness.clock() + timedelta(seconds=600)))
+    status, doc = harness.call("PATCH", f"/v1/queues/edited/messages/{message_id}", {"delay": 5})
+    [timer] = harness.timers()
+    assert status == 200 and timer["json"]["due"] >= to_ms(parse_rfc3339(doc["due_at"])) and "l" in timer["json"]
