@@ -25,6 +25,7 @@ from bench import (
     body_cost,
     capacity_sim,
     cost,
+    delivery_limits,
     history_cost,
     log_bytes,
     memory,
@@ -42,6 +43,7 @@ ORDER = (
     "cost",
     "body_cost",
     "history_cost",
+    "delivery_limits",
     "throughput",
     "schedules",
     "memory",
@@ -84,6 +86,13 @@ def run_all(*, quick: bool = False, only: tuple[str, ...] = ORDER, out: Path | N
         timings["body_cost"] = round(time.time() - t, 1)
     if "history_cost" in only:
         sections["history_cost"] = history_cost.section()
+    if "delivery_limits" in only:
+        t = time.time()
+        try:
+            sections["delivery_limits"] = delivery_limits.section(quick=quick)
+        except Exception:
+            sections["delivery_limits"] = _failed("delivery_limits")
+        timings["delivery_limits"] = round(time.time() - t, 1)
     if "throughput" in only:
         t = time.time()
         sizes = {"ingest_posts": 2, "swept": 40, "delivered": 30} if quick else {}

@@ -232,8 +232,13 @@ class CapacityMeter:
 
 
 def _use_of(sort_key: str) -> str:
+    """A queue partition's shared items: its settings, its pacing item, its concurrency slots, its schedules."""
     if sort_key == "#queue":
         return "queue settings"
+    if sort_key == "#pace":
+        return "pacing"
+    if sort_key.startswith("#slot#"):
+        return "concurrency slots"
     return "schedule items" if sort_key.startswith(SCHEDULE_PREFIX) else "other"
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 
 from moto.server import ThreadedMotoServer
 
@@ -13,7 +14,7 @@ from devstack.runtime import Runtime
 
 
 @contextmanager
-def local_runtime(api_key: str) -> Iterator[Runtime]:
+def local_runtime(api_key: str, *, dispatcher_threads: int | None = None) -> Iterator[Runtime]:
     """Sweeps every second with a 4 s lookahead (1 s safety), private callbacks allowed, behind `api_key`."""
     prepare_embedded_moto()
     port = free_port()
@@ -29,6 +30,8 @@ def local_runtime(api_key: str) -> Iterator[Runtime]:
         allow_private_callbacks=True,
         api_key=api_key,
     )
+    if dispatcher_threads is not None:
+        config = replace(config, dispatcher_threads=dispatcher_threads)
     runtime = Runtime(config).start()
     try:
         yield runtime

@@ -72,7 +72,9 @@ class Client:
 
 
 def start_inprocess() -> Iterator[Stack]:
-    with local_runtime(API_KEY) as runtime:
+    # Lambda runs as many dispatcher invocations as the timer queue needs; four pollers (each holds its
+    # batch until its last timer is done) fall behind a paced burst on a loaded machine.
+    with local_runtime(API_KEY, dispatcher_threads=12) as runtime:
         endpoint = runtime.config.endpoint_url
         assert endpoint is not None
         template = _template(cached_synth(runtime.config.cdk_context()))

@@ -7,12 +7,20 @@ from hourglass.adapters.concurrency_storage import ConcurrencyStorage
 from hourglass.adapters.control_storage import ControlStorage
 from hourglass.adapters.message_storage import MessageStorage
 from hourglass.adapters.operation_storage import OperationStorage
+from hourglass.adapters.pacing_storage import PacingStorage
 from hourglass.adapters.queue_registry import QueueRegistry
 from hourglass.adapters.schedule_storage import ScheduleStorage
 from hourglass.adapters.sweep_storage import SweepStorage
 
 
 class Store(
-    MessageStorage, SweepStorage, OperationStorage, ConcurrencyStorage, ControlStorage, ScheduleStorage, QueueRegistry
+    MessageStorage,
+    SweepStorage,
+    OperationStorage,
+    ConcurrencyStorage,
+    PacingStorage,
+    ControlStorage,
+    ScheduleStorage,
+    QueueRegistry,
 ):
     """Both nouns over one table and one client, as the services and the local runtime use it."""

@@ -21,6 +21,7 @@ from hourglass.adapters.items import (
 from hourglass.adapters.table import Table
 from hourglass.core.handoff import Claim, DueEntry
 from hourglass.core.model import Status
+from hourglass.core.schedule import SweepKeys
 from hourglass.core.sweep_state import ShardProgress, SweepState
 from hourglass.core.timestamps import to_ms
 from hourglass.errors import StaleVersionError
@@ -57,15 +58,21 @@ class SweepStorage(Table):
                 return buckets
             request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
-    def claim(self, entry: DueEntry, *, now: datetime, lease_until: datetime) -> bool:
-        """Claim a due message for hand-off; False when another sweeper has it or it changed."""
+    def claim(
+        self, entry: DueEntry, *, now: datetime, lease_until: datetime, move_to: SweepKeys | None = None
+    ) -> bool:
+        """Claim a due message for hand-off; False when another sweeper has it or it changed.
+
+        `move_to`: new due-index keys in the same write (a paced message's slot in a later bucket, so
+        that the recovery sweep looks at it only once its slot has passed)."""
+        moved = {} if move_to is None else {":spk": s(move_to.pk), ":ssk": s(move_to.sk)}
         try:
             self._conditional(
                 "update_item",
                 f"message {entry.id} is claimed or changed",
                 TableName=self.table,
                 Key=message_key(entry.queue, entry.id),
-                UpdateExpression="SET claimed_until = :lease",
+                UpdateExpression="SET claimed_until = :lease" + (", sweep_pk = :spk, sweep_sk = :ssk" if moved else ""),
                 ConditionExpression=(
                     "version = :v AND #st = :pending AND (attribute_not_exists(claimed_until) OR claimed_until < :now)"
                 ),
@@ -75,6 +82,7 @@ class SweepStorage(Table):
                     ":pending": s(Status.PENDING.value),
                     ":now": n(to_ms(now)),
                     ":lease": n(to_ms(lease_until)),
+                    **moved,
                 },
             )
         except StaleVersionError:

@@ -30,9 +30,31 @@ def pack_to_json(timers: Sequence[Timer]) -> str:
     first = timers[0]
     doc: dict[str, Any] = {"q": first.queue, "id": first.id, "v": first.version, "due": first.due_ms}
     doc["sent"] = first.sent_ms
+    doc.update(first.extra())
     if len(timers) > 1:
-        doc["more"] = [[t.queue, t.id, t.version, t.due_ms] for t in timers[1:]]
+        doc["more"] = [_entry(t) for t in timers[1:]]
     return json.dumps(doc, separators=(",", ":"))
+
+
+def _entry(timer: Timer) -> list[object]:
+    """A packed timer: [q, id, v, due], plus [latest, waits] for a paced or refused one."""
+    entry: list[object] = [timer.queue, timer.id, timer.version, timer.due_ms]
+    return entry if timer.latest_ms is None and not timer.waits else [*entry, timer.latest_ms, timer.waits]
+
+
+def _packed(first: Timer, entry: list[Any]) -> Timer:
+    if len(entry) not in (4, 6):
+        raise ValueError("a packed timer has 4 or 6 fields")
+    queue, message_id, version, due, latest, waits = [*entry, None, 0] if len(entry) == 4 else entry
+    return Timer(
+        str(queue),
+        str(message_id),
+        int(version),
+        int(due),
+        first.sent_ms,
+        latest_ms=None if latest is None else int(latest),
+        waits=int(waits or 0),
+    )
 
 
 def read_timers(text: str) -> list[Timer]:
@@ -40,7 +62,7 @@ def read_timers(text: str) -> list[Timer]:
     first = Timer.from_json(text)
     try:
         more = json.loads(text).get("more") or []
-        return [first] + [Timer(str(q), str(i), int(v), int(due), first.sent_ms) for q, i, v, due in more]
+        return [first] + [_packed(first, entry) for entry in more]
     except (ValueError, TypeError, AttributeError) as exc:
         raise ValidationError("timer", f"malformed timer pack: {exc}") from exc
 

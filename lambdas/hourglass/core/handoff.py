@@ -6,14 +6,18 @@ Ingest, PATCH, the sweep, retries and the bulk writer all place a message throug
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 
 from hourglass.core import schedule
 from hourglass.core.model import Message, Status
+from hourglass.core.pacing import Slot
 from hourglass.core.schedule import SweepKeys
 from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.errors import ValidationError
+
+# Extra head start of a paced timer over schedule.TIMER_HEAD_START (the total stays under MAX_SLEEP).
+PACED_HEAD_START = timedelta(seconds=1)
 
 
 @dataclass(frozen=True)
@@ -52,19 +56,32 @@ class DueEntry:
 
 @dataclass(frozen=True)
 class Timer:
-    """A reference to a message version that becomes due at `due_ms`."""
+    """A reference to a message version that becomes due at `due_ms`.
+
+    A rate-limited queue's timer carries its pacing slot: `due_ms` is the slot's start and
+    `latest_ms` the last instant the attempt may start; `waits` counts concurrency refusals so far.
+    """
 
     queue: str
     id: str
     version: int
     due_ms: int
     sent_ms: int
+    latest_ms: int | None = None
+    waits: int = 0
+
+    @property
+    def slot(self) -> Slot | None:
+        return None if self.latest_ms is None else Slot(self.due_ms, self.latest_ms)
+
+    def extra(self) -> dict[str, int]:
+        """The optional fields, only when set: an unlimited queue's timer is exactly as before."""
+        doc = {} if self.latest_ms is None else {"l": self.latest_ms}
+        return doc | ({"w": self.waits} if self.waits else {})
 
     def to_json(self) -> str:
-        return json.dumps(
-            {"q": self.queue, "id": self.id, "v": self.version, "due": self.due_ms, "sent": self.sent_ms},
-            separators=(",", ":"),
-        )
+        doc = {"q": self.queue, "id": self.id, "v": self.version, "due": self.due_ms, "sent": self.sent_ms}
+        return json.dumps(doc | self.extra(), separators=(",", ":"))
 
     @classmethod
     def from_json(cls, text: str) -> Timer:
@@ -76,6 +93,8 @@ class Timer:
                 version=int(doc["v"]),
                 due_ms=int(doc["due"]),
                 sent_ms=int(doc["sent"]),
+                latest_ms=None if doc.get("l") is None else int(doc["l"]),
+                waits=int(doc.get("w") or 0),
             )
         except (ValueError, KeyError, TypeError) as exc:
             raise ValidationError("timer", f"malformed timer message: {exc}") from exc
@@ -90,10 +109,11 @@ class Scheduled:
 
 @dataclass(frozen=True)
 class Claim:
-    """A stored message version leased for hand-off until `lease`."""
+    """A stored message version leased for hand-off until `lease` (and its pacing slot, if paced)."""
 
     entry: DueEntry
     lease: datetime
+    slot: Slot | None = None
 
 
 @dataclass(frozen=True)
@@ -118,7 +138,7 @@ class Placement:
         if self.timer is None or self.lease is None:
             return None
         timer = self.timer.timer
-        return Claim(DueEntry(timer.queue, timer.id, timer.version, timer.due_ms), self.lease)
+        return Claim(DueEntry(timer.queue, timer.id, timer.version, timer.due_ms), self.lease, timer.slot)
 
 
 def hands_off(due: datetime, now: datetime, timing: Timing) -> bool:
@@ -129,14 +149,41 @@ def keys_of(message_id: str, due: datetime, timing: Timing) -> SweepKeys:
     return schedule.sweep_keys(message_id, due, shards=timing.shards, bucket_seconds=timing.bucket_seconds)
 
 
-def timer_for(entry: DueEntry, now: datetime) -> Scheduled:
-    timer = Timer(entry.queue, entry.id, entry.version, entry.due_ms, to_ms(now))
-    return Scheduled(timer, schedule.timer_delay(from_ms(entry.due_ms), now))
+def timer_for(entry: DueEntry, now: datetime, slot: Slot | None = None) -> Scheduled:
+    """The timer of a hand-off; with a pacing slot it targets the slot, not the due time (never earlier)."""
+    if slot is None:
+        timer = Timer(entry.queue, entry.id, entry.version, entry.due_ms, to_ms(now))
+    else:
+        timer = Timer(entry.queue, entry.id, entry.version, slot.start_ms, to_ms(now), latest_ms=slot.latest_ms)
+    return Scheduled(timer, delay_of(timer, now))
+
+
+def delay_of(timer: Timer, now: datetime) -> int:
+    """SQS DelaySeconds of a timer. A paced one is made visible a second sooner: it must start within its
+    slot's tolerance, so a slow receive costs it the slot, while the dispatcher sleeps the extra second."""
+    target = from_ms(timer.due_ms) - (PACED_HEAD_START if timer.latest_ms is not None else timedelta(0))
+    return schedule.timer_delay(target, now)
 
 
 def resend(timer: Timer, now: datetime) -> Scheduled:
-    """A timer that came back too early, sent again for what is left of its wait."""
-    return timer_for(DueEntry(timer.queue, timer.id, timer.version, timer.due_ms), now)
+    """A timer that came back too early, sent again for what is left of its wait (slot and waits kept)."""
+    return Scheduled(replace(timer, sent_ms=to_ms(now)), delay_of(timer, now))
+
+
+def paced(placement: Placement, slot: Slot, now: datetime, timing: Timing) -> Placement:
+    """A placement whose timer targets its pacing slot. An item written first is leased from the slot
+    and indexed at it, so the recovery sweep (whose watermark cannot pass a leased entry) neither
+    hands it off again nor waits for it before the slot has passed."""
+    if placement.timer is None:
+        return placement
+    timer = placement.timer.timer
+    scheduled = timer_for(DueEntry(timer.queue, timer.id, timer.version, timer.due_ms), now, slot)
+    if placement.lease is None:
+        return replace(placement, timer=scheduled)
+    start = from_ms(slot.start_ms)
+    return replace(
+        placement, timer=scheduled, lease=schedule.claim_lease(start, now), keys=keys_of(timer.id, start, timing)
+    )
 
 
 def place_entry(entry: DueEntry, pending: bool, now: datetime, timing: Timing, *, written_first: bool) -> Placement:

@@ -16,6 +16,7 @@ from hourglass.adapters.sqs_target import SqsTargets
 from hourglass.adapters.store import Store
 from hourglass.adapters.timer_queue import TimerQueue
 from hourglass.service.handoff import HandOff
+from hourglass.service.pacing import Pacer, QueueLimits
 from hourglass.settings import Settings
 
 
@@ -38,8 +39,13 @@ class Context:
     invoke_fanout: Callable[[dict[str, Any]], None] | None = None
     # The S3 body store; by default built from settings.body_bucket on first use.
     body_store: BodyStore | None = None
+    # Rate-limit pacing (shared by every hand-off of this process) and the sweeper's view of limits.
+    pacer: Pacer = field(init=False)
+    limits: QueueLimits = field(init=False)
 
     def __post_init__(self) -> None:
+        self.pacer = Pacer(self.store)
+        self.limits = QueueLimits(self.store.get_queue, lambda: self.clock())
         if self.settings.log_level is not None:
             logs.set_level(self.settings.log_level)
         # Bodies above the body-item threshold go to S3; its client is built on first use.
@@ -50,7 +56,14 @@ class Context:
 
     @property
     def handoff(self) -> HandOff:
-        return HandOff(self.timers, self.settings.timing, release=self.store.release, metrics=self.metrics)
+        return HandOff(
+            self.timers,
+            self.settings.timing,
+            release=self.store.release,
+            metrics=self.metrics,
+            pacer=self.pacer,
+            clock=lambda: self.clock(),
+        )
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: object) -> Context:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from hourglass.core import attempts, redelivery
+from hourglass.core import attempts, delivery_control, redelivery
 from hourglass.core.attempts import Attempt
 from hourglass.core.delivery_control import PAUSE_SETTLE
 from hourglass.core.model import Message, Queue
@@ -38,14 +38,14 @@ class Control:
         return attempts.merged(self.store.list_attempts(queue, message_id), message.final_attempt)
 
     def redeliver(self, queue_name: str, message_id: str, doc: Any) -> Message:
-        self.messages.get_queue(queue_name)
+        queue = self.messages.get_queue(queue_name)
         now = self.ctx.clock()
         request = redelivery.redeliver_request(doc, now)
         message = self.messages.get(queue_name, message_id)
         again = redelivery.redeliver(message, request, now)
         pending = replace(again.message, attempts_base=again.budget_from)
         handoff = self.ctx.handoff
-        placement = handoff.place(pending, now, written_first=True)
+        placement = handoff.place(pending, now, written_first=True, rate=delivery_control.of(queue).rate_limit)
         pending = replace(pending, claimed_until=placement.lease)
         keep_final_attempt(self.store, message)
         try:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import math
 import random
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 
 from hourglass.adapters.timer_queue import read_timers
-from hourglass.core import deadline, delivery, delivery_control, handoff, lifecycle, next_attempt, schedule
+from hourglass.core import concurrency, deadline, delivery, delivery_control, handoff, lifecycle, next_attempt, schedule
 from hourglass.core.attempts import Attempt, AttemptOutcome
+from hourglass.core.concurrency import Lease
+from hourglass.core.delivery_control import DeliveryControl
 from hourglass.core.handoff import Scheduled, Timer
 from hourglass.core.model import (
     LATER_NAMESPACE,
@@ -19,7 +22,7 @@ from hourglass.core.model import (
     RetryPolicy,
     Status,
 )
-from hourglass.core.timestamps import from_ms
+from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.errors import DeliveryError, StaleVersionError, StoreError, TimerQueueError, ValidationError
 from hourglass.logs import log
 from hourglass.service import failure_notices, schedules, targets
@@ -38,6 +41,8 @@ BEGIN_LEAD = timedelta(milliseconds=250)
 # ... but not sooner than this after the timer was sent: a hand-off timer is sent before its item is
 # written, and starting before the write lands costs a failed write and a re-send.
 WRITE_GRACE = timedelta(seconds=1)
+# Any instant: a lease length does not depend on when it starts.
+EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 # A paused queue's timer comes back this often; its message stays pending with its due time.
 PAUSE_RECHECK = 2
 # How old a cached queue (and its pause flag) may be when an attempt starts (delivery_control).
@@ -107,7 +112,7 @@ class Dispatcher:
             self.ctx.metrics.count("DispatchError", queue=timer.queue)
             return Result(False, "error")
 
-    def _process(self, timer: Timer) -> Result:
+    def _process(self, timer: Timer, *, repaced: bool = False) -> Result:
         now = self.ctx.clock()
         due = from_ms(timer.due_ms)
         if schedule.is_early(due, now):
@@ -133,8 +138,30 @@ class Dispatcher:
             self.ctx.handoff.resend([Scheduled(timer, PAUSE_RECHECK)])
             self.ctx.metrics.count("Paused", queue=timer.queue)
             return Result(True, "paused")
+        if control.rate_limit is not None and (timer.slot is None or timer.slot.missed(to_ms(now))):
+            # A rate-limited queue's attempt starts only inside a pacing slot: take a new one.
+            return self._repace(timer, control.rate_limit, now, repaced)
+        lease = self._lease(control.timeout)
+        held = None
+        if control.max_concurrency is not None:
+            holder = concurrency.holder(timer.id, timer.version)
+            until, now_ms = to_ms(now + lease), to_ms(now)
+            held = self.store.acquire_slot(timer.queue, control.max_concurrency, holder, until, now_ms, timer.waits)
+            if held is None:
+                return self._busy(timer)
         try:
-            message = self._begin(timer, now, control.timeout)
+            return self._attempt(timer, queue, control, now, lease)
+        finally:
+            if held is not None:
+                self._release(timer.queue, held)
+
+    def _attempt(
+        self, timer: Timer, queue: Queue | None, control: DeliveryControl, now: datetime, lease: timedelta
+    ) -> Result:
+        """Begin, wait for the due time (or slot), deliver, record; the caller holds any concurrency slot."""
+        due = from_ms(timer.due_ms)
+        try:
+            message = self._begin(timer, now, lease)
         except StaleVersionError:
             return self._not_startable(timer, now)
         if message.queue != LATER_NAMESPACE and (queue is None or queue.created_at != message.queue_epoch):
@@ -145,6 +172,10 @@ class Dispatcher:
         now = self.ctx.clock()
         if message.expires_at is not None and now > message.expires_at:
             return self._finish(message, Status.EXPIRED, now, "expired before delivery")
+        slot = timer.slot
+        if slot is not None and slot.missed(to_ms(now)) and control.rate_limit is not None:
+            # The begin write ate the slot's tolerance: starting now could break the rate bound.
+            return self._put_back(message, control.rate_limit, now)
         started = self.ctx.clock()
         try:
             outcome = targets.deliver(self.ctx, message, queue)
@@ -161,20 +192,68 @@ class Dispatcher:
             return self._finish(message, Status.DELIVERED, done, None, delivered_at=done, attempt=attempt)
         return self._after_failure(message, queue, outcome, started, done)
 
-    def _begin(self, timer: Timer, now: datetime, timeout: float) -> Message:
+    def _lease(self, timeout: float) -> timedelta:
+        """How long an attempt owns its message and its concurrency slot (the same instant for both).
+
+        The configured lease is sized for the default timeout (and kept short where the local runtime
+        polls with a short visibility); a queue with a longer timeout extends it past its attempt and
+        bookkeeping, so a live attempt is never taken over.
+        """
+        lease = self.ctx.settings.delivery_lease
+        if timeout > delivery_control.DEFAULT_TIMEOUT:
+            lease = max(lease, (deadline.delivery_lease(EPOCH, timeout) - EPOCH).total_seconds())
+        return timedelta(seconds=lease)
+
+    def _repace(self, timer: Timer, rate: float, now: datetime, repaced: bool) -> Result:
+        """A new pacing slot for a timer without one (or that missed its own); the message stays pending.
+        Slots are never before the timer's due time, which is never before the message's."""
+        (slot,) = self.ctx.handoff.slots(timer.queue, rate, [timer.due_ms], now)
+        paced = replace(timer, due_ms=slot.start_ms, latest_ms=slot.latest_ms, sent_ms=to_ms(now))
+        self.ctx.metrics.count("Repaced", queue=timer.queue)
+        late = None if timer.latest_ms is None else to_ms(now) - timer.latest_ms
+        log("repaced", id=timer.id, queue=timer.queue, late_ms=late, slot_in_ms=slot.start_ms - to_ms(now))
+        if repaced or schedule.is_early(from_ms(slot.start_ms), now):
+            self.ctx.handoff.resend([handoff.resend(paced, now)])
+            return Result(True, "repaced")
+        return self._process(paced, repaced=True)
+
+    def _busy(self, timer: Timer) -> Result:
+        """Every probed concurrency slot is held: the message stays pending, its timer comes back later."""
+        wait = concurrency.busy_wait(timer.waits, random.random())
+        self.ctx.handoff.resend([Scheduled(replace(timer, waits=timer.waits + 1), math.ceil(wait))])
+        self.ctx.metrics.count("Busy", queue=timer.queue)
+        return Result(True, "busy")
+
+    def _release(self, queue: str, held: Lease) -> None:
+        try:
+            self.store.release_slot(queue, held)
+        except StoreError as exc:
+            # The slot frees itself when its lease (the message's) runs out.
+            log("slot_release_failed", queue=queue, slot=held.slot, error=str(exc))
+
+    def _put_back(self, message: Message, rate: float, now: datetime) -> Result:
+        """Begun, not started: pending again (attempt count restored) with a new slot and timer."""
+        change = lifecycle.put_back(message)
+        placement = self.ctx.handoff.place(change.message, now, written_first=True, rate=rate)
+        change = change.leased(placement.lease)
+        try:
+            self.store.await_retry(change, placement.keys)
+        except StaleVersionError:
+            return Result(True, "superseded")
+        claim = placement.claim()
+        if claim is not None:
+            self.ctx.handoff.send_claimed([claim], now, give_back=False)
+        self.ctx.metrics.count("Repaced", queue=message.queue)
+        return Result(True, "repaced")
+
+    def _begin(self, timer: Timer, now: datetime, lease: timedelta) -> Message:
         """pending(v) -> delivering, or take over a delivering message whose lease ran out.
 
         One conditional write either way (a failed one costs a write unit too). A timer's version is
         always a pending one, so the new version is v + 1 exactly when the start was from pending(v);
         a takeover of delivering(w) gives w + 1, and w > v.
         """
-        # The configured lease is sized for the default timeout (and kept short where the local runtime
-        # polls with a short visibility); a queue with a longer timeout extends it past its attempt and
-        # bookkeeping, so a live attempt is never taken over.
-        lease = self.ctx.settings.delivery_lease
-        if timeout > delivery_control.DEFAULT_TIMEOUT:
-            lease = max(lease, (deadline.delivery_lease(now, timeout) - now).total_seconds())
-        start = lifecycle.begin_delivery(timer.version, now, timedelta(seconds=lease))
+        start = lifecycle.begin_delivery(timer.version, now, lease)
         message = self.store.begin_delivery(timer.queue, timer.id, start)
         if message.version != timer.version + 1:
             # The dispatcher that held the lease died; it may have reached the target first. The message
@@ -247,7 +326,7 @@ class Dispatcher:
         if decision.outcome is AttemptOutcome.EXPIRED:
             return self._finish(message, Status.EXPIRED, now, outcome.error, attempt=attempt)
         assert decision.retry_at is not None
-        return self._schedule_retry(message, decision.retry_at, outcome.error, now)
+        return self._schedule_retry(message, queue, decision.retry_at, outcome.error, now)
 
     def _record(
         self,
@@ -268,9 +347,12 @@ class Dispatcher:
             self.store.put_attempt(message.queue, attempt)
         return attempt
 
-    def _schedule_retry(self, message: Message, retry_at: datetime, error: str | None, now: datetime) -> Result:
+    def _schedule_retry(
+        self, message: Message, queue: Queue | None, retry_at: datetime, error: str | None, now: datetime
+    ) -> Result:
         change = lifecycle.await_retry(message, retry_at, error)
-        placement = self.ctx.handoff.place(change.message, now, written_first=True)
+        rate = delivery_control.of(queue).rate_limit
+        placement = self.ctx.handoff.place(change.message, now, written_first=True, rate=rate)
         change = change.leased(placement.lease)
         try:
             self.store.await_retry(change, placement.keys)

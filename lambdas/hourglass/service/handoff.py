@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from hourglass.core import handoff
 from hourglass.core.handoff import Claim, Placement, Scheduled, Timing
 from hourglass.core.model import Message
+from hourglass.core.pacing import Slot
 from hourglass.errors import StoreError, TimerQueueError
 from hourglass.logs import log
 
@@ -25,20 +26,61 @@ class Timers(Protocol):
     def send_all(self, items: Sequence[Scheduled]) -> None: ...
 
 
+class Slots(Protocol):
+    def slots(self, queue: str, rate: float, due_ms: Sequence[int], now: datetime) -> tuple[Slot, ...]: ...
+
+
 class HandOff:
-    def __init__(self, timers: Timers, timing: Timing, *, release: Release | None = None, metrics: Any = None) -> None:
+    def __init__(
+        self,
+        timers: Timers,
+        timing: Timing,
+        *,
+        release: Release | None = None,
+        metrics: Any = None,
+        pacer: Slots | None = None,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
         self.timers = timers
         self.timing = timing
         self.release = release
         self.metrics = metrics
+        self.pacer = pacer
+        self.clock = clock
 
-    def place(self, message: Message, now: datetime, *, written_first: bool) -> Placement:
-        return handoff.place(message, now, self.timing, written_first=written_first)
+    def place(
+        self, message: Message, now: datetime, *, written_first: bool, rate: float | None = None
+    ) -> Placement:
+        """Where a message waits; a rate-limited queue's timer gets a pacing slot (one conditional write)."""
+        return self.pace([handoff.place(message, now, self.timing, written_first=written_first)], rate, now)[0]
+
+    def pace(self, placements: Sequence[Placement], rate: float | None, now: datetime) -> list[Placement]:
+        """Slots for the timers of one queue's hand-off batch, in due order, from one pacing write.
+        Without a rate (unlimited queue) nothing is read or written."""
+        timed = [i for i, placement in enumerate(placements) if placement.timer is not None]
+        if rate is None or self.pacer is None or not timed:
+            return list(placements)
+        queue = placements[timed[0]].timer.timer.queue  # type: ignore[union-attr]
+        due = [placements[i].timer.timer.due_ms for i in timed]  # type: ignore[union-attr]
+        # Slots from the time of the allocation, not of the request: a slow request must not start
+        # its batch with slots that are already (nearly) past.
+        now = self._now(now)
+        slots = self.pacer.slots(queue, rate, due, now)
+        paced = list(placements)
+        for index, slot in zip(timed, slots, strict=True):
+            paced[index] = handoff.paced(placements[index], slot, now, self.timing)
+        return paced
+
+    def slots(self, queue: str, rate: float, due_ms: Sequence[int], now: datetime) -> tuple[Slot, ...]:
+        """Slots for due times of one queue (the sweeper's chunks, the dispatcher's missed slots)."""
+        assert self.pacer is not None
+        return self.pacer.slots(queue, rate, due_ms, now)
 
     def send_first(self, timers: Sequence[Scheduled]) -> bool:
         """Timers of items not written yet, all or none; False: SQS refused, the items go to the due index."""
         if not timers:
             return True
+        timers = self._fresh(timers)
         try:
             self.timers.send_all(timers)
         except TimerQueueError as exc:
@@ -56,7 +98,7 @@ class HandOff:
         """
         if not claims:
             return []
-        sent = self.timers.send([handoff.timer_for(claim.entry, now) for claim in claims])
+        sent = self.timers.send(self._fresh([handoff.timer_for(claim.entry, now, claim.slot) for claim in claims]))
         refused = {(s.timer.queue, s.timer.id) for s in sent}
         failed = [claim for claim in claims if (claim.entry.queue, claim.entry.id) in refused]
         if failed:
@@ -82,6 +124,17 @@ class HandOff:
     def resend(self, timers: Sequence[Scheduled]) -> None:
         """Timers that came back early or before their item was written; raises if SQS refuses them."""
         self.timers.send_all(timers)
+
+    def _now(self, fallback: datetime) -> datetime:
+        return self.clock() if self.clock is not None else fallback
+
+    def _fresh(self, timers: Sequence[Scheduled]) -> list[Scheduled]:
+        """A paced timer's delay counted from the send, not from the request's start: it has to reach a
+        dispatcher within its slot's tolerance. Unlimited queues' timers are sent as planned."""
+        if self.clock is None or all(s.timer.latest_ms is None for s in timers):
+            return list(timers)
+        now = self.clock()
+        return [s if s.timer.latest_ms is None else Scheduled(s.timer, handoff.delay_of(s.timer, now)) for s in timers]
 
     def _count(self, name: str, value: int) -> None:
         if self.metrics is not None:

@@ -112,14 +112,19 @@ class Messages:
         for index, request in enumerate(requests):
             self._check_target(request.target, f"messages[{index}].target")
         messages = [self._new_message(queue, request, now) for request in requests]
-        return self._store_new(messages, now)
+        return self._store_new(messages, now, rate=delivery_control.of(queue).rate_limit)
 
     def _new_message(self, queue: Queue, request: NewMessage, now: datetime) -> Message:
         return admit(queue, request, now, new_id())
 
-    def _store_new(self, messages: list[Message], now: datetime) -> list[tuple[Message, bool]]:
+    def _store_new(
+        self, messages: list[Message], now: datetime, rate: float | None = None
+    ) -> list[tuple[Message, bool]]:
         """Dedup messages are written first (with a lease), then every timer goes out at once; the
-        other items are written last, with index keys only if their timers were refused."""
+        other items are written last, with index keys only if their timers were refused.
+
+        A rate-limited queue's timers get pacing slots: one write for the request's plain messages
+        (in due order), one per dedup message."""
         handoff = self.ctx.handoff
         results: dict[int, tuple[Message, bool]] = {}
         plain: list[tuple[int, Message, Placement]] = []
@@ -130,13 +135,15 @@ class Messages:
             if message.dedup_id is None:
                 placement = handoff.place(message, now, written_first=False)
                 plain.append((index, message, placement))
-                timers.extend([placement.timer] if placement.timer else [])
             elif message.dedup_id in seen_dedup:
                 results[index] = (seen_dedup[message.dedup_id], True)
             else:
-                stored, duplicate = self._store_dedup(message, now, timers, claims)
+                stored, duplicate = self._store_dedup(message, now, timers, claims, rate)
                 seen_dedup[message.dedup_id] = stored
                 results[index] = (stored, duplicate)
+        paced = handoff.pace([placement for _, _, placement in plain], rate, now)
+        plain = [(index, message, placement) for (index, message, _), placement in zip(plain, paced, strict=True)]
+        timers.extend(placement.timer for placement in paced if placement.timer is not None)
         sent = handoff.send_first(timers)
         if not sent:
             handoff.give_back(claims)
@@ -147,11 +154,11 @@ class Messages:
         return [results[i] for i in range(len(messages))]
 
     def _store_dedup(
-        self, message: Message, now: datetime, timers: list[Scheduled], claims: list[Claim]
+        self, message: Message, now: datetime, timers: list[Scheduled], claims: list[Claim], rate: float | None
     ) -> tuple[Message, bool]:
         # Stored with due-index keys and a lease: if the timer is never sent, the recovery sweep
         # hands it off when the lease runs out.
-        placement = self.ctx.handoff.place(message, now, written_first=True)
+        placement = self.ctx.handoff.place(message, now, written_first=True, rate=rate)
         if placement.lease is not None:
             message = replace(message, claimed_until=placement.lease)
         first_id = self.store.put_with_dedup(message, placement.keys, now=now, window=DEDUP_WINDOW)
@@ -221,18 +228,20 @@ class Messages:
                     edit.body, message.target, queue_target=queue.settings.target, dedup_id=message.dedup_id
                 )
             try:
-                return self._apply_patch(message, edit, now)
+                return self._apply_patch(message, edit, now, delivery_control.of(queue).rate_limit)
             except StaleVersionError:
                 continue
         raise ConflictError(f"message {message_id} keeps changing; try again")
 
-    def _apply_patch(self, message: Message, edit: validation.MessagePatch, now: datetime) -> Message:
+    def _apply_patch(
+        self, message: Message, edit: validation.MessagePatch, now: datetime, rate: float | None = None
+    ) -> Message:
         due = message.due_at
         if edit.delay is not None or edit.deliver_at is not None:
             due = schedule.due_time(now, delay=edit.delay, deliver_at=edit.deliver_at, default_delay=0)
         change = lifecycle.reschedule(message, due=due, body=edit.body if edit.has_body else message.body)
         handoff = self.ctx.handoff
-        placement = handoff.place(change.message, now, written_first=True)
+        placement = handoff.place(change.message, now, written_first=True, rate=rate)
         change = change.leased(placement.lease)
         self.store.reschedule(change, placement.keys, new_body=edit.has_body)
         claim = placement.claim()

@@ -12,8 +12,10 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from hourglass.core import fanout, schedule
+from hourglass.core import fanout, handoff, schedule
 from hourglass.core.handoff import Claim, DueEntry
+from hourglass.core.pacing import Slot
+from hourglass.core.schedule import SweepKeys
 from hourglass.core.sweep_state import ShardProgress, SweepState
 from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.errors import InvokeError
@@ -202,16 +204,22 @@ class Sweeper:
                 report.out_of_time = True
                 return max(low, bucket_start)
             batch = _Batch(self, now, report, recovery)
+            paced: list[DueEntry] = []
             for shard, start in starts.items():
                 if start < bucket_start + bucket_seconds * 1000:
-                    self._sweep_shard(shard, bucket, start, high, batch)
+                    self._sweep_shard(shard, bucket, start, high, batch, paced)
+            self._hand_off_paced(paced, batch)
             earliest_failure = batch.flush()
             if earliest_failure is not None:
                 report.complete = False
                 return max(low, earliest_failure - 1)
         return high
 
-    def _sweep_shard(self, shard: int, bucket: int, low: int, high: int, batch: _Batch) -> None:
+    def _sweep_shard(
+        self, shard: int, bucket: int, low: int, high: int, batch: _Batch, paced: list[DueEntry]
+    ) -> None:
+        """Claims and hands off the shard's due entries; a rate-limited queue's go to `paced`, handed
+        off once every shard of the bucket is read, so their slots follow due order across shards."""
         entries = self.store.query_due(
             schedule.bucket_pk(bucket, shard),
             schedule.sort_key_bound(low + 1, upper=False),
@@ -221,35 +229,79 @@ class Sweeper:
         for chunk in _chunks(entries, CLAIM_CHUNK):
             report.read += len(chunk)
             report.shard_reads[shard] = report.shard_reads.get(shard, 0) + len(chunk)
-            leases = [schedule.claim_lease(from_ms(entry.due_ms), batch.now) for entry in chunk]
-            for entry, lease, claimed in zip(chunk, leases, self._claim_all(chunk, leases, batch.now), strict=True):
-                if not claimed:
-                    if batch.recovery:
-                        # Still leased (a late claim, or an earlier recovery): its holder may yet die
-                        # before the hand-off, so the recovery watermark waits for the lease to end.
-                        batch.hold(entry.due_ms)
-                    continue
-                report.claimed += 1
-                batch.add(entry, lease)
+            limited = [entry for entry in chunk if self.ctx.limits.rate(entry.queue) is not None]
+            if limited:
+                paced.extend(limited)
+                chunk = [entry for entry in chunk if self.ctx.limits.rate(entry.queue) is None]
+            self._claim_chunk(chunk, [None] * len(chunk), batch)
 
-    def _claim_all(self, entries: list[DueEntry], leases: list[datetime], now: datetime) -> list[bool]:
+    def _hand_off_paced(self, entries: list[DueEntry], batch: _Batch) -> None:
+        """Per queue and chunk, in due order: pacing slots first (one write), then claims leased from
+        each slot (a failed claim leaves its slot unused, which only lowers the rate)."""
+        by_queue: dict[str, list[DueEntry]] = {}
+        for entry in sorted(entries, key=lambda e: e.due_ms):
+            by_queue.setdefault(entry.queue, []).append(entry)
+        for queue, queued in by_queue.items():
+            rate = self.ctx.limits.rate(queue)
+            for chunk in _chunks(queued, SEND_CHUNK):
+                if rate is None:
+                    self._claim_chunk(chunk, [None] * len(chunk), batch)
+                    continue
+                slots = self.ctx.handoff.slots(queue, rate, [entry.due_ms for entry in chunk], batch.now)
+                self._claim_chunk(chunk, list(slots), batch)
+
+    def _claim_chunk(self, chunk: list[DueEntry], slots: list[Slot | None], batch: _Batch) -> None:
+        report = batch.report
+        leases = [
+            schedule.claim_lease(from_ms(entry.due_ms if slot is None else slot.start_ms), batch.now)
+            for entry, slot in zip(chunk, slots, strict=True)
+        ]
+        moves = [self._moved(entry, slot) for entry, slot in zip(chunk, slots, strict=True)]
+        claims = self._claim_all(chunk, leases, batch.now, moves)
+        for entry, lease, slot, claimed in zip(chunk, leases, slots, claims, strict=True):
+            if not claimed:
+                if batch.recovery:
+                    # Still leased (a late claim, or an earlier recovery): its holder may yet die
+                    # before the hand-off, so the recovery watermark waits for the lease to end.
+                    batch.hold(entry.due_ms)
+                continue
+            report.claimed += 1
+            batch.add(entry, lease, slot)
+
+    def _moved(self, entry: DueEntry, slot: Slot | None) -> SweepKeys | None:
+        """A slot in a later bucket than the due time: the claim moves the index entry there, so the
+        recovery sweep (whose watermark cannot pass a leased entry) reaches it only after the slot."""
+        width = self.ctx.settings.bucket_seconds
+        if slot is None or schedule.bucket_of(from_ms(slot.start_ms), width) == schedule.bucket_of(
+            from_ms(entry.due_ms), width
+        ):
+            return None
+        return handoff.keys_of(entry.id, from_ms(slot.start_ms), self.ctx.settings.timing)
+
+    def _claim_all(
+        self,
+        entries: list[DueEntry],
+        leases: list[datetime],
+        now: datetime,
+        moves: list[SweepKeys | None] | None = None,
+    ) -> list[bool]:
         assert self._pool is not None
+        if not entries:
+            return []
+        targets = moves or [None] * len(entries)
 
         def claim(start: int) -> list[bool]:
             end = start + CLAIMS_PER_THREAD
-            pairs = zip(entries[start:end], leases[start:end], strict=True)
-            return [self.store.claim(entry, now=now, lease_until=lease) for entry, lease in pairs]
+            rows = zip(entries[start:end], leases[start:end], targets[start:end], strict=True)
+            return [self.store.claim(e, now=now, lease_until=lease, move_to=to) for e, lease, to in rows]
 
         runs = self._pool.map(claim, range(0, len(entries), CLAIMS_PER_THREAD))
         return [claimed for run in runs for claimed in run]
 
-    def _hand_off(
-        self, batch: list[tuple[DueEntry, datetime]], now: datetime, report: SweepReport, recovery: bool
-    ) -> int | None:
-        claims = [Claim(entry, lease) for entry, lease in batch]
+    def _hand_off(self, claims: list[Claim], now: datetime, report: SweepReport, recovery: bool) -> int | None:
         refused = {claim.entry for claim in self.ctx.handoff.send_claimed(claims, now)}
         earliest = None
-        for entry, _ in batch:
+        for entry in (claim.entry for claim in claims):
             if entry in refused:
                 # Not stranded: the claim was given back and the watermark stops before it.
                 report.send_failed += 1
@@ -269,11 +321,11 @@ class _Batch:
         self.now = now
         self.report = report
         self.recovery = recovery
-        self.claims: list[tuple[DueEntry, datetime]] = []
+        self.claims: list[Claim] = []
         self.earliest_failure: int | None = None
 
-    def add(self, entry: DueEntry, lease: datetime) -> None:
-        self.claims.append((entry, lease))
+    def add(self, entry: DueEntry, lease: datetime, slot: Slot | None = None) -> None:
+        self.claims.append(Claim(entry, lease, slot))
         if len(self.claims) >= SEND_CHUNK:
             self.flush()
 

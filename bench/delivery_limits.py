@@ -1,0 +1,372 @@
+"""rate_limit and max_concurrency: rate accuracy and concurrency maximum through the local runtime, and
+the write units a limited queue adds per message (DynamoDB's rules, `CapacityMeter`) next to an unlimited one.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import boto3
+from hourglass.adapters.http_target import HttpReply
+from hourglass.adapters.metrics import Metrics
+from hourglass.adapters.sqs_target import SqsTargets
+from hourglass.adapters.store import Store
+from hourglass.adapters.timer_queue import TimerQueue, read_timers
+from hourglass.core.pacing import pace, window_bound
+from hourglass.core.schedule import TIMER_HEAD_START
+from hourglass.core.timestamps import from_ms, to_ms
+from hourglass.service.context import Context
+from hourglass.service.dispatch import Dispatcher
+from hourglass.service.messages import Messages
+from hourglass.service.sweep import Sweeper
+from hourglass.settings import Settings
+from moto import mock_aws
+
+from bench import inprocess
+from bench.capacity_units import CapacityMeter, Index
+from bench.report import Section
+from devstack.config import RuntimeConfig
+from devstack.emulator import free_port
+from devstack.runtime import Runtime
+
+T0 = datetime(2030, 1, 1, 9, tzinfo=UTC)
+DUE_INDEX = Index("due", "sweep_pk", "sweep_sk", ("version",))
+WINDOWS = (1, 2, 5, 10)
+CONTROLS: dict[str, dict[str, Any]] = {
+    "unlimited": {},
+    "rate_limit 20": {"rate_limit": 20},
+    "max_concurrency 5": {"max_concurrency": 5},
+    "both": {"rate_limit": 20, "max_concurrency": 5},
+}
+
+
+# write units ------------------------------------------------------------------------------------
+class _Clock:
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += timedelta(seconds=max(0.0, seconds))
+
+
+def _ok(*_: Any, **__: Any) -> HttpReply:
+    return HttpReply(status=200, headers={}, body=b"")
+
+
+def units_per_message(control: dict[str, Any], count: int, *, swept: bool) -> tuple[float, dict[str, float]]:
+    """Write units per delivered message of one queue (its message items, and the pacing / slot items),
+    the messages posted in requests of 100 due 1 ms apart, handed off by ingest or (`swept`) by a sweep."""
+    with mock_aws():
+        aws = inprocess.create(boto3.client("dynamodb", region_name="us-east-1"), boto3.client("sqs", "us-east-1"))
+        meter = CapacityMeter(aws.table, [DUE_INDEX])
+        clock = _Clock()
+        ctx = Context(
+            settings=Settings(table=aws.table, timer_queue_url=aws.timer_url, allow_private_callbacks=True),
+            store=Store(aws.table, client=aws.ddb, meter=meter),
+            timers=TimerQueue(aws.timer_url, client=aws.sqs),
+            targets=SqsTargets(client=aws.sqs),
+            metrics=Metrics(emit=False),
+            clock=clock,
+            sleep=clock.sleep,
+            post=_ok,
+            check_url=lambda url, allow_private: None,
+        )
+        messages = Messages(ctx)
+        messages.put_queue("q", {"target": {"type": "http", "url": "http://127.0.0.1:9/x"}, **control})
+        lead = 1200 if swept else 3
+        first = to_ms(T0) + lead * 1000
+        for start in range(0, count, 100):
+            batch = [{"body": i, "deliver_at": _iso(first + i)} for i in range(start, min(count, start + 100))]
+            messages.create("q", {"messages": batch})
+        if swept:
+            clock.now = from_ms(first + count)
+            Sweeper(ctx).run()
+        _drain(ctx, aws, clock)
+        keys, uses = meter.snapshot()
+        assert not meter.errors, meter.errors
+    items = sum(u.write for k, u in keys.items() if k[0] == "q")
+    limit_items = {use: u.write for use, u in uses.items() if use in ("pacing", "concurrency slots")}
+    return (items + sum(limit_items.values())) / count, {k: v / count for k, v in limit_items.items()}
+
+
+def _drain(ctx: Context, aws: inprocess.Aws, clock: _Clock) -> None:
+    """Every timer on its own in due order, as SQS makes it visible on the fixed clock."""
+    for _ in range(20):
+        _lift_delays()
+        timers = []
+        while True:
+            got = aws.sqs.receive_message(QueueUrl=aws.timer_url, MaxNumberOfMessages=10)
+            if not got.get("Messages"):
+                break
+            for m in got["Messages"]:
+                timers += read_timers(m["Body"])
+                aws.sqs.delete_message(QueueUrl=aws.timer_url, ReceiptHandle=m["ReceiptHandle"])
+        if not timers:
+            return
+        for timer in sorted(timers, key=lambda t: t.due_ms):
+            clock.now = max(clock.now, from_ms(timer.due_ms - TIMER_HEAD_START * 1000))
+            Dispatcher(ctx).run_batch([("r", timer.to_json())])
+
+
+def _iso(ms: int) -> str:
+    return from_ms(ms).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _lift_delays() -> None:
+    """moto keeps DelaySeconds in wall time; the fixed clock stands in for it."""
+    from moto.sqs.models import sqs_backends
+
+    for queue in sqs_backends["123456789012"]["us-east-1"].queues.values():
+        for message in queue._messages:
+            message.delayed_until = 0.0
+
+
+# through the local runtime ----------------------------------------------------------------------
+class _Server(ThreadingHTTPServer):
+    # The default listen backlog (5) refuses connections when a burst arrives at once.
+    request_queue_size = 256
+    daemon_threads = True
+
+
+@dataclass
+class _Receiver:
+    """A loopback target: arrival time and body of each request, and the most in flight at once."""
+
+    hold: float = 0.0
+    arrivals: list[tuple[float, Any]] = field(default_factory=list)
+    in_flight: int = 0
+    peak: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    server: ThreadingHTTPServer | None = None
+
+    def start(self) -> _Receiver:
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                at = time.time()
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"null")
+                with receiver.lock:
+                    receiver.arrivals.append((at, body))
+                    receiver.in_flight += 1
+                    receiver.peak = max(receiver.peak, receiver.in_flight)
+                time.sleep(receiver.hold)
+                with receiver.lock:
+                    receiver.in_flight -= 1
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                return
+
+        self.server = _Server(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+
+    def url(self) -> str:
+        assert self.server is not None
+        return f"http://127.0.0.1:{self.server.server_address[1]}/hit"
+
+    def wait_for(self, count: int, timeout: float) -> list[tuple[float, Any]]:
+        end = time.time() + timeout
+        while time.time() < end and len(self.arrivals) < count:
+            time.sleep(0.05)
+        time.sleep(1.0)
+        return list(self.arrivals)
+
+
+def _call(base: str, method: str, path: str, body: Any) -> Any:
+    request = urllib.request.Request(base + path, json.dumps(body).encode(), method=method)
+    request.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return json.loads(response.read() or b"null")
+
+
+def _burst(api: str, receiver: _Receiver, name: str, count: int, lead: float, **control: Any) -> dict[int, float]:
+    _call(api, "PUT", f"/v1/queues/{name}", {"target": {"type": "http", "url": receiver.url()}, **control})
+    first_ms = int((time.time() + lead) * 1000)
+    due: dict[int, float] = {}
+    for start in range(0, count, 100):
+        batch = [{"body": i, "deliver_at": _iso(first_ms + i)} for i in range(start, min(count, start + 100))]
+        _call(api, "POST", f"/v1/queues/{name}/messages", {"messages": batch})
+        due.update({i: (first_ms + i) / 1000 for i in range(start, min(count, start + 100))})
+    return due
+
+
+@dataclass(frozen=True)
+class RateRun:
+    rate: float
+    count: int
+    delivered: int
+    duplicates: int
+    early: int
+    sustained: float  # observed rate / limit, first to last start
+    by_second: list[float]  # observed / limit in each whole second from the first start
+    worst: dict[int, float]  # window seconds -> most starts in such a window / the contract's bound
+    order_lag: float  # how long an earlier-due message started after a later-due one, at most (s)
+
+
+def measure_rate(api: str, rate: float, count: int) -> RateRun:
+    receiver = _Receiver().start()
+    try:
+        due = _burst(api, receiver, f"rate{int(rate)}x{count}", count, 10.0, rate_limit=rate)
+        got = receiver.wait_for(count, timeout=count / rate + 60)
+    finally:
+        receiver.stop()
+    starts = sorted(at for at, _ in got)
+    first, last = starts[0], starts[-1]
+    seconds = int(last - first)
+    by_second = [sum(1 for t in starts if first + s <= t < first + s + 1) / rate for s in range(seconds)]
+    worst = {
+        w: max(sum(1 for t in starts[i:] if t <= start + w) for i, start in enumerate(starts)) / window_bound(rate, w)
+        for w in WINDOWS
+    }
+    by_due = [at for at, _ in sorted(got, key=lambda pair: pair[1])]
+    lag, earliest_later = 0.0, float("inf")
+    for at in reversed(by_due):
+        lag = max(lag, at - earliest_later)
+        earliest_later = min(earliest_later, at)
+    bodies = [body for _, body in got]
+    return RateRun(
+        rate,
+        count,
+        len(set(bodies)),
+        len(bodies) - len(set(bodies)),
+        sum(1 for at, body in got if at < due[body] - 0.005),
+        (len(starts) - 1) / (last - first) / rate if last > first else 0.0,
+        by_second,
+        worst,
+        lag,
+    )
+
+
+def measure_concurrency(api: str, limit: int | None, count: int, hold: float) -> int:
+    receiver = _Receiver(hold=hold).start()
+    try:
+        control = {} if limit is None else {"max_concurrency": limit}
+        _burst(api, receiver, f"conc{limit}x{count}", count, 2.0, **control)
+        got = receiver.wait_for(count, timeout=120)
+        assert len({b for _, b in got}) == count, f"{len(got)} of {count} delivered"
+    finally:
+        receiver.stop()
+    return receiver.peak
+
+
+def with_runtime(work: Callable[[str], Any]) -> Any:
+    runtime = Runtime(
+        RuntimeConfig(
+            api_port=0,
+            emulator_port=free_port(),
+            sweep_interval=1.0,
+            lookahead=4.0,
+            handoff_safety=1.0,
+            allow_private_callbacks=True,
+            dispatcher_threads=12,  # as tests/e2e: Lambda scales the dispatcher with the timer queue
+        )
+    )
+    try:
+        runtime.start()
+        return work(runtime.api_url)
+    finally:
+        runtime.stop()
+
+
+# the section ------------------------------------------------------------------------------------
+def section(*, quick: bool = False) -> Section:
+    out = Section("delivery_limits", "rate_limit and max_concurrency: accuracy, maximum, extra write units")
+    sizes = ((20.0, 20),) if quick else ((20.0, 300), (100.0, 500))
+    burst, hold = (6, 0.5) if quick else (12, 1.0)
+    runs: list[RateRun] = []
+    peaks: dict[str, int] = {}
+
+    def work(api: str) -> None:
+        for rate, count in sizes:
+            runs.append(measure_rate(api, rate, count))
+        peaks["max_concurrency 3"] = measure_concurrency(api, 3, burst, hold)
+        peaks["unlimited"] = measure_concurrency(api, None, burst, hold)
+
+    with_runtime(work)
+    for run in runs:
+        label = f"rate_limit {run.rate:g}, burst of {run.count}"
+        worst = max(run.worst.values())
+        out.check(f"{label}: most starts in a window / bound", round(worst, 3), budget="<= 1", passed=worst <= 1)
+        out.check(f"{label}: sustained rate / limit (first to last start)", round(run.sustained, 3))
+        wrong = run.duplicates + run.early
+        out.check(f"{label}: duplicated + early", wrong, budget="0", passed=wrong == 0)
+        out.check(f"{label}: delivered within count / rate + 60 s", f"{run.delivered} of {run.count}")
+        # Due order holds within the slot tolerance only while the dispatchers keep up with the rate: a
+        # timer that reaches its dispatcher later than that takes a new slot at the end of the line.
+        tolerance = pace(run.rate).tolerance_us / 1e6
+        out.check(f"{label}: due-order lag, s (slot tolerance {tolerance:g} s)", round(run.order_lag, 3))
+    peak = peaks["max_concurrency 3"]
+    out.check("max_concurrency 3: most requests in flight", peak, budget="<= 3", passed=peak <= 3)
+    out.check("unlimited queue, same receiver: most in flight", peaks["unlimited"])
+    rows = []
+    messages = 10 if quick else 100
+    base_ingest = units_per_message({}, messages, swept=False)[0]
+    base_swept = units_per_message({}, messages, swept=True)[0]
+    controls = {k: v for k, v in CONTROLS.items() if k in ("unlimited", "both")} if quick else CONTROLS
+    for name, control in controls.items():
+        for swept, base in ((False, base_ingest), (True, base_swept)):
+            total, limit_items = units_per_message(control, messages, swept=swept)
+            rows.append(
+                [
+                    name,
+                    "sweep" if swept else "ingest",
+                    f"{total:.2f}",
+                    f"{total - base:+.2f}",
+                    f"{limit_items.get('pacing', 0.0):.3f}",
+                    f"{limit_items.get('concurrency slots', 0.0):.2f}",
+                ]
+            )
+            if name == "unlimited":
+                extra = sum(limit_items.values())
+                path = "sweep" if swept else "ingest"
+                out.check(f"unlimited queue ({path}): WU on pacing / slot items", extra, "WU/msg", budget="0",
+                          passed=extra == 0)
+    out.data["table"] = {
+        "header": ["queue", "hand-off", "WU per message", "vs unlimited", "pacing WU", "slot WU"],
+        "rows": rows,
+    }
+    out.data["rate_runs"] = [run.__dict__ for run in runs]
+    out.data["concurrency_peaks"] = peaks
+    for run in runs:
+        seconds = ", ".join(f"{x:.2f}" for x in run.by_second)
+        out.notes.append(f"rate_limit {run.rate:g}: observed / limit in each second from the first start: {seconds}")
+    out.notes.append(
+        "Worst window: over windows of 1, 2, 5 and 10 s starting at each arrival at the loopback receiver, the "
+        "most arrivals divided by the contract's bound rate x W + max(1, rate). Write units: 100 messages in "
+        "requests of 100, delivered at the first attempt, on a fixed clock one dispatcher at a time (no refusals); the "
+        "pacing item costs one write per hand-off batch (an ingest request, a sweep chunk), a concurrency slot "
+        "two per attempt (acquire, release)."
+    )
+    return out
+
+
+def main() -> int:
+    import sys
+
+    print(section(quick="--quick" in sys.argv).markdown())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
