@@ -83,7 +83,7 @@ def units_per_message(control: dict[str, Any], count: int, *, swept: bool) -> tu
             check_url=lambda url, allow_private: None,
         )
         messages = Messages(ctx)
-        messages.put_queue("q", {"target": {"type": "http", "url": "http://127.0.0.1:9/x"}, **control})
+        messages.queues.put("q", {"target": {"type": "http", "url": "http://127.0.0.1:9/x"}, **control})
         lead = 1200 if swept else 3
         first = to_ms(T0) + lead * 1000
         for start in range(0, count, 100):

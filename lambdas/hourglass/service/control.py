@@ -21,7 +21,7 @@ class Control:
         self.messages = messages
 
     def pause(self, name: str) -> Queue:
-        self.messages.get_queue(name)
+        self.messages.queues.get(name)
         queue = self.store.set_paused(name, True)
         # Dispatchers decide a start on a queue read at most 1 s old: after this wait, none that
         # starts can have read the queue before the pause was committed.
@@ -30,7 +30,7 @@ class Control:
 
     def resume(self, name: str) -> Queue:
         """Held timers come back within `dispatch.PAUSE_RECHECK` and start, in due order per batch."""
-        self.messages.get_queue(name)
+        self.messages.queues.get(name)
         return self.store.set_paused(name, False)
 
     def attempts(self, queue: str, message_id: str) -> list[Attempt]:
@@ -38,7 +38,7 @@ class Control:
         return attempts.merged(self.store.list_attempts(queue, message_id), message.final_attempt)
 
     def redeliver(self, queue_name: str, message_id: str, doc: Any) -> Message:
-        queue = self.messages.get_queue(queue_name)
+        queue = self.messages.queues.get(queue_name)
         now = self.ctx.clock()
         request = redelivery.redeliver_request(doc, now)
         message = self.messages.get(queue_name, message_id)

@@ -26,8 +26,10 @@ from hourglass.errors import (
 from hourglass.logs import log
 from hourglass.service.context import Context
 from hourglass.service.control import Control
+from hourglass.service.later import Later
 from hourglass.service.messages import Messages
 from hourglass.service.operations import Operations
+from hourglass.service.queues import Queues
 from hourglass.service.schedules import Schedules
 
 Response = dict[str, Any]
@@ -59,7 +61,9 @@ def error(status: int, code: str, message: str) -> Response:
 class Api:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
+        self.queues = Queues(ctx)
         self.messages = Messages(ctx)
+        self.later = Later(ctx, self.messages)
         self.operations = Operations(ctx)
         self.control = Control(ctx, self.messages)
         self.schedules = Schedules(ctx)
@@ -146,15 +150,15 @@ class Api:
 
     def put_queue(self, request: Request, name: str) -> Response:
         doc = request.json() if request.raw_body else {}
-        queue, created = self.messages.put_queue(name, doc)
+        queue, created = self.queues.put(name, doc)
         return respond(201 if created else 200, full_queue_doc(queue))
 
     def list_queues(self, request: Request) -> Response:
-        found, cursor = self.messages.list_queues(request.params)
+        found, cursor = self.queues.list(request.params)
         return respond(200, {"queues": [full_queue_doc(q) for q in found], "next_cursor": cursor})
 
     def get_queue(self, request: Request, name: str) -> Response:
-        return respond(200, full_queue_doc(self.messages.get_queue(name)))
+        return respond(200, full_queue_doc(self.queues.get(name)))
 
     def pause_queue(self, request: Request, name: str) -> Response:
         return respond(200, full_queue_doc(self.control.pause(name)))
@@ -172,7 +176,8 @@ class Api:
         return respond(200, message_doc(self.control.redeliver(name, message_id, doc)))
 
     def delete_queue(self, request: Request, name: str) -> Response:
-        self.messages.delete_queue(name)
+        self.queues.delete(name)
+        self.messages.cancel_pending(name)
         return respond(204)
 
     def create_messages(self, request: Request, name: str) -> Response:
@@ -203,6 +208,7 @@ class Api:
 
     def get_operation(self, request: Request, name: str, operation_id: str) -> Response:
         return respond(200, operation_doc(self.operations.get(name, operation_id)))
+
     def put_schedule(self, request: Request, queue: str, name: str) -> Response:
         schedule, created = self.schedules.put(queue, name, request.json())
         return respond(201 if created else 200, schedule_doc(schedule, self.ctx.clock()))
@@ -227,14 +233,14 @@ class Api:
         return respond(200, schedule_doc(self.schedules.resume(queue, name), self.ctx.clock()))
 
     def later_create(self, request: Request) -> Response:
-        return respond(200, {"id": self.messages.later_create(request.json()).id})
+        return respond(200, {"id": self.later.create(request.json()).id})
 
     def later_delete(self, request: Request) -> Response:
-        self.messages.later_delete(request.json())
+        self.later.delete(request.json())
         return respond(200, {})
 
     def later_query(self, request: Request) -> Response:
-        return respond(200, later_doc(self.messages.later_query(request.json())))
+        return respond(200, later_doc(self.later.query(request.json())))
 
 
 def full_queue_doc(queue: Queue) -> dict[str, Any]:

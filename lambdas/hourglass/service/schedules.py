@@ -18,6 +18,7 @@ from hourglass.core.admission import admit
 from hourglass.core.model import Message, NewMessage, Queue, Status
 from hourglass.core.recurrence import Schedule
 from hourglass.errors import ConflictError, NotFoundError, StaleVersionError, ValidationError
+from hourglass.service import targets
 from hourglass.service.context import Context
 from hourglass.service.messages import Messages
 
@@ -63,10 +64,10 @@ class Schedules:
     def put(self, queue_name: str, name: str, doc: Any) -> tuple[Schedule, bool]:
         validation.queue_name(queue_name)
         validation.schedule_name(name)
-        queue = self.messages.get_queue(queue_name)
+        queue = self.messages.queues.get(queue_name)
         now = self.ctx.clock()
         request = validation.schedule_request(doc, now)
-        self.messages._check_target(request.target, "target")
+        targets.check_allowed(self.ctx, request.target, "target")
         for _ in range(WRITE_ATTEMPTS):
             existing = self.store.get_schedule(queue_name, name)
             schedule = Schedule(
@@ -92,7 +93,7 @@ class Schedules:
     def get(self, queue_name: str, name: str) -> Schedule:
         validation.queue_name(queue_name)
         validation.schedule_name(name)
-        self.messages.get_queue(queue_name)
+        self.messages.queues.get(queue_name)
         schedule = self.store.get_schedule(queue_name, name)
         if schedule is None:
             raise NotFoundError(f"schedule {name} does not exist in queue {queue_name}")
@@ -103,7 +104,7 @@ class Schedules:
         if unknown:
             raise ValidationError(unknown[0], "is not a known parameter")
         query = validation.list_query(params)
-        self.messages.get_queue(queue_name)
+        self.messages.queues.get(queue_name)
         return self.store.list_schedules(queue_name, limit=query.limit, cursor=query.cursor)
 
     def delete(self, queue_name: str, name: str) -> None:
@@ -138,7 +139,7 @@ class Schedules:
             if paused:
                 self._cancel_pending(old, now)
             else:
-                materialize(self.ctx, schedule, self.messages.get_queue(queue_name), now, now)
+                materialize(self.ctx, schedule, self.messages.queues.get(queue_name), now, now)
             return schedule
         raise ConflictError(f"schedule {name} keeps changing; try again")
 

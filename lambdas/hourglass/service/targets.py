@@ -1,13 +1,33 @@
-"""Target delivery: one attempt at an SQS queue, an HTTP callback or a `later` callback, judged."""
+"""Targets: whether one may be used (at create), and one attempt at an SQS queue, an HTTP callback or a
+`later` callback, judged."""
 
 from __future__ import annotations
 
 import http.client
 
-from hourglass.core import deadline, delivery, delivery_control
-from hourglass.core.model import HttpTarget, LaterTarget, Message, Queue, SqsTarget
+from hourglass.core import deadline, delivery, delivery_control, sqs_targets
+from hourglass.core.model import HttpTarget, LaterTarget, Message, Queue, SqsTarget, Target
+from hourglass.core.sqs_targets import SqsTargetRule
 from hourglass.errors import DeliveryError, ValidationError
 from hourglass.service.context import Context
+
+
+def check_allowed(ctx: Context, target: Target | None, field: str) -> None:
+    """A 400 naming `field` for an SQS queue the stack does not allow (or its own timer queues), or a
+    callback to a private address when those are not allowed."""
+    if isinstance(target, SqsTarget):
+        settings = ctx.settings
+        reserved = (settings.timer_queue_url, settings.timer_dlq_url)
+        why = sqs_targets.refusal(target.queue_url, SqsTargetRule.parse(settings.sqs_targets), reserved=reserved)
+        if why:
+            raise ValidationError(f"{field}.queue_url", why)
+        return
+    if ctx.settings.allow_private_callbacks or not isinstance(target, (HttpTarget, LaterTarget)):
+        return
+    try:
+        ctx.check_url(target.url, allow_private=False)
+    except ValidationError as exc:
+        raise ValidationError(field, exc.detail) from exc
 
 
 def deliver(ctx: Context, message: Message, queue: Queue | None) -> delivery.Outcome:
