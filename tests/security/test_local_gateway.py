@@ -27,7 +27,14 @@ def local(harness: Harness) -> Iterator[tuple[Harness, Gateway]]:
 
 
 def stored(h: Harness) -> int:
-    return int(h.ddb.scan(TableName="messages", Select="COUNT")["Count"])
+    """Items of queue q's partition: its queue item and its messages."""
+    answer = h.ddb.scan(
+        TableName="messages",
+        Select="COUNT",
+        FilterExpression="pk = :q",
+        ExpressionAttributeValues={":q": {"S": "q"}},
+    )
+    return int(answer["Count"])
 
 
 def raw(gw: Gateway, method: str, path: str, body: bytes | None, headers: dict[str, str]) -> tuple[int, Any]:
