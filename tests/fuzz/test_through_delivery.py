@@ -33,6 +33,8 @@ from tests.conftest import FakeClock
 from tests.integration.conftest import Harness, harness_for
 
 EXAMPLES = int(os.environ.get("HOURGLASS_DELIVERY_FUZZ_EXAMPLES", "20"))
+# `make test` runs a fixed set of examples (the same every run); a longer run (`make soak`) explores anew.
+DERANDOMIZE = "HOURGLASS_DELIVERY_FUZZ_EXAMPLES" not in os.environ
 # SQS hands a Lambda at most 10 records per batch; timers of different messages share each one.
 BATCH = 10
 # Simulated time after the latest due time by which every message must have ended: what a stuck timer
@@ -406,6 +408,7 @@ def status_queue(world: World, queue: str) -> dict[str, Any]:
 
 @settings(
     max_examples=EXAMPLES,
+    derandomize=DERANDOMIZE,
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
