@@ -233,18 +233,25 @@ class Dispatcher:
 
     def _put_back(self, message: Message, rate: float, now: datetime) -> Result:
         """Begun, not started: pending again (attempt count restored) with a new slot and timer."""
-        change = lifecycle.put_back(message)
+        if not self._pending_again(lifecycle.put_back(message), rate, now):
+            return Result(True, "superseded")
+        self.ctx.metrics.count("Repaced", queue=message.queue)
+        return Result(True, "repaced")
+
+    def _pending_again(self, change: lifecycle.Change, rate: float | None, now: datetime) -> bool:
+        """A retry, or a start put back: the message pending again through the hand-off rule, its timer
+        sent. False when another version won the write."""
         placement = self.ctx.handoff.place(change.message, now, written_first=True, rate=rate)
         change = change.leased(placement.lease)
         try:
             self.store.await_retry(change, placement.keys)
         except StaleVersionError:
-            return Result(True, "superseded")
+            return False
         claim = placement.claim()
         if claim is not None:
+            # If this send fails the recovery sweep hands the message off when its lease ends.
             self.ctx.handoff.send_claimed([claim], now, give_back=False)
-        self.ctx.metrics.count("Repaced", queue=message.queue)
-        return Result(True, "repaced")
+        return True
 
     def _begin(self, timer: Timer, now: datetime, lease: timedelta) -> Message:
         """pending(v) -> delivering, or take over a delivering message whose lease ran out.
@@ -351,17 +358,8 @@ class Dispatcher:
         self, message: Message, queue: Queue | None, retry_at: datetime, error: str | None, now: datetime
     ) -> Result:
         change = lifecycle.await_retry(message, retry_at, error)
-        rate = delivery_control.of(queue).rate_limit
-        placement = self.ctx.handoff.place(change.message, now, written_first=True, rate=rate)
-        change = change.leased(placement.lease)
-        try:
-            self.store.await_retry(change, placement.keys)
-        except StaleVersionError:
+        if not self._pending_again(change, delivery_control.of(queue).rate_limit, now):
             return Result(True, "superseded")
-        claim = placement.claim()
-        if claim is not None:
-            # If this send fails the recovery sweep hands the retry off when its lease ends.
-            self.ctx.handoff.send_claimed([claim], now, give_back=False)
         self.ctx.metrics.count("Retried", queue=message.queue)
         log("retry_scheduled", id=message.id, queue=message.queue, attempt=message.attempts, error=error)
         return Result(True, "retry")
