@@ -37,13 +37,14 @@ def eventually(probe: Callable[[], T | None], timeout: float = 30.0) -> T:
         time.sleep(0.1)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def client_runtime() -> Iterator[Runtime]:
+    """One runtime for the package, stopped after its last test (not left polling under later suites)."""
     with local_runtime(API_KEY) as started:
         yield started
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def api_url(client_runtime: Runtime) -> str:
     return client_runtime.api_url
 
@@ -55,7 +56,7 @@ def client(api_url: str) -> Client:
     return Client(api_url, API_KEY, timeout=120)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def receiver() -> Iterator[RawReceiver]:
     started = RawReceiver().start()
     yield started

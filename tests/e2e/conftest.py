@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import boto3
 import pytest
@@ -125,7 +125,13 @@ def warm_up(stack: Stack) -> None:
     raise AssertionError("the deployed stack did not deliver a warm-up message within 60 s")
 
 
-@pytest.fixture(scope="session", params=MODES)
+def _stack_scope(fixture_name: str, config: pytest.Config) -> Literal["module", "package"]:
+    """In process, a stack per module: a runtime left running (a rate-limited backlog, 12 pollers) takes
+    the CPU from the modules after it. Deployed, one for the package: `cdk deploy` takes a minute."""
+    return "module" if MODES == ["inprocess"] else "package"
+
+
+@pytest.fixture(scope=_stack_scope, params=MODES)
 def stack(request: pytest.FixtureRequest) -> Iterator[Stack]:
     starters = {"inprocess": start_inprocess, "deployed": start_deployed}
     if request.param not in starters:
@@ -133,12 +139,12 @@ def stack(request: pytest.FixtureRequest) -> Iterator[Stack]:
     yield from starters[request.param]()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope=_stack_scope)
 def api(stack: Stack) -> Client:
     return Client(stack.api_url, stack.api_key)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def receiver() -> Iterator[Receiver]:
     started = Receiver(reply=b'{"code": 100}').start()
     yield started
