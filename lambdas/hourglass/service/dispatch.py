@@ -247,10 +247,7 @@ class Dispatcher:
             self.store.await_retry(change, placement.keys)
         except StaleVersionError:
             return False
-        claim = placement.claim()
-        if claim is not None:
-            # If this send fails the recovery sweep hands the message off when its lease ends.
-            self.ctx.handoff.send_claimed([claim], now, give_back=False)
+        self.ctx.handoff.written(placement, change.message, now, rate)
         return True
 
     def _begin(self, timer: Timer, now: datetime, lease: timedelta) -> Message:

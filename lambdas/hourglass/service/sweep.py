@@ -269,14 +269,7 @@ class Sweeper:
             batch.add(entry, lease, slot)
 
     def _moved(self, entry: DueEntry, slot: Slot | None) -> SweepKeys | None:
-        """A slot in a later bucket than the due time: the claim moves the index entry there, so the
-        recovery sweep (whose watermark cannot pass a leased entry) reaches it only after the slot."""
-        width = self.ctx.settings.bucket_seconds
-        if slot is None or schedule.bucket_of(from_ms(slot.start_ms), width) == schedule.bucket_of(
-            from_ms(entry.due_ms), width
-        ):
-            return None
-        return handoff.keys_of(entry.id, from_ms(slot.start_ms), self.ctx.settings.timing)
+        return handoff.moved_keys(entry, slot, self.ctx.settings.timing)
 
     def _claim_all(
         self,
