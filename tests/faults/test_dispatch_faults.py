@@ -147,3 +147,32 @@ def test_write_landing_between_a_failed_start_and_the_lookup_is_still_delivered(
     harness.dispatch(harness.timers())
     harness.dispatch(harness.timers())
     assert get(harness, created["id"])["status"] == "delivered"
+
+
+def test_a_dispatcher_whose_lease_ran_out_keeps_the_timer_its_successor_may_still_need(harness: Harness) -> None:
+    """A is slow past its lease; B takes the same SQS message over and dies mid-delivery. A must not
+    acknowledge the timer (SQS may delete the message on A's old receipt handle): it is the only way
+    forward of a message left `delivering` by B."""
+    make_queue(harness)
+    [created] = post(harness, {"body": 1, "delay": 5})
+    [timer] = harness.timers()
+    record = [(timer["record"], timer["body"])]
+    real: Callable[..., HttpReply] = harness.ctx.post
+    calls: list[str] = []
+
+    def post_(url: str, body: bytes, headers: dict[str, str], **kwargs: Any) -> HttpReply:
+        calls.append(url)
+        if len(calls) == 1:  # A, mid-request: its lease runs out and B gets the timer again
+            harness.clock.advance(harness.ctx.settings.delivery_lease + 1)
+            with pytest.raises(Crash):
+                Dispatcher(harness.ctx).run_batch(record)
+        elif len(calls) == 2:  # B dies after its begin write
+            raise Crash("dispatcher killed mid-delivery")
+        return real(url, body, headers, **kwargs)
+
+    harness.ctx.post = post_
+    harness.clock.advance(5)
+    kept = Dispatcher(harness.ctx).run_batch(record)  # A's outcome write finds B's version
+    harness.clock.advance(harness.ctx.settings.delivery_lease + 1)
+    Dispatcher(harness.ctx).run_batch(record)  # what SQS hands out again: B's message, taken over
+    assert (kept, get(harness, created["id"])["status"]) == ([timer["record"]], "delivered")

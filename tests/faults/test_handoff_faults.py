@@ -169,3 +169,18 @@ def test_retry_whose_timer_is_not_sent_is_handed_off_by_the_recovery_sweep(harne
         deliver_everything_due(harness)
     assert (waiting["status"], waiting["attempts"], harness.timers()) == ("pending", 1, [])
     assert (get(harness, created["id"])["status"], len(harness.receiver.requests)) == ("delivered", 2)
+
+
+def is_claim(kwargs: dict[str, object]) -> bool:
+    return "claimed_until = :lease" in str(kwargs.get("UpdateExpression", ""))
+
+
+def test_a_claim_that_landed_behind_a_dropped_connection_strands_nothing(harness: Harness, faults: Faults) -> None:
+    """The claim committed, its caller saw a connection error: every message of the sweep (that one
+    included) gets its timer now, not after its lease and the recovery sweep."""
+    make_queue(harness)
+    ids = [m["id"] for m in post(harness, *({"body": i, "delay": 600} for i in range(20)))]
+    harness.clock.advance(595)
+    faults.ddb.disconnect("update_item", kind="read", when=is_claim, after=True)
+    harness.sweep()
+    assert sorted(timer_ids(harness.timers())) == sorted(ids)

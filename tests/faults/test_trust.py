@@ -358,3 +358,36 @@ def test_lowering_the_lookahead_between_deployments_strands_nothing(harness: Har
     harness.clock.advance(300)
     harness.sweep()
     assert timer_ids(harness.timers()) == [message]
+
+
+def slow_writes(harness: Harness, seconds: float) -> Any:
+    """Message writes that stay in flight for `seconds` (retries of a throttled table), with a sweep
+    running meanwhile, before the write lands."""
+    put = harness.ctx.store.put_messages
+
+    def slow_put(entries: Any) -> None:
+        harness.clock.advance(seconds)
+        harness.sweep()
+        put(entries)
+
+    return slow_put
+
+
+def test_a_write_slower_than_the_safety_margin_is_handed_off_by_its_writer(harness: Harness) -> None:
+    make_queue(harness)
+    timing = harness.ctx.settings.timing
+    harness.ctx.store.put_messages = slow_writes(harness, timing.safety + 2)  # type: ignore[method-assign]
+    # Indexed when the request started; by the time the write lands the sweep has passed its due time.
+    [late] = post_many(harness, 1, delay=timing.sweep_ahead + timing.safety + 1)
+    assert timer_ids(harness.timers()) == [late]
+
+
+def test_a_slow_write_handed_off_by_its_writer_is_not_handed_off_again_by_the_sweep(harness: Harness) -> None:
+    make_queue(harness)
+    timing = harness.ctx.settings.timing
+    harness.ctx.store.put_messages = slow_writes(harness, timing.safety + 2)  # type: ignore[method-assign]
+    post_many(harness, 1, delay=timing.sweep_ahead + timing.safety + 1)
+    harness.timers()
+    harness.clock.advance(5)  # past its due time, within the writer's claim
+    harness.sweep()
+    assert harness.timers() == []

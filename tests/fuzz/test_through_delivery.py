@@ -157,8 +157,17 @@ url_text = st.one_of(
 hosts = st.one_of(
     st.just("127.0.0.1"),
     st.sampled_from(["localhost", "bücher.example", "例え.テスト", "straße.de", "xn--bcher-kva.example"]),
+    # No URL delimiters: "a#b" or "a/b" as a host makes the URL end its authority early, so the service
+    # (rightly) connects to port 80, not to the receiver the example meant (the cause of the refused
+    # connections one random run once saw).
     st.lists(
-        st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs", "Zs", "Cc")), min_size=1, max_size=10),
+        st.text(
+            alphabet=st.characters(
+                codec="utf-8", exclude_categories=("Cs", "Zs", "Cc"), exclude_characters="/?#@:[]\\"
+            ),
+            min_size=1,
+            max_size=10,
+        ),
         min_size=1,
         max_size=3,
     ).map(".".join),

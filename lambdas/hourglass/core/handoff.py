@@ -145,6 +145,26 @@ def hands_off(due: datetime, now: datetime, timing: Timing) -> bool:
     return schedule.hands_off_now(due, now, timing.sweep_ahead, timing.safety)
 
 
+def overtaken(due: datetime, written: datetime, timing: Timing) -> bool:
+    """Whether a message stored with due-index keys, whose write was confirmed at `written`, may have
+    been passed by a sweep: its due time is inside the hand-off window of that moment. A write
+    shorter than the safety margin never is; a slower one (retries, a throttled table) must be
+    handed off by its writer, since the watermark may already be past it."""
+    return hands_off(due, written, timing)
+
+
+def moved_keys(entry: DueEntry, slot: Slot | None, timing: Timing) -> SweepKeys | None:
+    """A claim's new index keys: a pacing slot in a later bucket than the due time moves the entry
+    there, so the recovery sweep (whose watermark cannot pass a leased entry) reaches it only after
+    the slot."""
+    width = timing.bucket_seconds
+    if slot is None or schedule.bucket_of(from_ms(slot.start_ms), width) == schedule.bucket_of(
+        from_ms(entry.due_ms), width
+    ):
+        return None
+    return keys_of(entry.id, from_ms(slot.start_ms), timing)
+
+
 def keys_of(message_id: str, due: datetime, timing: Timing) -> SweepKeys:
     return schedule.sweep_keys(message_id, due, shards=timing.shards, bucket_seconds=timing.bucket_seconds)
 

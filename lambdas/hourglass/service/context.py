@@ -60,6 +60,7 @@ class Context:
             self.timers,
             self.settings.timing,
             release=self.store.release,
+            claim=self.store.claim,
             metrics=self.metrics,
             pacer=self.pacer,
             clock=lambda: self.clock(),

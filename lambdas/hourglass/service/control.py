@@ -54,10 +54,7 @@ class Control:
             raise ConflictError(f"message {message_id} changed; try again") from exc
         # The history lives as long as the message, which no longer has a TTL.
         self.store.retain_attempts(queue_name, message_id, None)
-        claim = placement.claim()
-        if claim is not None:
-            # If this send fails the recovery sweep hands the message off when its lease ends.
-            handoff.send_claimed([claim], now, give_back=False)
+        handoff.written(placement, pending, now, delivery_control.of(queue).rate_limit)
         return pending
 
 

@@ -217,6 +217,14 @@ class Dispatcher:
             return Result(True, "repaced")
         return self._process(paced, repaced=True)
 
+    def _superseded(self, message: Message) -> Result:
+        """Our lease ran out and another dispatcher took the message over, often from this very SQS
+        message received again: acknowledging it could delete the only timer of a message whose new
+        holder then dies (stuck `delivering` for good). Kept, it comes back after its visibility
+        timeout and is skipped once the message has moved on (or taken over if its holder died)."""
+        self.ctx.metrics.count("Superseded", queue=message.queue)
+        return Result(False, "superseded")
+
     def _busy(self, timer: Timer) -> Result:
         """Every probed concurrency slot is held: the message stays pending, its timer comes back later."""
         wait = concurrency.busy_wait(timer.waits, random.random())
@@ -234,7 +242,7 @@ class Dispatcher:
     def _put_back(self, message: Message, rate: float, now: datetime) -> Result:
         """Begun, not started: pending again (attempt count restored) with a new slot and timer."""
         if not self._pending_again(lifecycle.put_back(message), rate, now):
-            return Result(True, "superseded")
+            return self._superseded(message)
         self.ctx.metrics.count("Repaced", queue=message.queue)
         return Result(True, "repaced")
 
@@ -247,10 +255,7 @@ class Dispatcher:
             self.store.await_retry(change, placement.keys)
         except StaleVersionError:
             return False
-        claim = placement.claim()
-        if claim is not None:
-            # If this send fails the recovery sweep hands the message off when its lease ends.
-            self.ctx.handoff.send_claimed([claim], now, give_back=False)
+        self.ctx.handoff.written(placement, change.message, now, rate)
         return True
 
     def _begin(self, timer: Timer, now: datetime, lease: timedelta) -> Message:
@@ -359,7 +364,7 @@ class Dispatcher:
     ) -> Result:
         change = lifecycle.await_retry(message, retry_at, error)
         if not self._pending_again(change, delivery_control.of(queue).rate_limit, now):
-            return Result(True, "superseded")
+            return self._superseded(message)
         self.ctx.metrics.count("Retried", queue=message.queue)
         log("retry_scheduled", id=message.id, queue=message.queue, attempt=message.attempts, error=error)
         return Result(True, "retry")
@@ -384,8 +389,7 @@ class Dispatcher:
             # attempt (which happened) joins the history as an item of its own.
             if attempt is not None:
                 self.store.put_attempt(message.queue, attempt, expire_at=change.expire_at)
-            self.ctx.metrics.count("Superseded", queue=message.queue)
-            return Result(True, "superseded")
+            return self._superseded(message)
         if change.expire_at is not None and message.attempts > 1:
             # Earlier attempts go with the message too.
             self.store.retain_attempts(message.queue, message.id, change.expire_at)

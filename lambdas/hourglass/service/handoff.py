@@ -2,6 +2,7 @@
 
 Timer first (ingest, the bulk writer): refused timers leave their items to the due index.
 Item first (dedup ingest, PATCH, sweep claims, retries): a refused timer's lease is given back.
+Either way, an item whose write outlasted the safety margin is handed off by its writer (`catch_up`).
 """
 
 from __future__ import annotations
@@ -10,14 +11,22 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
-from hourglass.core import handoff
-from hourglass.core.handoff import Claim, Placement, Scheduled, Timing
+from hourglass.core import handoff, schedule
+from hourglass.core.handoff import Claim, DueEntry, Placement, Scheduled, Timing
 from hourglass.core.model import Message
 from hourglass.core.pacing import Slot
+from hourglass.core.schedule import SweepKeys
+from hourglass.core.timestamps import from_ms
 from hourglass.errors import StoreError, TimerQueueError
 from hourglass.logs import log
 
 Release = Callable[[Claim], None]
+
+
+class ClaimEntry(Protocol):
+    def __call__(
+        self, entry: DueEntry, *, now: datetime, lease_until: datetime, move_to: SweepKeys | None = None
+    ) -> bool: ...
 
 
 class Timers(Protocol):
@@ -37,6 +46,7 @@ class HandOff:
         timing: Timing,
         *,
         release: Release | None = None,
+        claim: ClaimEntry | None = None,
         metrics: Any = None,
         pacer: Slots | None = None,
         clock: Callable[[], datetime] | None = None,
@@ -44,6 +54,7 @@ class HandOff:
         self.timers = timers
         self.timing = timing
         self.release = release
+        self.claim = claim
         self.metrics = metrics
         self.pacer = pacer
         self.clock = clock
@@ -109,6 +120,50 @@ class HandOff:
         if give_back:
             self.give_back(failed)
         return failed
+
+    def written(self, placement: Placement, message: Message, now: datetime, rate: float | None = None) -> None:
+        """After an item-first write: its timer sent (a refused one keeps its lease, which runs out, and
+        the recovery sweep hands the message off), or, stored with index keys only, handed off by the
+        writer if a sweep may have passed it meanwhile."""
+        claim = placement.claim()
+        if claim is not None:
+            self.send_claimed([claim], now, give_back=False)
+        elif placement.keys is not None:
+            self.catch_up([message], rate)
+
+    def catch_up(self, written: Sequence[Message], rate: float | None = None) -> int:
+        """Messages just stored with due-index keys and no timer, whose hand-off window opened while
+        their write was in flight (a slow, retried write): a sweep may have moved its watermark past
+        them, so their writer claims and hands them off (the claim is conditional: whoever claims
+        first hands off). Never raises: what fails here waits for the recovery sweep."""
+        if self.claim is None or self.clock is None or not written:
+            return 0
+        now = self.clock()
+        late = [DueEntry.of(message) for message in written if handoff.overtaken(message.due_at, now, self.timing)]
+        if not late:
+            return 0
+        try:
+            claims = self._claim_late(late, rate, now)
+            self.send_claimed(claims, now)
+        except (StoreError, TimerQueueError) as exc:
+            log("catch_up_failed", count=len(late), error=str(exc))
+            return 0
+        log("overtaken", count=len(claims), ids=[claim.entry.id for claim in claims[:10]])
+        self._count("Overtaken", len(claims))
+        return len(claims)
+
+    def _claim_late(self, late: list[DueEntry], rate: float | None, now: datetime) -> list[Claim]:
+        assert self.claim is not None
+        slots: Sequence[Slot | None] = [None] * len(late)
+        if rate is not None and self.pacer is not None:
+            slots = self.pacer.slots(late[0].queue, rate, [entry.due_ms for entry in late], now)
+        claims = []
+        for entry, slot in zip(late, slots, strict=True):
+            lease = schedule.claim_lease(from_ms(entry.due_ms if slot is None else slot.start_ms), now)
+            moved = handoff.moved_keys(entry, slot, self.timing)
+            if self.claim(entry, now=now, lease_until=lease, move_to=moved):
+                claims.append(Claim(entry, lease, slot))
+        return claims
 
     def give_back(self, claims: Sequence[Claim]) -> None:
         """Releases leases whose timers were never sent, so the next sweep takes them at once."""

@@ -73,6 +73,7 @@ class Messages:
         plain: list[tuple[int, Message, Placement]] = []
         timers: list[Scheduled] = []
         claims: list[Claim] = []
+        waiting: list[Message] = []  # dedup messages stored with index keys only
         seen_dedup: dict[str, Message] = {}
         for index, message in enumerate(messages):
             if message.dedup_id is None:
@@ -81,7 +82,10 @@ class Messages:
             elif message.dedup_id in seen_dedup:
                 results[index] = (seen_dedup[message.dedup_id], True)
             else:
+                claimed = len(claims)
                 stored, duplicate = self._store_dedup(message, now, timers, claims, rate)
+                if not duplicate and len(claims) == claimed:
+                    waiting.append(stored)
                 seen_dedup[message.dedup_id] = stored
                 results[index] = (stored, duplicate)
         paced = handoff.pace([placement for _, _, placement in plain], rate, now)
@@ -91,6 +95,8 @@ class Messages:
         if not sent:
             handoff.give_back(claims)
         self.store.put_messages([(message, placement.index_keys(sent=sent)) for _, message, placement in plain])
+        indexed = [message for _, message, placement in plain if placement.index_keys(sent=sent) is not None]
+        handoff.catch_up(indexed + waiting, rate)
         for index, message, _ in plain:
             results[index] = (message, False)
             self.ctx.metrics.count("Scheduled", queue=message.queue)
@@ -187,8 +193,5 @@ class Messages:
         placement = handoff.place(change.message, now, written_first=True, rate=rate)
         change = change.leased(placement.lease)
         self.store.reschedule(change, placement.keys, new_body=edit.has_body)
-        claim = placement.claim()
-        if claim is not None:
-            # If this send fails the recovery sweep hands the message off when its lease ends.
-            handoff.send_claimed([claim], now, give_back=False)
+        handoff.written(placement, change.message, now, rate)
         return change.message

@@ -139,6 +139,8 @@ class Operations:
         placement = self.ctx.handoff.place(change.message, now, written_first=True)
         change = change.leased(placement.lease)
         self.store.put_version_for(operation.id, change, placement.keys)
+        if placement.timer is None and placement.keys is not None:
+            self.ctx.handoff.catch_up([change.message])
         return placement.claim()
 
     def _send(self, operation: Operation, claims: list[Claim], now: datetime) -> None:

@@ -48,10 +48,7 @@ def materialize(ctx: Context, schedule: Schedule, queue: Queue, after: datetime,
     if not ctx.store.put_occurrence(message, placement.keys):
         return None
     ctx.metrics.count("Scheduled", queue=queue.name)
-    claim = placement.claim()
-    if claim is not None:
-        # If this send fails the recovery sweep hands the occurrence off when its lease ends.
-        ctx.handoff.send_claimed([claim], now, give_back=False)
+    ctx.handoff.written(placement, message, now)
     return message
 
 

@@ -18,7 +18,7 @@ from hourglass.core.pacing import Slot
 from hourglass.core.schedule import SweepKeys
 from hourglass.core.sweep_state import ShardProgress, SweepState
 from hourglass.core.timestamps import from_ms, to_ms
-from hourglass.errors import InvokeError
+from hourglass.errors import InvokeError, StoreError
 from hourglass.logs import log
 from hourglass.service.context import Context
 
@@ -269,14 +269,7 @@ class Sweeper:
             batch.add(entry, lease, slot)
 
     def _moved(self, entry: DueEntry, slot: Slot | None) -> SweepKeys | None:
-        """A slot in a later bucket than the due time: the claim moves the index entry there, so the
-        recovery sweep (whose watermark cannot pass a leased entry) reaches it only after the slot."""
-        width = self.ctx.settings.bucket_seconds
-        if slot is None or schedule.bucket_of(from_ms(slot.start_ms), width) == schedule.bucket_of(
-            from_ms(entry.due_ms), width
-        ):
-            return None
-        return handoff.keys_of(entry.id, from_ms(slot.start_ms), self.ctx.settings.timing)
+        return handoff.moved_keys(entry, slot, self.ctx.settings.timing)
 
     def _claim_all(
         self,
@@ -293,10 +286,21 @@ class Sweeper:
         def claim(start: int) -> list[bool]:
             end = start + CLAIMS_PER_THREAD
             rows = zip(entries[start:end], leases[start:end], targets[start:end], strict=True)
-            return [self.store.claim(e, now=now, lease_until=lease, move_to=to) for e, lease, to in rows]
+            return [self._claim_one(e, now, lease, to) for e, lease, to in rows]
 
         runs = self._pool.map(claim, range(0, len(entries), CLAIMS_PER_THREAD))
         return [claimed for run in runs for claimed in run]
+
+    def _claim_one(self, entry: DueEntry, now: datetime, lease: datetime, move_to: SweepKeys | None) -> bool:
+        """A claim whose write failed (retries exhausted, a dropped connection) may still have landed:
+        its timer is sent as if it had. A timer for a message that was not claimed is harmless (the
+        dispatcher's start is conditional on the version), while an error raised out of here would
+        strand every landed claim of the chunk under its lease until the recovery sweep."""
+        try:
+            return self.store.claim(entry, now=now, lease_until=lease, move_to=move_to)
+        except StoreError as exc:
+            log("claim_uncertain", id=entry.id, queue=entry.queue, error=str(exc))
+            return True
 
     def _hand_off(self, claims: list[Claim], now: datetime, report: SweepReport, recovery: bool) -> int | None:
         refused = {claim.entry for claim in self.ctx.handoff.send_claimed(claims, now)}
