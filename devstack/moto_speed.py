@@ -9,8 +9,10 @@
 - DynamoDB: every Query sorted the whole table (`Table.all_items`) before looking at the key
   condition, 10-17 s a query at 80k items. The patch hands the query only the items its partition
   key selects (the table's partition, or the index entries with that key), which it then sorts and
-  filters as before. Scans still sort the whole table per page, by native values instead of
-  DynamoType comparisons (the same order: a table's key types are fixed).
+  filters as before. A table query is handed only the items after its ExclusiveStartKey and inside
+  its BETWEEN range, in key order: paging through a 100k-item partition sorted and walked all of it
+  (DynamoType comparisons) for every page, 0.5-1 s a page. Scans still sort the whole table per
+  page, by native values instead of DynamoType comparisons (the same order: a table's key types are fixed).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from moto.core.utils import camelcase_to_underscores, unix_time_millis
+from moto.dynamodb.models.dynamo_type import DynamoType
 from moto.dynamodb.models.table import Table
 from moto.sqs import models
 
@@ -113,7 +116,29 @@ def _partition(table: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> lis
     group = table.items.get(args[0])
     if group is None:
         return []
-    return list(group.values()) if table.range_key_attr else [group]
+    return _window(table, list(group.values()), args) if table.range_key_attr else [group]
+
+
+def _window(table: Any, items: list[Any], args: tuple[Any, ...]) -> list[Any]:
+    """A partition's items a forward table query can return: after its start key, inside a BETWEEN
+    range, in range-key order (native values, the order moto's DynamoType sort then keeps)."""
+    if len(args) < 6 or not args[5]:
+        return items
+    comparison, bounds, start = args[1], args[2], args[4]
+    low = high = None
+    if comparison == "BETWEEN" and len(bounds) == 2:
+        low, high = bounds[0].cast_value, bounds[1].cast_value
+    after = None
+    if start and table.range_key_attr in start:
+        after = DynamoType(start[table.range_key_attr]).cast_value
+    kept = []
+    for item in items:
+        value = item.range_key.cast_value
+        if (after is not None and value <= after) or (low is not None and not low <= value <= high):
+            continue
+        kept.append((value, item))
+    kept.sort(key=lambda pair: pair[0])
+    return [item for _, item in kept]
 
 
 def _matches(item: Any, conditions: list[tuple[str, Any]]) -> bool:
