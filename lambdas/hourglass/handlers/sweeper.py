@@ -11,6 +11,7 @@ from hourglass.adapters.fanout_invoker import FanoutInvoker
 from hourglass.core import fanout
 from hourglass.errors import StoreError
 from hourglass.logs import log
+from hourglass.service import failure_notices
 from hourglass.service.context import Context
 from hourglass.service.operations import Operations
 from hourglass.service.sweep import Invoke, Sweeper
@@ -51,6 +52,7 @@ def handle(ctx: Context, event: dict[str, Any] | None, context: Any, invoke: Inv
         if "shards" not in event:
             fanout_invoke = ctx.invoke_fanout or invoke or _self_invoke(ctx, context)
             report["operations_restarted"] = _restart_operations(ctx, fanout_invoke, time_left)
+            report["notices_recovered"] = _recover_notices(ctx)
         return report
     finally:
         ctx.metrics.flush()
@@ -63,6 +65,15 @@ def _restart_operations(ctx: Context, fanout_invoke: Invoke | None, time_left: C
     except StoreError as exc:
         log("operation_restart_failed", error=str(exc))
         return []
+
+
+def _recover_notices(ctx: Context) -> int:
+    """And sends the failure notices left in the outbox (a writer that died, a send that failed)."""
+    try:
+        return failure_notices.recover(ctx)
+    except StoreError as exc:
+        log("failure_notice_recovery_failed", error=str(exc))
+        return 0
 
 
 def _self_invoke(ctx: Context, context: Any) -> Invoke | None:
