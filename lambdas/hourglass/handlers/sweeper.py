@@ -52,7 +52,7 @@ def handle(ctx: Context, event: dict[str, Any] | None, context: Any, invoke: Inv
         if "shards" not in event:
             fanout_invoke = ctx.invoke_fanout or invoke or _self_invoke(ctx, context)
             report["operations_restarted"] = _restart_operations(ctx, fanout_invoke, time_left)
-            report["notices_recovered"] = _recover_notices(ctx)
+            report["notices_recovered"] = _recover_notices(ctx, time_left)
         return report
     finally:
         ctx.metrics.flush()
@@ -67,10 +67,10 @@ def _restart_operations(ctx: Context, fanout_invoke: Invoke | None, time_left: C
         return []
 
 
-def _recover_notices(ctx: Context) -> int:
+def _recover_notices(ctx: Context, time_left: Callable[[], float]) -> int:
     """And sends the failure notices left in the outbox (a writer that died, a send that failed)."""
     try:
-        return failure_notices.recover(ctx)
+        return failure_notices.recover(ctx, time_left)
     except StoreError as exc:
         log("failure_notice_recovery_failed", error=str(exc))
         return 0

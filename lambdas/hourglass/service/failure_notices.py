@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.client
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import islice
@@ -20,6 +21,8 @@ from hourglass.service.context import Context
 NOTICE_TIMEOUT = (5.0, 5.0)
 # Outbox entries one recovery run sends at most: a dead destination costs each sweep this many attempts.
 RECOVERY_BATCH = 100
+# Recovery stops when a send that hangs to its timeout could outlast the invocation by less than this (s).
+TIME_MARGIN = 5.0
 
 
 @dataclass(frozen=True)
@@ -53,14 +56,17 @@ def send_owed(ctx: Context, message: Message, notice: Owed, finished_at: datetim
     return True
 
 
-def recover(ctx: Context, limit: int = RECOVERY_BATCH) -> int:
+def recover(ctx: Context, time_left: Callable[[], float] = lambda: 60.0, limit: int = RECOVERY_BATCH) -> int:
     """Sends the notices whose writer died before sending them or whose send failed: the outbox entries older
-    than OUTBOX_GRACE, oldest first. Called by every scheduled sweeper run; returns how many it sent."""
+    than OUTBOX_GRACE, oldest first, while `time_left()` leaves room for one more send. Called by every
+    scheduled sweeper run; returns how many it sent."""
     now = ctx.clock()
     low, high = failure_notice.outbox_range(now)
     entries = ctx.store.query_due(failure_notice.OUTBOX_PK, low, high, limit=limit)
     sent = 0
     for entry in islice(entries, limit):
+        if time_left() < sum(NOTICE_TIMEOUT) + TIME_MARGIN:
+            break
         message = ctx.store.get_message(entry.queue, entry.id)
         if message is None or message.version != entry.version or not failure_notice.notifies(message.status):
             continue  # the index lags a write that already replaced (or removed) the item, and its entry
