@@ -15,9 +15,17 @@ from hourglass.handlers import sweeper as sweeper_handler
 from hourglass.service import operations as operations_module
 from hourglass.service.operations import Operations
 
+from devstack import moto_atomic
 from tests.integration.conftest import Harness
 
 TARGET = {"type": "http", "url": "http://127.0.0.1:9/"}
+
+
+@pytest.fixture(autouse=True)
+def atomic_moto() -> None:
+    """A worker's segments record their pages on the operation item from several threads at once: in-process
+    moto applies an update in several steps unless made atomic, as DynamoDB is (lost ADDs, lost cursors)."""
+    moto_atomic.install()
 
 
 @pytest.fixture
