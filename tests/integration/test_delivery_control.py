@@ -11,6 +11,7 @@ from hourglass.core import failure_notice
 from hourglass.core.timestamps import parse_rfc3339
 from hourglass.handlers import sweeper as sweeper_handler
 from hourglass.service import failure_notices
+from hourglass.service.dead_letters import DeadLetters
 
 from tests.integration.conftest import Harness
 from tests.integration.test_flow import HTTP_QUEUE, get, make_queue, post
@@ -332,3 +333,19 @@ def test_a_message_of_a_queue_without_destination_is_never_in_the_outbox(harness
         TableName=harness.ctx.settings.table, Key={"pk": {"S": "orders"}, "sk": {"S": f"m#{created['id']}"}}
     )["Item"]
     assert (item["status"]["S"], "sweep_pk" in item) == ("failed", False)
+
+
+def test_a_dead_lettered_message_whose_notice_was_lost_is_notified_by_the_sweep(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = harness.sqs.create_queue(QueueName="target-dlq")["QueueUrl"]
+    make_queue(harness, settings={**HTTP_QUEUE, "failure_destination": {"type": "sqs", "queue_url": url}})
+    [created] = post(harness, {"body": "stuck", "delay": 5})
+    [timer] = harness.timers()
+    monkeypatch.setattr(failure_notices, "send_owed", lambda *args: False)  # the consumer dies after its write
+    assert DeadLetters(harness.ctx).run_batch([("r1", timer["body"], 11)]) == []
+    monkeypatch.undo()
+    assert get(harness, created["id"])["status"] == "failed"
+    harness.clock.advance(failure_notice.OUTBOX_GRACE.total_seconds() + 5)
+    assert scheduled_sweep(harness)["notices_recovered"] == 1
+    assert [(n["event"], n["id"]) for n in harness.target_messages(url)] == [("message.failed", created["id"])]
