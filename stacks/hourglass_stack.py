@@ -148,15 +148,13 @@ class HourglassStack(Stack):
         for fn in (functions.ingest, functions.sweeper, functions.dispatcher):
             store.table.grant_read_write_data(fn)
             timer.queue.grant_send_messages(fn)
-        # The dispatcher delivers to the target queues the settings allow, and to no other.
+        # The dispatcher delivers to the target queues the settings allow, and to no other; the sweeper
+        # sends the failure notices a dispatcher left in the outbox, to the same queues.
         if settings.sqs_targets:
-            functions.dispatcher.add_to_role_policy(
-                iam.PolicyStatement(
-                    sid="DeliverToTargetQueues",
-                    actions=["sqs:SendMessage"],
-                    resources=settings.sqs_target_arns(self),
+            for fn, sid in ((functions.dispatcher, "DeliverToTargetQueues"), (functions.sweeper, "SendLeftNotices")):
+                fn.add_to_role_policy(
+                    iam.PolicyStatement(sid=sid, actions=["sqs:SendMessage"], resources=settings.sqs_target_arns(self))
                 )
-            )
         # A scheduled sweep with more due than one invocation can claim invokes the sweeper itself
         # (fan-out invocations; the statement id predates that name). A policy of its own: in the
         # role's default policy the function's ARN would make a dependency cycle (the function

@@ -11,6 +11,7 @@ from aws_cdk.assertions import Template
 from tests.cdk.test_stack import _resources, function, synth
 
 DISPATCHER = "hourglass.handlers.dispatcher.handler"
+SWEEPER = "hourglass.handlers.sweeper.handler"
 CONSUME = ("sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl")
 TABLE_DATA = (
     "dynamodb:BatchGetItem",
@@ -34,10 +35,10 @@ BASE = {
 }
 
 
-def statements(template: Template) -> set[tuple[tuple[str, ...], tuple[str, ...]]]:
-    """(actions, resources) of each statement of the dispatcher role; `{Logical.Arn}` becomes `{Type}`."""
+def statements(template: Template, handler: str = DISPATCHER) -> set[tuple[tuple[str, ...], tuple[str, ...]]]:
+    """(actions, resources) of each statement of a function's role; `{Logical.Arn}` becomes `{Type}`."""
     resources = template.to_json()["Resources"]
-    _, fn = function(template, DISPATCHER)
+    _, fn = function(template, handler)
     role = {"Ref": fn["Properties"]["Role"]["Fn::GetAtt"][0]}
 
     def typed(match: re.Match[str]) -> str:
@@ -81,3 +82,9 @@ def statements(template: Template) -> set[tuple[tuple[str, ...], tuple[str, ...]
 def test_the_dispatcher_role_holds_exactly_these_statements(targets: str | None, send: set[Any]) -> None:
     template = synth(**({"hourglass:sqs_targets": targets} if targets else {}))
     assert statements(template) == BASE | send
+
+
+def test_the_sweeper_may_send_failure_notices_to_the_target_queues_only() -> None:
+    template = synth(**{"hourglass:sqs_targets": "orders-*"})
+    sends = {named for actions, named in statements(template, SWEEPER) if actions == ("sqs:SendMessage",)}
+    assert sends == {("arn:{AWS::Partition}:sqs:{AWS::Region}:{AWS::AccountId}:orders-*",)}

@@ -5,8 +5,13 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from hourglass.adapters.http_target import HttpReply
+from hourglass.core import failure_notice
 from hourglass.core.timestamps import parse_rfc3339
+from hourglass.handlers import sweeper as sweeper_handler
+from hourglass.service import failure_notices
+from hourglass.service.dead_letters import DeadLetters
 
 from tests.integration.conftest import Harness
 from tests.integration.test_flow import HTTP_QUEUE, get, make_queue, post
@@ -255,3 +260,92 @@ def test_http_failure_destination_gets_the_notice(harness: Harness) -> None:
     assert [(n["body"]["event"], n["headers"]["Hourglass-Message-Id"]) for n in notice] == [
         ("message.failed", created["id"])
     ]
+
+
+# failure notice outbox ----------------------------------------------------------------------
+def scheduled_sweep(h: Harness) -> dict[str, Any]:
+    return sweeper_handler.handle(h.ctx, {}, None)
+
+
+def test_a_notice_lost_between_the_final_write_and_its_send_is_sent_by_the_sweep(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = harness.sqs.create_queue(QueueName="target-outbox")["QueueUrl"]
+    make_queue(
+        harness,
+        settings={**HTTP_QUEUE, "retry": {"max_attempts": 1}, "failure_destination": {"type": "sqs", "queue_url": url}},
+    )
+    harness.receiver.answers = [200, 500, 503]
+    # The dispatcher dies right after each final write, before sending the notice.
+    monkeypatch.setattr(failure_notices, "send_owed", lambda *args: False)
+    _, bad, worse = post(
+        harness, {"body": "ok", "delay": 1}, {"body": "bad", "delay": 2}, {"body": "worse", "delay": 3}
+    )
+    run_until_quiet(harness)
+    monkeypatch.undo()
+    assert harness.target_messages(url) == []
+    assert scheduled_sweep(harness)["notices_recovered"] == 0  # not before the writer's grace has passed
+    harness.clock.advance(failure_notice.OUTBOX_GRACE.total_seconds() + 5)
+    assert scheduled_sweep(harness)["notices_recovered"] == 2
+    notices = harness.target_messages(url)
+    assert sorted((n["event"], n["id"]) for n in notices) == sorted(
+        [("message.failed", bad["id"]), ("message.failed", worse["id"])]
+    )
+    assert scheduled_sweep(harness)["notices_recovered"] == 0  # sent once recovered: the outbox is empty
+
+
+def test_a_notice_sent_at_once_leaves_nothing_for_the_sweep(harness: Harness) -> None:
+    url = harness.sqs.create_queue(QueueName="target-sent")["QueueUrl"]
+    make_queue(harness, settings={**HTTP_QUEUE, "failure_destination": {"type": "sqs", "queue_url": url}})
+    harness.receiver.answers = [503]
+    post(harness, {"body": 1, "delay": 1, "ttl": 1.5})
+    run_until_quiet(harness)
+    harness.clock.advance(failure_notice.OUTBOX_GRACE.total_seconds() + 5)
+    assert scheduled_sweep(harness)["notices_recovered"] == 0
+    assert [n["event"] for n in harness.target_messages(url)] == ["message.expired"]
+
+
+def test_a_failed_notice_send_is_retried_by_the_sweep_until_it_succeeds(harness: Harness) -> None:
+    make_queue(
+        harness,
+        settings={
+            **HTTP_QUEUE,
+            "retry": {"max_attempts": 1},
+            "failure_destination": {"type": "http", "url": "http://127.0.0.1:9/failed"},
+        },
+    )
+    harness.receiver.answers = [500, 502, 503]  # the attempt, the notice at once, the first recovery
+    [created] = post(harness, {"body": 1})
+    run_until_quiet(harness)
+    harness.clock.advance(failure_notice.OUTBOX_GRACE.total_seconds() + 5)
+    assert scheduled_sweep(harness)["notices_recovered"] == 0
+    assert scheduled_sweep(harness)["notices_recovered"] == 1
+    tried = [r["headers"]["Hourglass-Message-Id"] for r in harness.receiver.requests if r["url"].endswith("/failed")]
+    assert tried == [created["id"]] * 3
+
+
+def test_a_message_of_a_queue_without_destination_is_never_in_the_outbox(harness: Harness) -> None:
+    make_queue(harness, settings={**HTTP_QUEUE, "retry": {"max_attempts": 1}})
+    harness.receiver.answers = [500]
+    [created] = post(harness, {"body": 1})
+    run_until_quiet(harness)
+    item = harness.ddb.get_item(
+        TableName=harness.ctx.settings.table, Key={"pk": {"S": "orders"}, "sk": {"S": f"m#{created['id']}"}}
+    )["Item"]
+    assert (item["status"]["S"], "sweep_pk" in item) == ("failed", False)
+
+
+def test_a_dead_lettered_message_whose_notice_was_lost_is_notified_by_the_sweep(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = harness.sqs.create_queue(QueueName="target-dlq")["QueueUrl"]
+    make_queue(harness, settings={**HTTP_QUEUE, "failure_destination": {"type": "sqs", "queue_url": url}})
+    [created] = post(harness, {"body": "stuck", "delay": 5})
+    [timer] = harness.timers()
+    monkeypatch.setattr(failure_notices, "send_owed", lambda *args: False)  # the consumer dies after its write
+    assert DeadLetters(harness.ctx).run_batch([("r1", timer["body"], 11)]) == []
+    monkeypatch.undo()
+    assert get(harness, created["id"])["status"] == "failed"
+    harness.clock.advance(failure_notice.OUTBOX_GRACE.total_seconds() + 5)
+    assert scheduled_sweep(harness)["notices_recovered"] == 1
+    assert [(n["event"], n["id"]) for n in harness.target_messages(url)] == [("message.failed", created["id"])]

@@ -92,3 +92,62 @@ def test_an_unknown_receipt_handle_is_refused(sqs: Any) -> None:
     sqs.send_message(QueueUrl=url, MessageBody="x")
     with pytest.raises(sqs.exceptions.ReceiptHandleIsInvalid):
         sqs.delete_message(QueueUrl=url, ReceiptHandle="not-a-handle")
+
+
+def test_paged_range_queries_return_each_item_once_in_order() -> None:
+    moto_speed.install()
+    with mock_aws():
+        ddb = boto3.client("dynamodb", region_name="us-east-1")
+        ddb.create_table(
+            TableName="t",
+            BillingMode="PAY_PER_REQUEST",
+            AttributeDefinitions=[{"AttributeName": a, "AttributeType": "S"} for a in ("pk", "sk")],
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        )
+        keys = [f"m#{i:03x}" for i in range(0, 4096, 7)]
+        for pk in ("q", "other"):
+            for sk in keys:
+                ddb.put_item(TableName="t", Item={"pk": {"S": pk}, "sk": {"S": sk}})
+        request: dict[str, Any] = {
+            "TableName": "t",
+            "KeyConditionExpression": "pk = :q AND sk BETWEEN :lo AND :hi",
+            "ExpressionAttributeValues": {":q": {"S": "q"}, ":lo": {"S": "m#4"}, ":hi": {"S": "m#9~"}},
+            "Limit": 9,
+        }
+        seen: list[str] = []
+        while True:
+            page = ddb.query(**request)
+            seen += [item["sk"]["S"] for item in page["Items"]]
+            if "LastEvaluatedKey" not in page:
+                break
+            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        assert seen == [k for k in keys if "m#4" <= k <= "m#9~"]
+
+
+def test_items_of_every_attribute_type_read_back_as_written() -> None:
+    moto_speed.install()
+    with mock_aws():
+        ddb = boto3.client("dynamodb", region_name="us-east-1")
+        ddb.create_table(
+            TableName="t",
+            BillingMode="PAY_PER_REQUEST",
+            AttributeDefinitions=[{"AttributeName": a, "AttributeType": "S"} for a in ("pk", "sk")],
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        )
+        plain = {"pk": {"S": "q"}, "sk": {"S": "a"}, "n": {"N": "1.5"}, "t": {"BOOL": True}, "z": {"NULL": True}}
+        mixed = {
+            **plain,
+            "sk": {"S": "b"},
+            "ss": {"SS": ["x", "y"]},
+            "ns": {"NS": ["1", "2"]},
+            "b": {"B": b"\x00\x01"},
+            "m": {"M": {"inner": {"S": "v"}, "bin": {"B": b"\xff"}}},
+            "l": {"L": [{"N": "3"}, {"BS": [b"\x02"]}]},
+        }
+        for item in (plain, mixed):
+            ddb.put_item(TableName="t", Item=item)
+        got = ddb.query(TableName="t", KeyConditionExpression="pk = :q", ExpressionAttributeValues={":q": {"S": "q"}})[
+            "Items"
+        ]
+        assert got == [plain, mixed]
+        assert ddb.get_item(TableName="t", Key={"pk": {"S": "q"}, "sk": {"S": "b"}})["Item"] == mixed

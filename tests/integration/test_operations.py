@@ -6,14 +6,26 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from hourglass.adapters.operation_storage import OperationStorage
 from hourglass.core.lifecycle import begin_delivery
+from hourglass.core.operations import WORKER_LEASE
+from hourglass.core.timestamps import format_rfc3339
 from hourglass.errors import StaleVersionError
+from hourglass.handlers import sweeper as sweeper_handler
 from hourglass.service import operations as operations_module
 from hourglass.service.operations import Operations
 
+from devstack import moto_atomic
 from tests.integration.conftest import Harness
 
 TARGET = {"type": "http", "url": "http://127.0.0.1:9/"}
+
+
+@pytest.fixture(autouse=True)
+def atomic_moto() -> None:
+    """A worker's segments record their pages on the operation item from several threads at once: in-process
+    moto applies an update in several steps unless made atomic, as DynamoDB is (lost ADDs, lost cursors)."""
+    moto_atomic.install()
 
 
 @pytest.fixture
@@ -104,3 +116,82 @@ def test_a_message_the_operation_cancelled_cannot_begin_delivery(harness: Harnes
             queue, message_id, begin_delivery(version, harness.clock.now, timedelta(seconds=60))
         )
     assert status_of(harness, queue, message_id) == "cancelled"
+
+
+class WorkerCrash(Exception):
+    """Stands in for a worker that dies (process killed, Lambda timeout) in the middle of a page."""
+
+
+def crash_after(monkeypatch: pytest.MonkeyPatch, writes: int) -> None:
+    """The worker's message writes fail from the `writes`-th on, as if its process died there."""
+    real = Operations._write
+    done = iter(range(writes))
+
+    def dying(self: Operations, operation: Any, message: Any, now: Any) -> Any:
+        if next(done, None) is None:
+            raise WorkerCrash
+        return real(self, operation, message, now)
+
+    monkeypatch.setattr(Operations, "_write", dying)
+
+
+def due_of(harness: Harness, queue: str, message_id: str) -> str:
+    return str(harness.call("GET", f"/v1/queues/{queue}/messages/{message_id}")[1]["due_at"])
+
+
+def test_a_dead_worker_is_restarted_by_the_scheduled_sweep_and_shifts_each_message_once(
+    harness: Harness, queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ids = send(harness, queue, [600] * 60)
+    expected = format_rfc3339(harness.clock.now + timedelta(seconds=600 + 3600))
+    monkeypatch.setattr(operations_module, "PAGE", 3)
+    invoked: list[dict[str, Any]] = []
+    ops = Operations(harness.ctx, invoke=invoked.append)
+    started = ops.start(queue, {"action": "shift", "seconds": 3600})
+    crash_after(monkeypatch, 7)
+    with pytest.raises(WorkerCrash):
+        ops.work(invoked[0], lambda: 100.0)
+    monkeypatch.undo()
+    monkeypatch.setattr(operations_module, "PAGE", 3)
+    for event in invoked[1:4]:
+        ops.work(event, lambda: 100.0)
+    assert sweeper_handler.handle(harness.ctx, {}, None)["operations_restarted"] == []  # still within its lease
+    harness.clock.advance(WORKER_LEASE.total_seconds() + 1)
+    assert sweeper_handler.handle(harness.ctx, {}, None)["operations_restarted"] == [started.id]
+    done = ops.get(queue, started.id)
+    assert (done.status.value, done.progress.matched, done.progress.applied, done.progress.skipped) == (
+        "succeeded",
+        60,
+        60,
+        0,
+    )
+    assert {due_of(harness, queue, i) for i in ids} == {expected}
+
+
+def test_two_sweepers_that_find_the_same_dead_worker_restart_it_once(
+    harness: Harness, queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    send(harness, queue, [600] * 10)
+    invoked: list[dict[str, Any]] = []
+    started = Operations(harness.ctx, invoke=invoked.append).start(queue, {"action": "cancel"})
+    harness.clock.advance(WORKER_LEASE.total_seconds() + 1)
+    relaunched: list[dict[str, Any]] = []
+    first = Operations(harness.ctx, invoke=relaunched.append).restart_stale()
+    second = Operations(harness.ctx, invoke=relaunched.append).restart_stale()
+    assert (first, second) == ([started.id], [])
+    assert sorted(seg for event in relaunched for seg in event["segments"]) == list(range(16))
+
+
+def test_an_operation_whose_worker_died_after_its_last_page_is_finished_by_the_restart(
+    harness: Harness, queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    send(harness, queue, [600] * 10)
+    monkeypatch.setattr(OperationStorage, "finish_if_done", lambda *args, **kwargs: None)  # dies before it
+    ops = Operations(harness.ctx)
+    started = ops.start(queue, {"action": "cancel"})
+    assert ops.get(queue, started.id).status.value == "running"
+    monkeypatch.undo()
+    assert ops.restart_stale() == []
+    done = ops.get(queue, started.id)
+    assert (done.status.value, done.progress.applied) == ("succeeded", 10)
+    assert harness.ctx.store.running_operations() == []

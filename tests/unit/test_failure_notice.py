@@ -1,11 +1,19 @@
-"""The failure destination's notification document."""
+"""The failure destination's notification document and its outbox keys."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from hourglass.core.failure_notice import failure_notice, notice_headers, notifies
+from hourglass.core.failure_notice import (
+    OUTBOX_GRACE,
+    OUTBOX_PK,
+    failure_notice,
+    notice_headers,
+    notifies,
+    outbox_keys,
+    outbox_range,
+)
 from hourglass.core.model import Message, Status
 
 T0 = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
@@ -52,3 +60,11 @@ def test_other_statuses_do_not_notify(status):
 def test_http_notice_headers_name_the_event_and_message():
     headers = notice_headers(message(Status.FAILED))
     assert (headers["Hourglass-Event"], headers["Hourglass-Message-Id"]) == ("message.failed", "m1")
+
+
+def test_an_outbox_entry_waits_out_the_writers_grace_and_sorts_by_it():
+    keys = outbox_keys("abc", T0)
+    low, high = outbox_range(T0 + OUTBOX_GRACE)
+    early_low, early_high = outbox_range(T0 + OUTBOX_GRACE - timedelta(milliseconds=1))
+    assert keys.pk == OUTBOX_PK and not keys.pk[0].isdigit()  # no due-bucket sweep reads it
+    assert low <= keys.sk <= high and not early_low <= keys.sk <= early_high

@@ -8,6 +8,7 @@ import pytest
 from hourglass.core.model import Status
 from hourglass.core.operations import (
     SEGMENTS,
+    WORKER_LEASE,
     Action,
     MessageResult,
     Operation,
@@ -16,6 +17,7 @@ from hourglass.core.operations import (
     OperationStatus,
     Progress,
     Verdict,
+    Workers,
     operation_doc,
     operation_request,
     segment_bounds,
@@ -174,3 +176,14 @@ def test_an_action_that_is_not_a_string_is_refused_naming_the_field(action: obje
     with pytest.raises(ValidationError) as refused:
         operation_request({"action": action})
     assert refused.value.field == "action"
+
+
+def test_stale_segments_are_those_still_to_do_whose_worker_is_silent_past_the_lease():
+    created = datetime(2026, 1, 1, tzinfo=UTC)
+    now = created + WORKER_LEASE + timedelta(seconds=30)
+    workers = Workers(
+        remaining=frozenset({1, 2, 3}),
+        beats={1: now - timedelta(seconds=10), 2: now - WORKER_LEASE, 5: created},
+    )
+    # 1 beat recently, 2 just reached its lease, 3 never beat (counts from creation), 5 is done
+    assert workers.stale(created, now) == [2, 3]

@@ -285,8 +285,22 @@ class MessageStorage(Table):
                 body_placement.body_expiry(finished_at, self.retention),
             )
 
-    def finish(self, change: Change) -> Message:
-        return self._put_version(change)
+    def finish(self, change: Change, outbox: SweepKeys | None = None) -> Message:
+        """The final write; `outbox`: due-index keys of a failure notice still to send, in the same write."""
+        return self._put_version(change, outbox)
+
+    def clear_notice(self, queue: str, message_id: str, version: int) -> None:
+        """The notice of this version is sent: its outbox entry leaves the due index (a no-op once it has)."""
+        with contextlib.suppress(StaleVersionError):
+            self._conditional(
+                "update_item",
+                f"message {message_id} changed",
+                TableName=self.table,
+                Key=message_key(queue, message_id),
+                UpdateExpression="REMOVE sweep_pk, sweep_sk",
+                ConditionExpression="version = :v AND attribute_exists(sweep_pk)",
+                ExpressionAttributeValues={":v": n(version)},
+            )
 
     def put_version_for(self, operation_id: str, change: Change, keys: SweepKeys | None = None) -> Message:
         """The same conditional write as the single-message endpoint, marked with a bulk operation's id."""

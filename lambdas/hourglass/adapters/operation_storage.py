@@ -1,4 +1,5 @@
-"""Bulk operations in the table: the operation item, its per-segment cursors and counters, and each message's write."""
+"""Bulk operations in the table: the operation item, its per-segment cursors, beats and counters, the list of
+running operations, and each message's write."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from hourglass.core.operations import (
     OperationRequest,
     OperationStatus,
     Progress,
+    Workers,
     filter_doc,
     operation_key,
     segment_bounds,
@@ -28,6 +30,17 @@ from hourglass.errors import StaleVersionError
 
 Item = dict[str, Any]
 Cursor = dict[str, Any] | None
+# Queue names never start with "@" (validation.QUEUE_NAME): one small item per running operation, so that
+# the sweeper finds the ones whose worker died with one Query (usually of nothing).
+RUNNING_PK = "@operations"
+
+
+def running_key(queue: str, operation_id: str) -> Item:
+    return {"pk": s(RUNNING_PK), "sk": s(f"{queue}/{operation_id}")}
+
+
+def _cursor_text(cursor: Cursor) -> str:
+    return json.dumps(cursor, separators=(",", ":"))
 
 
 def _request_json(request: OperationRequest) -> str:
@@ -61,7 +74,9 @@ def operation_from_item(item: Item) -> Operation:
 
 class OperationStorage(Table):
     def put_operation(self, operation: Operation) -> None:
-        """The new operation, running, with every segment still to do."""
+        """The new operation, running, with every segment still to do; listed as running first, so that a
+        listed operation whose item is missing is only dropped from the list."""
+        self._guard("put_item", TableName=self.table, Item=running_key(operation.queue, operation.id))
         self._conditional(
             "put_item",
             f"operation {operation.id} exists",
@@ -77,6 +92,7 @@ class OperationStorage(Table):
                 "created_at": n(to_ms(operation.created_at)),
                 "remaining": {"SS": [str(i) for i in range(SEGMENTS)]},
                 "cursors": {"M": {}},
+                "beats": {"M": {}},
             },
             ConditionExpression="attribute_not_exists(pk)",
         )
@@ -97,63 +113,160 @@ class OperationStorage(Table):
         return True, json.loads(raw["S"]) if raw else None
 
     def segment_page(
-        self, queue: str, segment: int, statuses: frozenset[Status], start: Cursor, limit: int
-    ) -> tuple[list[Message], Cursor]:
-        """One page of a segment's messages in `statuses` (status is filtered server-side)."""
+        self, queue: str, segment: int, statuses: frozenset[Status], start: Cursor, limit: int, *, operation_id: str
+    ) -> tuple[list[tuple[Message, bool]], Cursor]:
+        """One page of a segment's messages in `statuses` or already written by the operation, each with
+        whether it was (filtered server-side; `limit` counts the keys read, so a page redone from the same
+        cursor covers the same keys)."""
         low, high = segment_bounds(segment)
         names = {f":s{i}": s(status.value) for i, status in enumerate(sorted(statuses))}
         request: dict[str, Any] = {
             "TableName": self.table,
             "KeyConditionExpression": "pk = :q AND sk BETWEEN :lo AND :hi",
-            "FilterExpression": f"#st IN ({', '.join(names)})",
+            "FilterExpression": f"#st IN ({', '.join(names)}) OR last_op = :op",
             "ExpressionAttributeNames": {"#st": "status"},
-            "ExpressionAttributeValues": {":q": s(queue), ":lo": s(low), ":hi": s(high), **names},
+            "ExpressionAttributeValues": {
+                ":q": s(queue),
+                ":lo": s(low),
+                ":hi": s(high),
+                ":op": s(operation_id),
+                **names,
+            },
             "Limit": limit,
             "ConsistentRead": True,
         }
         if start:
             request["ExclusiveStartKey"] = start
         page = self._guard("query", **request)
-        return [message_from_item(item) for item in page.get("Items", [])], page.get("LastEvaluatedKey")
+        items = page.get("Items", [])
+        done = [item.get("last_op", {}).get("S") == operation_id for item in items]
+        return [(message_from_item(item), was) for item, was in zip(items, done, strict=True)], page.get(
+            "LastEvaluatedKey"
+        )
 
     def record_page(
-        self, queue: str, operation_id: str, segment: int, cursor: Cursor, progress: Progress, *, now: datetime
-    ) -> None:
-        """A page's counters and the segment's new cursor in one write; a finished segment leaves `remaining`.
+        self,
+        queue: str,
+        operation_id: str,
+        segment: int,
+        pages: tuple[Cursor, Cursor],
+        progress: Progress,
+        *,
+        now: datetime,
+    ) -> bool:
+        """A page's counters, the segment's new cursor and beat in one write; a finished segment leaves `remaining`.
 
-        Conditioned on the segment still being to do, so a page redone after a crash is counted once.
+        `pages` is (the cursor the page started from, the one after it). Conditioned on the segment still
+        being to do and still at the page's start: False when another worker recorded it first (a restarted
+        worker and one thought dead), which then owns the segment; so each page is counted once.
         """
+        previous, cursor = pages
         key = {"pk": s(queue), "sk": s(operation_key(operation_id))}
         values: dict[str, Any] = {
             ":m": n(progress.matched),
             ":a": n(progress.applied),
             ":k": n(progress.skipped),
             ":seg": s(str(segment)),
+            ":now": n(to_ms(now)),
         }
         names = {"#seg": str(segment)}
         if cursor is None:
-            update = "ADD matched :m, applied :a, skipped :k DELETE remaining :segset REMOVE cursors.#seg"
+            update = (
+                "ADD matched :m, applied :a, skipped :k DELETE remaining :segset SET beats.#seg = :now "
+                "REMOVE cursors.#seg"
+            )
             values[":segset"] = {"SS": [str(segment)]}
         else:
-            update = "ADD matched :m, applied :a, skipped :k SET cursors.#seg = :cur"
-            values[":cur"] = s(json.dumps(cursor, separators=(",", ":")))
+            update = "ADD matched :m, applied :a, skipped :k SET cursors.#seg = :cur, beats.#seg = :now"
+            values[":cur"] = s(_cursor_text(cursor))
+        if previous is None:
+            at_start = "attribute_not_exists(cursors.#seg)"
+        else:
+            at_start = "cursors.#seg = :prev"
+            values[":prev"] = s(_cursor_text(previous))
         try:
             self._conditional(
                 "update_item",
-                f"segment {segment} of operation {operation_id} is done",
+                f"segment {segment} of operation {operation_id} is done or moved on",
                 TableName=self.table,
                 Key=key,
                 UpdateExpression=update,
-                ConditionExpression="contains(remaining, :seg)",
+                ConditionExpression=f"contains(remaining, :seg) AND {at_start}",
                 ExpressionAttributeNames=names,
                 ExpressionAttributeValues=values,
             )
         except StaleVersionError:
-            return
+            return False
         if cursor is None:
-            self._finish_if_done(key, now)
+            self.finish_if_done(queue, operation_id, now)
+        return True
 
-    def _finish_if_done(self, key: Item, now: datetime, retention: timedelta = timedelta(days=7)) -> None:
+    def running_operations(self) -> list[tuple[str, str]]:
+        """(queue, operation id) of every operation listed as running."""
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": "pk = :r",
+            "ExpressionAttributeValues": {":r": s(RUNNING_PK)},
+            "ConsistentRead": True,
+        }
+        listed: list[tuple[str, str]] = []
+        for page in self._pages(request):
+            for item in page.get("Items", []):
+                queue, _, operation_id = item["sk"]["S"].rpartition("/")
+                listed.append((queue, operation_id))
+        return listed
+
+    def forget_operation(self, queue: str, operation_id: str) -> None:
+        """Drop an operation from the running list (it finished, or its item is gone)."""
+        self._guard("delete_item", TableName=self.table, Key=running_key(queue, operation_id))
+
+    def operation_workers(self, queue: str, operation_id: str) -> tuple[Operation, Workers] | None:
+        key = {"pk": s(queue), "sk": s(operation_key(operation_id))}
+        got = self._guard("get_item", TableName=self.table, Key=key, ConsistentRead=True)
+        item = got.get("Item")
+        if item is None:
+            return None
+        beats = {int(seg): from_ms(int(v["N"])) for seg, v in item.get("beats", {}).get("M", {}).items()}
+        remaining = frozenset(int(seg) for seg in item.get("remaining", {}).get("SS", []))
+        return operation_from_item(item), Workers(remaining, beats)
+
+    def claim_segments(
+        self, queue: str, operation_id: str, workers: Workers, segments: list[int], now: datetime
+    ) -> bool:
+        """Restart `segments` (their beats set to now) if their beats are still those in `workers`: of two
+        sweepers that found the same dead worker, one restarts it."""
+        names: dict[str, str] = {}
+        values: dict[str, Any] = {":now": n(to_ms(now))}
+        sets, conditions = [], []
+        for seg in segments:
+            names[f"#s{seg}"] = str(seg)
+            sets.append(f"beats.#s{seg} = :now")
+            beat = workers.beats.get(seg)
+            if beat is None:
+                conditions.append(f"attribute_not_exists(beats.#s{seg})")
+            else:
+                values[f":b{seg}"] = n(to_ms(beat))
+                conditions.append(f"beats.#s{seg} = :b{seg}")
+        try:
+            self._conditional(
+                "update_item",
+                f"operation {operation_id} was restarted by another sweeper",
+                TableName=self.table,
+                Key={"pk": s(queue), "sk": s(operation_key(operation_id))},
+                UpdateExpression="SET " + ", ".join(sets),
+                ConditionExpression=" AND ".join(conditions),
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+            )
+        except StaleVersionError:
+            return False
+        return True
+
+    def finish_if_done(
+        self, queue: str, operation_id: str, now: datetime, retention: timedelta = timedelta(days=7)
+    ) -> None:
+        """Mark the operation succeeded once no segment remains, and drop it from the running list."""
+        key = {"pk": s(queue), "sk": s(operation_key(operation_id))}
         # DynamoDB drops a string set that DELETE empties: that is when every segment is done.
         with contextlib.suppress(StaleVersionError):
             self._conditional(
@@ -161,7 +274,7 @@ class OperationStorage(Table):
                 "segments remain",
                 TableName=self.table,
                 Key=key,
-                UpdateExpression="SET op_status = :done, finished_at = :now, #ttl = :exp REMOVE cursors",
+                UpdateExpression="SET op_status = :done, finished_at = :now, #ttl = :exp REMOVE cursors, beats",
                 ConditionExpression="attribute_not_exists(remaining) AND op_status = :running",
                 ExpressionAttributeNames={"#ttl": contract.TTL_ATTRIBUTE},
                 ExpressionAttributeValues={
@@ -171,6 +284,7 @@ class OperationStorage(Table):
                     ":exp": n(int((now + retention).timestamp())),
                 },
             )
+            self.forget_operation(queue, operation_id)
 
     def last_op(self, queue: str, message_id: str) -> str | None:
         """The operation that last wrote the message (None when none did, or it is gone)."""

@@ -53,14 +53,14 @@ class SweepStorage(Table):
         buckets: set[int] = set()
         while True:
             page = self._guard("scan", **request)
-            buckets.update(int(item["sweep_pk"]["S"].split("#", 1)[0]) for item in page.get("Items", []))
+            prefixes = (item["sweep_pk"]["S"].split("#", 1)[0] for item in page.get("Items", []))
+            # Hold and outbox partitions ("hold#...", "notice#") are no due bucket.
+            buckets.update(int(prefix) for prefix in prefixes if prefix.isdigit())
             if not page.get("LastEvaluatedKey"):
                 return buckets
             request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
-    def claim(
-        self, entry: DueEntry, *, now: datetime, lease_until: datetime, move_to: SweepKeys | None = None
-    ) -> bool:
+    def claim(self, entry: DueEntry, *, now: datetime, lease_until: datetime, move_to: SweepKeys | None = None) -> bool:
         """Claim a due message for hand-off; False when another sweeper has it or it changed.
 
         `move_to`: new due-index keys in the same write (a paced message's slot in a later bucket, so

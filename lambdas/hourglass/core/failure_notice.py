@@ -1,14 +1,30 @@
-"""The notification sent to a queue's failure destination when one of its messages ends failed or expired."""
+"""The notification sent to a queue's failure destination when one of its messages ends failed or expired,
+and its outbox: due-index keys on the final item until the notice is sent."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from hourglass.core.model import Message, Status
-from hourglass.core.timestamps import format_rfc3339
+from hourglass.core.schedule import SweepKeys, sort_key, sort_key_bound
+from hourglass.core.timestamps import format_rfc3339, to_ms
 
 EVENTS = {Status.FAILED: "message.failed", Status.EXPIRED: "message.expired"}
+# The due-index partition of notices still to send; not a number, so no sweep of a due bucket reads it.
+OUTBOX_PK = "notice#"
+# The writer sends the notice right after the final write; recovery takes over an entry this much later.
+OUTBOX_GRACE = timedelta(minutes=1)
+
+
+def outbox_keys(message_id: str, finished_at: datetime) -> SweepKeys:
+    """Keys the final write carries when a notice is owed: found by recovery from OUTBOX_GRACE on."""
+    return SweepKeys(OUTBOX_PK, sort_key(to_ms(finished_at + OUTBOX_GRACE), message_id))
+
+
+def outbox_range(now: datetime) -> tuple[str, str]:
+    """The outbox sort keys recovery takes at `now`: every entry whose grace has passed."""
+    return sort_key_bound(0, upper=False), sort_key_bound(to_ms(now), upper=True)
 
 
 def notifies(status: Status) -> bool:

@@ -17,6 +17,10 @@ OPERATION_PREFIX = "o#"
 # A queue's messages are read in this many id ranges (ids are random hex), each with its own cursor.
 SEGMENTS = 16
 MAX_SHIFT = validation.MAX_HORIZON
+# A segment whose worker has recorded no page for this long is taken to be dead (crashed, timed out, or its
+# re-invocation lost) and is restarted from its cursor. Longer than any page takes, so that a live worker is
+# hardly ever doubled; when it is, the cursor's compare-and-set stops one of the two.
+WORKER_LEASE = timedelta(minutes=5)
 
 
 class Action(StrEnum):
@@ -111,6 +115,19 @@ class Operation:
     def finish(self, now: datetime, error: str | None = None) -> Operation:
         status = OperationStatus.FAILED if error else OperationStatus.SUCCEEDED
         return replace(self, status=status, finished_at=now, error=error)
+
+
+@dataclass(frozen=True)
+class Workers:
+    """Where a running operation's segments stand: those still to do, and when each last recorded a page
+    (or was restarted); a segment with no beat yet counts from the operation's creation."""
+
+    remaining: frozenset[int]
+    beats: Mapping[int, datetime]
+
+    def stale(self, created_at: datetime, now: datetime, lease: timedelta = WORKER_LEASE) -> list[int]:
+        """The segments still to do whose worker has been silent for longer than `lease`."""
+        return sorted(seg for seg in self.remaining if self.beats.get(seg, created_at) + lease <= now)
 
 
 def _time(doc: Mapping[str, Any], key: str) -> datetime | None:

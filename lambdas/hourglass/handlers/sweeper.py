@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict
 from functools import cache
 from typing import Any
 
 from hourglass.adapters.fanout_invoker import FanoutInvoker
 from hourglass.core import fanout
+from hourglass.errors import StoreError
+from hourglass.logs import log
+from hourglass.service import failure_notices
 from hourglass.service.context import Context
 from hourglass.service.operations import Operations
 from hourglass.service.sweep import Invoke, Sweeper
@@ -44,9 +48,32 @@ def handle(ctx: Context, event: dict[str, Any] | None, context: Any, invoke: Inv
     else:
         sweeper = Sweeper(ctx, invoke=invoke or _self_invoke(ctx, context))
     try:
-        return asdict(sweeper.run(time_left))
+        report = asdict(sweeper.run(time_left))
+        if "shards" not in event:
+            fanout_invoke = ctx.invoke_fanout or invoke or _self_invoke(ctx, context)
+            report["operations_restarted"] = _restart_operations(ctx, fanout_invoke, time_left)
+            report["notices_recovered"] = _recover_notices(ctx, time_left)
+        return report
     finally:
         ctx.metrics.flush()
+
+
+def _restart_operations(ctx: Context, fanout_invoke: Invoke | None, time_left: Callable[[], float]) -> list[str]:
+    """The scheduled run also restarts bulk operations whose worker died; a failure here never fails the sweep."""
+    try:
+        return Operations(ctx, fanout_invoke).restart_stale(time_left)
+    except StoreError as exc:
+        log("operation_restart_failed", error=str(exc))
+        return []
+
+
+def _recover_notices(ctx: Context, time_left: Callable[[], float]) -> int:
+    """And sends the failure notices left in the outbox (a writer that died, a send that failed)."""
+    try:
+        return failure_notices.recover(ctx, time_left)
+    except StoreError as exc:
+        log("failure_notice_recovery_failed", error=str(exc))
+        return 0
 
 
 def _self_invoke(ctx: Context, context: Any) -> Invoke | None:

@@ -2,27 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import timedelta
 
 from hourglass.adapters.timer_queue import read_timers
 from hourglass.core import lifecycle
 from hourglass.core.handoff import Timer
-from hourglass.core.model import Message, Status
+from hourglass.core.model import Status
 from hourglass.errors import StaleVersionError, StoreError, ValidationError
 from hourglass.logs import log
 from hourglass.service import failure_notices
 from hourglass.service.context import Context
 
-# Called with each message this consumer failed: where a failure-destination notifier plugs in.
-Notify = Callable[[Message], None]
-
 
 class DeadLetters:
-    def __init__(self, ctx: Context, *, notify: Notify | None = None) -> None:
+    def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
-        # By default the queue's failure destination hears of it, as of any message that ends failed.
-        self.notify = notify if notify is not None else (lambda message: failure_notices.notify_ended(ctx, message))
 
     def run_batch(self, records: list[tuple[str, str, int]]) -> list[str]:
         """(record id, body, receive count) of dead-lettered timer records; returns the ids to retry."""
@@ -69,8 +63,10 @@ class DeadLetters:
         change = lifecycle.finish(
             message, Status.FAILED, now, timedelta(days=self.ctx.settings.retention_days), error=reason
         )
+        # The queue's failure destination hears of it, as of any message that ends failed (outbox first).
+        notice = failure_notices.owed(self.ctx, change.message, now)
         try:
-            self.ctx.store.finish(change)
+            self.ctx.store.finish(change, notice.keys if notice else None)
         except StaleVersionError:
             return True
         self.ctx.metrics.count("TimerDeadLettered", queue=message.queue)
@@ -79,6 +75,6 @@ class DeadLetters:
             self.ctx.metrics.count("StuckDelivering", queue=message.queue)
         self.ctx.metrics.count("Failed", queue=message.queue)
         log("dead_lettered", id=message.id, queue=message.queue, receives=receives)
-        if self.notify is not None:
-            self.notify(change.message)
+        if notice is not None:
+            failure_notices.send_owed(self.ctx, change.message, notice, now)
         return True

@@ -382,8 +382,10 @@ class Dispatcher:
         change = lifecycle.finish(
             message, status, now, retention, error=error, delivered_at=delivered_at, attempt=attempt
         )
+        # A failure notice owed rides on the final write as an outbox entry, cleared once sent.
+        notice = failure_notices.owed(self.ctx, change.message, now)
         try:
-            self.store.finish(change)
+            self.store.finish(change, notice.keys if notice else None)
         except StaleVersionError:
             # Our lease ran out and another dispatcher took over; its outcome stands, and this
             # attempt (which happened) joins the history as an item of its own.
@@ -393,7 +395,8 @@ class Dispatcher:
         if change.expire_at is not None and message.attempts > 1:
             # Earlier attempts go with the message too.
             self.store.retain_attempts(message.queue, message.id, change.expire_at)
-        failure_notices.notify_ended(self.ctx, change.message)
+        if notice is not None:
+            failure_notices.send_owed(self.ctx, change.message, notice, now)
         metric = {"delivered": "Delivered", "failed": "Failed", "expired": "Expired", "cancelled": "Cancelled"}
         self.ctx.metrics.count(metric[status.value], queue=message.queue)
         log("finished", id=message.id, queue=message.queue, status=status.value, attempts=message.attempts, error=error)

@@ -1,4 +1,5 @@
-"""Bulk operations: start one (202), read its document, and the fan-out invocations that apply it page by page."""
+"""Bulk operations: start one (202), read its document, the fan-out invocations that apply it page by page, and
+the restart of segments whose worker died."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ from hourglass.core import fanout, lifecycle, operations, validation
 from hourglass.core.handoff import Claim
 from hourglass.core.ids import is_valid_id, new_id
 from hourglass.core.model import Message
-from hourglass.core.operations import SEGMENTS, Action, MessageResult, Operation, tally
+from hourglass.core.operations import SEGMENTS, Action, MessageResult, Operation, OperationStatus, tally
 from hourglass.core.redelivery import RedeliverRequest, redeliver
-from hourglass.errors import NotFoundError, StaleVersionError, ValidationError
+from hourglass.errors import NotFoundError, StaleVersionError, StoreError, ValidationError
 from hourglass.logs import log
 from hourglass.service.context import Context
 from hourglass.service.control import keep_final_attempt
@@ -58,14 +59,46 @@ class Operations:
             raise NotFoundError(f"queue {queue_name} does not exist")
         operation = Operation(new_id(), queue_name, request, self.ctx.clock())
         self.store.put_operation(operation)
-        groups = fanout.split(list(range(SEGMENTS)), INVOCATIONS)
-        for group in groups:
+        self._launch(operation, list(range(SEGMENTS)))
+        return operation
+
+    def _launch(self, operation: Operation, segments: list[int], time_left: Callable[[], float] = lambda: 60.0) -> None:
+        for group in fanout.split(segments, INVOCATIONS):
             event = invocation_event(operation, group)
             if self.invoke is not None:
                 self.invoke(event)
-            else:  # no function to fan out to: the request does the work itself
-                self.work(event, lambda: 60.0)
-        return operation
+            else:  # no function to fan out to: the caller does the work itself
+                self.work(event, time_left)
+
+    def restart_stale(self, time_left: Callable[[], float] = lambda: 60.0) -> list[str]:
+        """Re-invokes workers, from their cursors, for the segments of running operations whose worker has
+        recorded no page for `WORKER_LEASE` (it crashed, timed out, or its re-invocation was lost); finishes
+        an operation whose last segment ended just before its worker died. Returns the restarted ids.
+
+        Called by every scheduled sweeper run: one Query of the running list when nothing runs.
+        """
+        now = self.ctx.clock()
+        restarted: list[str] = []
+        for queue, operation_id in self.store.running_operations():
+            found = self.store.operation_workers(queue, operation_id)
+            if found is None or found[0].status is not OperationStatus.RUNNING:
+                self.store.forget_operation(queue, operation_id)
+                continue
+            operation, workers = found
+            if not workers.remaining:
+                self.store.finish_if_done(queue, operation_id, now)
+                continue
+            stale = workers.stale(operation.created_at, now)
+            if not stale or not self.store.claim_segments(queue, operation_id, workers, stale, now):
+                continue
+            log("operation_restart", operation=operation_id, queue=queue, segments=stale)
+            self.ctx.metrics.count("OperationRestarted", queue=queue)
+            restarted.append(operation_id)
+            try:
+                self._launch(operation, stale, time_left)
+            except StoreError as exc:  # its beats are now fresh: the next run after the lease tries again
+                log("operation_restart_failed", operation=operation_id, queue=queue, error=str(exc))
+        return restarted
 
     def get(self, queue_name: str, operation_id: str) -> Operation:
         validation.queue_name(queue_name)
@@ -89,21 +122,32 @@ class Operations:
         return left
 
     def _segment(self, operation: Operation, segment: int, time_left: Callable[[], float]) -> bool:
+        """Runs one segment page by page; True when it is done (or another worker recorded its page first)."""
         todo, cursor = self.store.operation_cursor(operation.queue, operation.id, segment)
-        statuses = operation.request.filter.statuses(operation.request.action)
+        request = operation.request
+        statuses = request.filter.statuses(request.action)
         with ThreadPoolExecutor(max_workers=WRITERS) as pool:
             while todo:
                 if time_left() < RESERVE_SECONDS:
                     return False
-                page, cursor = self.store.segment_page(operation.queue, segment, statuses, cursor, PAGE)
+                start = cursor
+                page, cursor = self.store.segment_page(
+                    operation.queue, segment, statuses, start, PAGE, operation_id=operation.id
+                )
                 now = self.ctx.clock()
-                request = operation.request
-                matching = [m for m in page if request.filter.matches(request.action, m.status, m.due_at)]
+                # A message this operation already wrote (a page redone after a crash) is counted, never
+                # written again: a second shift would move it twice.
+                done = [MessageResult.ALREADY_APPLIED for _, was in page if was]
+                matching = [
+                    m for m, was in page if not was and request.filter.matches(request.action, m.status, m.due_at)
+                ]
                 results = list(pool.map(self._applier(operation, now), matching))
                 self._send(operation, [claim for _, claim in results if claim is not None], now)
-                self.store.record_page(
-                    operation.queue, operation.id, segment, cursor, tally(r for r, _ in results), now=now
-                )
+                progress = tally([*done, *(r for r, _ in results)])
+                if not self.store.record_page(
+                    operation.queue, operation.id, segment, (start, cursor), progress, now=now
+                ):
+                    return True
                 todo = cursor is not None
         return True
 
