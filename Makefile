@@ -75,13 +75,14 @@ test: $(STAMP) check-node check-java check-chromium
 
 # The end-to-end suite and the smoke test against the stack as deployed: `cdk deploy` into MiniStack,
 # API Gateway with its key, the Lambdas, the SQS mapping and the EventBridge schedule; a later
-# `cdk bootstrap` over the devstack's; README's "Deploy to AWS" word for word (~6-9 minutes on 2 cores).
+# `cdk bootstrap` over the devstack's; README's "Deploy to AWS" word for word (~8-12 minutes on 2 cores).
 # E2E_MODES=inprocess,deployed runs both modes side by side.
 E2E_MODES ?= deployed
 test-deployed: $(STAMP) tools
 	HOURGLASS_E2E_MODES=$(E2E_MODES) $(BIN)/python -m pytest -q -p no:cacheprovider -o timeout=900 \
-		tests/e2e/test_delivery.py tests/e2e/test_smoke.py tests/e2e/test_stack.py tests/e2e/test_bootstrap.py \
-		tests/e2e/test_readme_deploy.py
+		tests/e2e/test_delivery.py tests/e2e/test_delivery_control.py tests/e2e/test_operations.py \
+		tests/e2e/test_rate_limits.py tests/e2e/test_schedules.py tests/e2e/test_smoke.py tests/e2e/test_stack.py \
+		tests/e2e/test_bootstrap.py tests/e2e/test_readme_deploy.py
 
 # Deployment smoke test against a deployed stack (real AWS: credentials from the usual chain):
 # make smoke API_URL=https://abc123.execute-api.eu-west-1.amazonaws.com/prod/ API_KEY=...
