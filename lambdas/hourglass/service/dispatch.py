@@ -41,6 +41,10 @@ BEGIN_LEAD = timedelta(milliseconds=250)
 # ... but not sooner than this after the timer was sent: a hand-off timer is sent before its item is
 # written, and starting before the write lands costs a failed write and a re-send.
 WRITE_GRACE = timedelta(seconds=1)
+# A paced attempt (rate-limited queue) begins as soon as its timer arrives, up to this long before its
+# slot: a begin write slowed by load then still lands inside the slot's window, and the pause state
+# is read again just before the start (delivery_control.PAUSE_READ_MAX_AGE).
+PACED_BEGIN_LEAD = timedelta(seconds=2)
 # Any instant: a lease length does not depend on when it starts.
 EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 # A paused queue's timer comes back this often; its message stays pending with its due time.
@@ -50,6 +54,16 @@ QUEUE_MAX_AGE = delivery_control.PAUSE_READ_MAX_AGE
 # The longest one attempt can take after its start (HTTP connect + read timeouts, the writes around
 # it): an attempt is started only if this much is left before the invocation's deadline.
 ATTEMPT_BUDGET = timedelta(seconds=20)
+# A missed pacing slot is re-paced by the dispatcher that holds the timer, so the new slot needs only
+# the begin write's lead (BEGIN_LEAD) and none for a trip through the timer queue ...
+REPACE_LEAD_MS = 500
+# ... and the attempt waits here for it when it is at most this far off and the invocation's deadline
+# leaves room: sent round the timer queue again it would reach a dispatcher late again.
+REPACE_HOLD = timedelta(seconds=30)
+# New slots one timer takes within one invocation before it goes back to the timer queue.
+MAX_REPACES = 5
+# A begun attempt whose slot went by during the begin write needs no write before its new slot.
+BEGUN_LEAD_MS = 50
 
 
 @dataclass(frozen=True)
@@ -112,13 +126,14 @@ class Dispatcher:
             self.ctx.metrics.count("DispatchError", queue=timer.queue)
             return Result(False, "error")
 
-    def _process(self, timer: Timer, *, repaced: bool = False) -> Result:
+    def _process(self, timer: Timer, *, repaces: int = 0) -> Result:
         now = self.ctx.clock()
         due = from_ms(timer.due_ms)
         if schedule.is_early(due, now):
             self.ctx.handoff.resend([handoff.resend(timer, now)])
             return Result(True, "redelayed")
-        start = min(due, max(due - BEGIN_LEAD, from_ms(timer.sent_ms) + WRITE_GRACE))
+        lead = BEGIN_LEAD if timer.latest_ms is None else PACED_BEGIN_LEAD
+        start = min(due, max(due - lead, from_ms(timer.sent_ms) + WRITE_GRACE))
         if self.deadline is not None and max(start, due) + ATTEMPT_BUDGET > self.deadline:
             # Killed mid-attempt, it would be taken over only when its lease ends: send it again now.
             self.ctx.handoff.resend([handoff.resend(timer, now)])
@@ -140,8 +155,10 @@ class Dispatcher:
             return Result(True, "paused")
         if control.rate_limit is not None and (timer.slot is None or timer.slot.missed(to_ms(now))):
             # A rate-limited queue's attempt starts only inside a pacing slot: take a new one.
-            return self._repace(timer, control.rate_limit, now, repaced)
-        lease = self._lease(control.timeout)
+            return self._repace(timer, control.rate_limit, now, repaces)
+        # The lease allows for a begin at most BEGIN_TO_START ahead of the start; a paced one may be earlier.
+        ahead = due - now - timedelta(seconds=deadline.BEGIN_TO_START)
+        lease = self._lease(control.timeout) + max(timedelta(0), ahead)
         held = None
         if control.max_concurrency is not None:
             holder = concurrency.holder(timer.id, timer.version)
@@ -160,6 +177,7 @@ class Dispatcher:
     ) -> Result:
         """Begin, wait for the due time (or slot), deliver, record; the caller holds any concurrency slot."""
         due = from_ms(timer.due_ms)
+        lease_end = now + lease
         try:
             message = self._begin(timer, now, lease)
         except StaleVersionError:
@@ -170,12 +188,20 @@ class Dispatcher:
             return self._finish(message, Status.CANCELLED, now, "schedule deleted, replaced or paused")
         self.ctx.sleep(schedule.seconds_until(due, self.ctx.clock()))
         now = self.ctx.clock()
+        slot = timer.slot
+        if slot is not None and control.rate_limit is not None:
+            if delivery_control.of(self._queue(timer.queue)).paused:
+                # Paused since the read before the begin (which may be up to PACED_BEGIN_LEAD old).
+                return self._put_back(message, control.rate_limit, self.ctx.clock())
+            now = self.ctx.clock()
+            if slot.missed(to_ms(now)):
+                # The begin write ate the slot's tolerance: starting now could break the rate bound.
+                held = self._hold_begun(timer, control, control.rate_limit, now, lease_end)
+                if held is None:
+                    return self._put_back(message, control.rate_limit, self.ctx.clock())
+                now = held
         if message.expires_at is not None and now > message.expires_at:
             return self._finish(message, Status.EXPIRED, now, "expired before delivery")
-        slot = timer.slot
-        if slot is not None and slot.missed(to_ms(now)) and control.rate_limit is not None:
-            # The begin write ate the slot's tolerance: starting now could break the rate bound.
-            return self._put_back(message, control.rate_limit, now)
         started = self.ctx.clock()
         try:
             outcome = targets.deliver(self.ctx, message, queue)
@@ -204,18 +230,53 @@ class Dispatcher:
             lease = max(lease, (deadline.delivery_lease(EPOCH, timeout) - EPOCH).total_seconds())
         return timedelta(seconds=lease)
 
-    def _repace(self, timer: Timer, rate: float, now: datetime, repaced: bool) -> Result:
+    def _repace(self, timer: Timer, rate: float, now: datetime, repaces: int) -> Result:
         """A new pacing slot for a timer without one (or that missed its own); the message stays pending.
-        Slots are never before the timer's due time, which is never before the message's."""
-        (slot,) = self.ctx.handoff.slots(timer.queue, rate, [timer.due_ms], now)
-        paced = replace(timer, due_ms=slot.start_ms, latest_ms=slot.latest_ms, sent_ms=to_ms(now))
+        Slots are never before the timer's due time, which is never before the message's. A near slot
+        is waited for here (`REPACE_HOLD`); a far one, or a timer re-paced too often, goes back to SQS."""
+        (slot,) = self.ctx.handoff.slots(timer.queue, rate, [timer.due_ms], now, lead_ms=REPACE_LEAD_MS)
         self.ctx.metrics.count("Repaced", queue=timer.queue)
         late = None if timer.latest_ms is None else to_ms(now) - timer.latest_ms
-        log("repaced", id=timer.id, queue=timer.queue, late_ms=late, slot_in_ms=slot.start_ms - to_ms(now))
-        if repaced or schedule.is_early(from_ms(slot.start_ms), now):
+        in_ms = slot.start_ms - to_ms(now)
+        log("repaced", id=timer.id, queue=timer.queue, late_ms=late, slot_in_ms=in_ms, repaces=repaces)
+        start = from_ms(slot.start_ms)
+        room = self.deadline is None or start + ATTEMPT_BUDGET <= self.deadline
+        if repaces >= MAX_REPACES or start - now > REPACE_HOLD or not room:
+            paced = replace(timer, due_ms=slot.start_ms, latest_ms=slot.latest_ms, sent_ms=to_ms(now))
             self.ctx.handoff.resend([handoff.resend(paced, now)])
             return Result(True, "repaced")
-        return self._process(paced, repaced=True)
+        # Held: woken as a timer from the queue would be (its head start before the slot), then the
+        # usual path (pause read, deadline, begin) runs again.
+        paced = replace(timer, due_ms=slot.start_ms, latest_ms=slot.latest_ms)
+        self.ctx.sleep(schedule.seconds_until(start - timedelta(seconds=schedule.TIMER_HEAD_START), self.ctx.clock()))
+        return self._process(paced, repaces=repaces + 1)
+
+    def _hold_begun(
+        self, timer: Timer, control: DeliveryControl, rate: float, now: datetime, lease_end: datetime
+    ) -> datetime | None:
+        """A begun attempt that missed its slot waits for a new one while it still owns the message:
+        the instant it may start, or None (put it back) when no near slot fits its lease and the
+        invocation, or the queue was paused meanwhile."""
+        for _ in range(MAX_REPACES):
+            (slot,) = self.ctx.handoff.slots(timer.queue, rate, [timer.due_ms], now, lead_ms=BEGUN_LEAD_MS)
+            self.ctx.metrics.count("Repaced", queue=timer.queue)
+            log("repaced_begun", id=timer.id, queue=timer.queue, slot_in_ms=slot.start_ms - to_ms(now))
+            start = from_ms(slot.start_ms)
+            ends = deadline.attempt_deadline(start, control.timeout)
+            if (
+                start - now > REPACE_HOLD
+                or ends + timedelta(seconds=deadline.BOOKKEEPING) > lease_end
+                or (self.deadline is not None and ends > self.deadline)
+            ):
+                return None
+            self.ctx.sleep(schedule.seconds_until(start, self.ctx.clock()))
+            # The pause state read before the begin may be too old by now.
+            if delivery_control.of(self._queue(timer.queue)).paused:
+                return None
+            now = self.ctx.clock()
+            if not slot.missed(to_ms(now)):
+                return now
+        return None
 
     def _busy(self, timer: Timer) -> Result:
         """Every probed concurrency slot is held: the message stays pending, its timer comes back later."""

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
-from hourglass.core import handoff
+from hourglass.core import handoff, pacing
 from hourglass.core.handoff import Claim, Placement, Scheduled, Timing
 from hourglass.core.model import Message
 from hourglass.core.pacing import Slot
@@ -27,7 +27,9 @@ class Timers(Protocol):
 
 
 class Slots(Protocol):
-    def slots(self, queue: str, rate: float, due_ms: Sequence[int], now: datetime) -> tuple[Slot, ...]: ...
+    def slots(
+        self, queue: str, rate: float, due_ms: Sequence[int], now: datetime, *, lead_ms: int = ...
+    ) -> tuple[Slot, ...]: ...
 
 
 class HandOff:
@@ -71,10 +73,13 @@ class HandOff:
             paced[index] = handoff.paced(placements[index], slot, now, self.timing)
         return paced
 
-    def slots(self, queue: str, rate: float, due_ms: Sequence[int], now: datetime) -> tuple[Slot, ...]:
-        """Slots for due times of one queue (the sweeper's chunks, the dispatcher's missed slots)."""
+    def slots(
+        self, queue: str, rate: float, due_ms: Sequence[int], now: datetime, *, lead_ms: int = pacing.HANDOFF_LEAD_MS
+    ) -> tuple[Slot, ...]:
+        """Slots for due times of one queue (the sweeper's chunks, the dispatcher's missed slots, which
+        are already in a dispatcher and so need a shorter `lead_ms`)."""
         assert self.pacer is not None
-        return self.pacer.slots(queue, rate, due_ms, now)
+        return self.pacer.slots(queue, rate, due_ms, now, lead_ms=lead_ms)
 
     def send_first(self, timers: Sequence[Scheduled]) -> bool:
         """Timers of items not written yet, all or none; False: SQS refused, the items go to the due index."""

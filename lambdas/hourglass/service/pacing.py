@@ -27,36 +27,80 @@ class PaceStore(Protocol):
     def advance_pace(self, queue: str, expected_us: int | None, new_us: int) -> tuple[bool, int | None]: ...
 
 
+class _Request:
+    """One caller's due times waiting for slots; the thread that writes the pacing item fills in the answer."""
+
+    def __init__(self, rate: float, due_ms: Sequence[int], floor_ms: int) -> None:
+        self.rate = rate
+        self.due_ms = list(due_ms)
+        self.floor_ms = floor_ms
+        self.slots: tuple[Slot, ...] | None = None
+        self.error: StoreError | None = None
+
+
 class Pacer:
-    """Allocates slots for one queue's hand-off batch; remembers each queue's last `next_us` so the
-    first try of a warm process needs no read (a lost race returns the winner's value)."""
+    """Allocates slots for one queue's hand-off batches; remembers each queue's last `next_us` so the
+    first try of a warm process needs no read (a lost race returns the winner's value).
+
+    The threads of one process take turns per queue, and the one whose turn it is allocates for every
+    request of that queue waiting meanwhile, in due order, with one write (a group commit): a
+    dispatcher's many missed slots cost one pacing write, and the earliest-due of them goes first."""
 
     def __init__(self, store: PaceStore) -> None:
         self.store = store
         self._known: dict[str, int | None] = {}
         self._queue_locks: dict[str, threading.Lock] = {}
+        self._waiting: dict[str, list[_Request]] = {}
         self._lock = threading.Lock()
 
-    def slots(self, queue: str, rate: float, due_ms: Sequence[int], now: datetime) -> tuple[Slot, ...]:
-        """A slot per due time (same order), at or after it, spaced by the queue's rate across all allocators.
-
-        The threads of one process take turns per queue (a dispatcher's many timers would otherwise
-        race each other on the item): only other processes can make a try fail."""
+    def slots(
+        self, queue: str, rate: float, due_ms: Sequence[int], now: datetime, *, lead_ms: int = pacing.HANDOFF_LEAD_MS
+    ) -> tuple[Slot, ...]:
+        """A slot per due time (same order), at or after it and at least `lead_ms` from `now`, spaced
+        by the queue's rate across all allocators."""
         if not due_ms:
             return ()
+        request = _Request(rate, due_ms, to_ms(now) + lead_ms)
         with self._lock:
             queue_lock = self._queue_locks.setdefault(queue, threading.Lock())
+            self._waiting.setdefault(queue, []).append(request)
         with queue_lock:
-            expected = self._known.get(queue)
-            for _ in range(MAX_ROUNDS):
-                allocation = pacing.allocate(expected, rate, due_ms, to_ms(now))
-                assert allocation.next_us is not None
+            if request.slots is None and request.error is None:
+                with self._lock:
+                    waiting = self._waiting.pop(queue, [])
+                    group = [r for r in waiting if r.rate == rate]
+                    if other := [r for r in waiting if r.rate != rate]:
+                        self._waiting[queue] = other
+                self._allocate(queue, rate, group)
+        if request.error is not None:
+            raise request.error
+        assert request.slots is not None
+        return request.slots
+
+    def _allocate(self, queue: str, rate: float, group: list[_Request]) -> None:
+        """Slots for every request of `group` from one conditional write (the caller holds the queue's turn)."""
+        due = [d for request in group for d in request.due_ms]
+        floor_ms = max(request.floor_ms for request in group)
+        expected = self._known.get(queue)
+        for _ in range(MAX_ROUNDS):
+            allocation = pacing.allocate(expected, rate, due, floor_ms, lead_ms=0)
+            assert allocation.next_us is not None
+            try:
                 written, current = self.store.advance_pace(queue, expected, allocation.next_us)
-                self._known[queue] = current
-                if written:
-                    return allocation.slots
-                expected = current
-        raise StoreError(f"pacing item of queue {queue} kept changing")
+            except Exception as exc:  # every waiting request gets it, not only the writer's
+                for request in group:
+                    request.error = exc if isinstance(exc, StoreError) else StoreError(f"pacing failed: {exc}")
+                return
+            self._known[queue] = current
+            if written:
+                at = 0
+                for request in group:
+                    request.slots = allocation.slots[at : at + len(request.due_ms)]
+                    at += len(request.due_ms)
+                return
+            expected = current
+        for request in group:
+            request.error = StoreError(f"pacing item of queue {queue} kept changing")
 
 
 class QueueLimits:

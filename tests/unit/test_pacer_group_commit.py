@@ -1,0 +1,77 @@
+"""service.pacing.Pacer: the requests of one queue that wait for its turn share one pacing write, in due order."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime
+
+from hourglass.core.pacing import pace
+from hourglass.errors import StoreError
+from hourglass.service.pacing import Pacer
+
+NOW = datetime(2030, 1, 1, tzinfo=UTC)
+NOW_MS = int(NOW.timestamp() * 1000)
+
+
+class GatedStore:
+    """A pacing item in memory whose first write waits until the test opens the gate."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.next_us: int | None = None
+        self.writes = 0
+        self.entered = threading.Event()
+        self.gate = threading.Event()
+        self.fail = fail
+
+    def advance_pace(self, queue: str, expected_us: int | None, new_us: int) -> tuple[bool, int | None]:
+        self.writes += 1
+        if self.writes == 1:
+            self.entered.set()
+            self.gate.wait(5)
+        if self.fail:
+            raise StoreError("throttled")
+        if self.next_us != expected_us:
+            return False, self.next_us
+        self.next_us = new_us
+        return True, new_us
+
+
+def run_while_first_write_waits(store: GatedStore, later: list[list[int]]) -> tuple[list[object], list[object]]:
+    """One request takes the queue's turn and blocks in its write; `later` requests queue up behind it."""
+    pacer = Pacer(store)
+    first: list[object] = []
+    results: list[object] = [None] * len(later)
+
+    def call(due: list[int], out: list[object], index: int) -> None:
+        try:
+            out[index] = pacer.slots("q", 100.0, due, NOW, lead_ms=0)
+        except StoreError as exc:
+            out[index] = exc
+
+    first.append(None)
+    leader = threading.Thread(target=call, args=([NOW_MS], first, 0))
+    leader.start()
+    assert store.entered.wait(5)
+    threads = [threading.Thread(target=call, args=(due, results, i)) for i, due in enumerate(later)]
+    for thread in threads:
+        thread.start()
+    while len(pacer._waiting.get("q", [])) < len(later):
+        threading.Event().wait(0.01)
+    store.gate.set()
+    for thread in [leader, *threads]:
+        thread.join(5)
+    return first, results
+
+
+def test_requests_waiting_for_the_turn_share_one_write_in_due_order() -> None:
+    store = GatedStore()
+    _, (late, early) = run_while_first_write_waits(store, [[NOW_MS + 5], [NOW_MS + 1]])
+    spacing_ms = pace(100.0).spacing_us // 1000
+    assert store.writes == 2  # the leader's, then one for both waiting requests
+    assert early[0].start_ms + spacing_ms == late[0].start_ms  # type: ignore[index,attr-defined]
+
+
+def test_a_failed_group_write_fails_every_request_of_the_group() -> None:
+    store = GatedStore(fail=True)
+    first, results = run_while_first_write_waits(store, [[NOW_MS], [NOW_MS + 1]])
+    assert all(isinstance(r, StoreError) for r in [*first, *results])
