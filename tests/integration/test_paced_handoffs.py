@@ -1,0 +1,95 @@
+"""Hand-offs that take pacing slots on a rate-limited queue (fixed clock, in-process AWS): bulk shift
+and redeliver, a paused queue's drain after resume, schedule occurrences."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from hourglass.adapters.http_target import HttpReply
+from hourglass.adapters.timer_queue import read_timers
+from hourglass.core.pacing import pace
+from hourglass.core.timestamps import parse_rfc3339, to_ms
+
+from tests.integration.conftest import Harness
+from tests.integration.test_rate_limits import make_queue, post_burst
+
+RATE = 2.0
+SPACING_MS = pace(RATE).spacing_us / 1000
+
+
+def paced_timers(harness: Harness) -> dict[str, dict[str, Any]]:
+    """The timer queue's timers by message id; each must carry a pacing slot (`l`, its latest start)."""
+    unpacked = [timer for sent in harness.timers() for timer in read_timers(sent["body"])]
+    timers = {t.id: {"due": t.due_ms, "l": t.latest_ms} for t in unpacked}
+    assert all(t["l"] is not None for t in timers.values()), timers
+    return timers
+
+
+def assert_spaced_and_never_early(timers: dict[str, dict[str, Any]], due: dict[str, int]) -> None:
+    """Slots never before due and at least 1/rate apart."""
+    slots = sorted(t["due"] for t in timers.values())
+    assert all(timers[i]["due"] >= due[i] for i in timers)
+    assert all(b - a >= SPACING_MS - 1 for a, b in zip(slots, slots[1:], strict=False))
+
+
+def assert_due_order_within_pages(timers: dict[str, dict[str, Any]], due: dict[str, int]) -> None:
+    """An operation pages each segment (the id's first hex digit) on its own: each page's slots follow due order."""
+    for segment in {i[0] for i in timers}:
+        page = sorted((i for i in timers if i[0] == segment), key=lambda i: due[i])
+        slots = [timers[i]["due"] for i in page]
+        assert slots == sorted(slots), segment
+
+
+def operation(harness: Harness, queue: str, doc: dict[str, Any]) -> dict[str, Any]:
+    status, started = harness.call("POST", f"/v1/queues/{queue}/operations", doc)
+    assert status == 202, started
+    _, done = harness.call("GET", f"/v1/queues/{queue}/operations/{started['id']}")
+    return dict(done)
+
+
+def test_bulk_shift_on_a_rate_limited_queue_takes_slots_in_due_order(harness: Harness) -> None:
+    make_queue(harness, "paced", rate_limit=RATE)
+    # Due in reverse order of creation, so neither id order nor creation order is due order.
+    start = to_ms(harness.clock() + timedelta(seconds=600))
+    due = {}
+    for k in range(48):
+        due.update(post_burst(harness, "paced", 1, start + (48 - k) * 7))
+    harness.timers()  # nothing is due within the lookahead yet
+    operation(harness, "paced", {"action": "shift", "seconds": -590})
+    shifted = {i: d - 590_000 for i, d in due.items()}
+    timers = paced_timers(harness)
+    assert set(timers) == set(due)
+    assert_spaced_and_never_early(timers, shifted)
+    assert_due_order_within_pages(timers, shifted)
+    assert any(len([i for i in timers if i[0] == segment]) > 2 for segment in "0123456789abcdef")
+
+
+def test_bulk_redeliver_on_a_rate_limited_queue_takes_slots_in_due_order(harness: Harness) -> None:
+    harness.ctx.post = lambda *_, **__: HttpReply(status=400, headers={}, body=b"")
+    make_queue(harness, "paced", rate_limit=RATE)
+    due = post_burst(harness, "paced", 6, to_ms(harness.clock() + timedelta(seconds=2)))
+    harness.dispatch(harness.timers())
+    failed = {i for i in due if harness.call("GET", f"/v1/queues/paced/messages/{i}")[1]["status"] == "failed"}
+    assert failed == set(due)
+    done = operation(harness, "paced", {"action": "redeliver"})
+    timers = paced_timers(harness)
+    assert set(timers) == set(due), done
+    # Redelivered messages are due now: each takes a slot from the pacing item, one slot apart.
+    assert_spaced_and_never_early(timers, {i: to_ms(harness.clock()) for i in timers})
+
+
+def test_a_schedule_occurrence_on_a_rate_limited_queue_takes_a_slot_behind_earlier_hand_offs(
+    harness: Harness,
+) -> None:
+    make_queue(harness, "paced", rate_limit=RATE)
+    at = (harness.clock() + timedelta(seconds=120)).replace(second=0, microsecond=0) + timedelta(minutes=1)
+    burst = post_burst(harness, "paced", 3, to_ms(at))
+    status, doc = harness.call("PUT", "/v1/queues/paced/schedules/tick", {"every": 60, "body": {"tick": 1}})
+    assert status == 201, doc
+    _, listed = harness.call("GET", "/v1/queues/paced/messages", params={"schedule": "tick"})
+    [occurrence] = listed["messages"]
+    assert parse_rfc3339(occurrence["due_at"]) <= at  # due with (or before) the burst
+    timers = paced_timers(harness)
+    slots = sorted(timers[i]["due"] for i in burst)
+    assert timers[occurrence["id"]]["due"] >= slots[-1] + SPACING_MS - 1
