@@ -3,6 +3,7 @@ and redeliver, a paused queue's drain after resume, schedule occurrences."""
 
 from __future__ import annotations
 
+import itertools
 from datetime import timedelta
 from typing import Any
 
@@ -30,7 +31,7 @@ def assert_spaced_and_never_early(timers: dict[str, dict[str, Any]], due: dict[s
     """Slots never before due and at least 1/rate apart."""
     slots = sorted(t["due"] for t in timers.values())
     assert all(timers[i]["due"] >= due[i] for i in timers)
-    assert all(b - a >= SPACING_MS - 1 for a, b in zip(slots, slots[1:], strict=False))
+    assert all(b - a >= SPACING_MS - 1 for a, b in itertools.pairwise(slots))
 
 
 def assert_due_order_within_pages(timers: dict[str, dict[str, Any]], due: dict[str, int]) -> None:
