@@ -4,13 +4,21 @@ and redeliver, a paused queue's drain after resume, schedule occurrences."""
 from __future__ import annotations
 
 import itertools
-from datetime import timedelta
+import json
+import threading
+import time
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from hourglass.adapters.http_target import HttpReply
+from hourglass.adapters.store import Store
 from hourglass.adapters.timer_queue import read_timers
 from hourglass.core.pacing import pace
-from hourglass.core.timestamps import parse_rfc3339, to_ms
+from hourglass.core.timestamps import format_rfc3339, from_ms, parse_rfc3339, to_ms
+from hourglass.handlers import api as api_handler
+from hourglass.service.context import Context
+from hourglass.service.dispatch import Dispatcher
+from hourglass.service.rest import Api
 
 from tests.integration.conftest import Harness
 from tests.integration.test_rate_limits import make_queue, post_burst
@@ -94,3 +102,56 @@ def test_a_schedule_occurrence_on_a_rate_limited_queue_takes_a_slot_behind_earli
     timers = paced_timers(harness)
     slots = sorted(timers[i]["due"] for i in burst)
     assert timers[occurrence["id"]]["due"] >= slots[-1] + SPACING_MS - 1
+
+
+def test_a_resumed_rate_limited_queue_drains_its_paused_messages_in_due_order(harness: Harness) -> None:
+    """The timers parked by a pause come back in separate batches, in reverse due order, to concurrent
+    dispatcher threads of one process: they gather and take slots together, so delivery follows due
+    order. Real clock: gathering is between threads that wait at once (a fixed clock would serialize them)."""
+    starts: list[int] = []
+    lock = threading.Lock()
+
+    def receive(url: str, body: bytes, headers: dict[str, str], **_: Any) -> HttpReply:
+        with lock:
+            starts.append(json.loads(body))
+        return HttpReply(status=200, headers={}, body=b"")
+
+    base = harness.ctx
+    ctx = Context(
+        settings=base.settings,
+        store=Store(base.settings.table, client=base.store.client),
+        timers=base.timers,
+        targets=base.targets,
+        metrics=base.metrics,
+        clock=lambda: datetime.now(UTC),
+        sleep=time.sleep,
+        post=receive,
+        check_url=base.check_url,
+    )
+    api = Api(ctx)
+
+    def call(method: str, path: str, body: Any = None) -> Any:
+        event = {"httpMethod": method, "path": path, "headers": {"content-type": "application/json"}}
+        response = api_handler.handle(api, event | {"body": None if body is None else json.dumps(body)})
+        assert response["statusCode"] < 300, response
+        return json.loads(response["body"]) if response["body"] else None
+
+    call("PUT", "/v1/queues/drain", {"target": {"type": "http", "url": "http://127.0.0.1:9/x"}, "rate_limit": 4})
+    first = to_ms(datetime.now(UTC)) + 1500
+    batch = [{"body": i, "deliver_at": format_rfc3339(from_ms(first + i))} for i in range(8)]
+    call("POST", "/v1/queues/drain/messages", {"messages": batch})
+    parked = harness.timers()
+    call("POST", "/v1/queues/drain/pause")
+    Dispatcher(ctx).run_batch([(t["record"], t["body"]) for t in parked])
+    assert starts == []
+    call("POST", "/v1/queues/drain/resume")
+    back = sorted(harness.timers(), key=lambda t: -int(t["json"]["due"]))
+    assert len(back) >= 2  # several batches, latest due first
+    dispatcher = Dispatcher(ctx)
+    threads = [threading.Thread(target=dispatcher.run_batch, args=([(t["record"], t["body"])],)) for t in back]
+    for thread in threads:
+        thread.start()
+        time.sleep(0.05)
+    for thread in threads:
+        thread.join(30)
+    assert starts == list(range(8))

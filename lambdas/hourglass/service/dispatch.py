@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 import threading
@@ -64,6 +65,10 @@ REPACE_HOLD = timedelta(seconds=30)
 MAX_REPACES = 5
 # A begun attempt whose slot went by during the begin write needs no write before its new slot.
 BEGUN_LEAD_MS = 50
+# Timers of a rate-limited queue that come without a slot (back from a pause) wait in their dispatcher
+# until this long after the first of them, then take slots together in due order (one pacing write):
+# every timer parked before the resume is back by then (PAUSE_RECHECK), so the drain keeps due order.
+RESUME_GATHER = timedelta(seconds=PAUSE_RECHECK + 1)
 
 
 @dataclass(frozen=True)
@@ -78,6 +83,7 @@ class Dispatcher:
         self.store = ctx.store
         self._queues: dict[str, tuple[datetime, Queue | None]] = {}
         self._queues_lock = threading.Lock()
+        self._gathers: dict[str, datetime] = {}
         self.deadline: datetime | None = None
 
     def run_batch(self, bodies: list[tuple[str, str]], deadline: datetime | None = None) -> list[str]:
@@ -100,11 +106,12 @@ class Dispatcher:
                 failed.add(record_id)
                 self._poison(exc)
         work.sort(key=lambda pair: pair[1].due_ms)
+        repaced = self._pace_batch(work)
         if work:
             # Every timer on a thread of its own: the longest attempt (up to the queue's 120 s timeout)
             # bounds the invocation, which `deadline.function_timeout` sizes the function for.
             with ThreadPoolExecutor(max_workers=max(DISPATCH_THREADS, len(work))) as pool:
-                results = list(pool.map(lambda pair: self.process_timer(pair[1]), work))
+                results = list(pool.map(lambda i: self.process_timer(work[i][1], int(i in repaced)), range(len(work))))
             failed.update(record_id for (record_id, _), result in zip(work, results, strict=True) if not result.ok)
         return list(dict.fromkeys(record_id for record_id, _ in bodies if record_id in failed))
 
@@ -113,10 +120,57 @@ class Dispatcher:
         self.ctx.metrics.count("Poison")
         return Result(False, "poison")
 
-    def process_timer(self, timer: Timer) -> Result:
+    def _pace_batch(self, work: list[tuple[str, Timer]]) -> set[int]:
+        """New slots, per rate-limited queue with one pacing write and in due order, for the batch's timers
+        that come without one (back from a pause: after gathering, see RESUME_GATHER) or too late for
+        theirs; replaced in `work`, whose indices are returned. Anything else is left to `_process`."""
+        now = self.ctx.clock()
+        need: dict[str, list[int]] = {}
+        for index, (_, timer) in enumerate(work):
+            slot = timer.slot
+            if timer.queue == LATER_NAMESPACE or schedule.is_early(from_ms(timer.due_ms), now):
+                continue
+            if slot is None or slot.missed(to_ms(now)):
+                need.setdefault(timer.queue, []).append(index)
+        paced: set[int] = set()
+        for name, indices in need.items():
+            try:
+                control = delivery_control.of(self._queue(name))
+                if control.rate_limit is None or control.paused:
+                    continue
+                gather = any(work[i][1].slot is None for i in indices)
+                slots = self.ctx.handoff.slots(
+                    name,
+                    control.rate_limit,
+                    [work[i][1].due_ms for i in indices],
+                    now,
+                    lead_ms=REPACE_LEAD_MS,
+                    gather=functools.partial(self._gather, name) if gather else None,
+                )
+            except StoreError as exc:
+                log("batch_pacing_failed", queue=name, error=str(exc))  # each timer re-paces on its own
+                continue
+            for index, slot in zip(indices, slots, strict=True):
+                record, timer = work[index]
+                work[index] = (record, replace(timer, due_ms=slot.start_ms, latest_ms=slot.latest_ms))
+                paced.add(index)
+            self.ctx.metrics.count("Repaced", len(indices), queue=name)
+        return paced
+
+    def _gather(self, queue: str) -> datetime:
+        """Waits until the queue's gathering instant (set by the first slot-less timer of a window)."""
+        now = self.ctx.clock()
+        with self._queues_lock:
+            until = self._gathers.get(queue)
+            if until is None or now > until:
+                until = self._gathers[queue] = now + RESUME_GATHER
+        self.ctx.sleep(schedule.seconds_until(until, now))
+        return self.ctx.clock()
+
+    def process_timer(self, timer: Timer, repaces: int = 0) -> Result:
         """One timer; no exception escapes, so nothing raised for one message fails its batch-mates."""
         try:
-            return self._process(timer)
+            return self._process(timer, repaces=repaces)
         except (StoreError, DeliveryError, TimerQueueError) as exc:
             # Transient: the timer comes back (SQS redelivers its record) and the attempt is retried.
             log("dispatch_failed", id=timer.id, queue=timer.queue, error=str(exc))
@@ -129,6 +183,10 @@ class Dispatcher:
     def _process(self, timer: Timer, *, repaces: int = 0) -> Result:
         now = self.ctx.clock()
         due = from_ms(timer.due_ms)
+        if repaces and schedule.is_early(due, now) and self._may_hold(due, now):
+            # Re-paced here: wait for the slot in this dispatcher rather than round the timer queue.
+            self.ctx.sleep(schedule.seconds_until(due - timedelta(seconds=schedule.TIMER_HEAD_START), now))
+            now = self.ctx.clock()
         if schedule.is_early(due, now):
             self.ctx.handoff.resend([handoff.resend(timer, now)])
             return Result(True, "redelayed")
@@ -149,8 +207,9 @@ class Dispatcher:
             self.ctx.metrics.count("Deferred", queue=timer.queue)
             return Result(True, "deferred")
         if control.paused:
-            # No attempt starts while paused: the message stays pending and keeps its due time.
-            self.ctx.handoff.resend([Scheduled(timer, PAUSE_RECHECK)])
+            # No attempt starts while paused: the message stays pending and keeps its due time. The
+            # timer comes back without its slot: after the resume it takes a new one with the others.
+            self.ctx.handoff.resend([Scheduled(replace(timer, latest_ms=None), PAUSE_RECHECK)])
             self.ctx.metrics.count("Paused", queue=timer.queue)
             return Result(True, "paused")
         if control.rate_limit is not None and (timer.slot is None or timer.slot.missed(to_ms(now))):
@@ -240,8 +299,7 @@ class Dispatcher:
         in_ms = slot.start_ms - to_ms(now)
         log("repaced", id=timer.id, queue=timer.queue, late_ms=late, slot_in_ms=in_ms, repaces=repaces)
         start = from_ms(slot.start_ms)
-        room = self.deadline is None or start + ATTEMPT_BUDGET <= self.deadline
-        if repaces >= MAX_REPACES or start - now > REPACE_HOLD or not room:
+        if repaces >= MAX_REPACES or not self._may_hold(start, now):
             paced = replace(timer, due_ms=slot.start_ms, latest_ms=slot.latest_ms, sent_ms=to_ms(now))
             self.ctx.handoff.resend([handoff.resend(paced, now)])
             return Result(True, "repaced")
@@ -250,6 +308,11 @@ class Dispatcher:
         paced = replace(timer, due_ms=slot.start_ms, latest_ms=slot.latest_ms)
         self.ctx.sleep(schedule.seconds_until(start - timedelta(seconds=schedule.TIMER_HEAD_START), self.ctx.clock()))
         return self._process(paced, repaces=repaces + 1)
+
+    def _may_hold(self, start: datetime, now: datetime) -> bool:
+        """Whether an attempt may wait in this invocation for a slot at `start`."""
+        room = self.deadline is None or start + ATTEMPT_BUDGET <= self.deadline
+        return room and start - now <= REPACE_HOLD
 
     def _hold_begun(
         self, timer: Timer, control: DeliveryControl, rate: float, now: datetime, lease_end: datetime

@@ -28,7 +28,14 @@ class Timers(Protocol):
 
 class Slots(Protocol):
     def slots(
-        self, queue: str, rate: float, due_ms: Sequence[int], now: datetime, *, lead_ms: int = ...
+        self,
+        queue: str,
+        rate: float,
+        due_ms: Sequence[int],
+        now: datetime,
+        *,
+        lead_ms: int = ...,
+        gather: Callable[[], datetime] | None = ...,
     ) -> tuple[Slot, ...]: ...
 
 
@@ -74,12 +81,19 @@ class HandOff:
         return paced
 
     def slots(
-        self, queue: str, rate: float, due_ms: Sequence[int], now: datetime, *, lead_ms: int = pacing.HANDOFF_LEAD_MS
+        self,
+        queue: str,
+        rate: float,
+        due_ms: Sequence[int],
+        now: datetime,
+        *,
+        lead_ms: int = pacing.HANDOFF_LEAD_MS,
+        gather: Callable[[], datetime] | None = None,
     ) -> tuple[Slot, ...]:
         """Slots for due times of one queue (the sweeper's chunks, the dispatcher's missed slots, which
-        are already in a dispatcher and so need a shorter `lead_ms`)."""
+        are already in a dispatcher and so need a shorter `lead_ms`; see `Pacer.slots` for `gather`)."""
         assert self.pacer is not None
-        return self.pacer.slots(queue, rate, due_ms, now, lead_ms=lead_ms)
+        return self.pacer.slots(queue, rate, due_ms, now, lead_ms=lead_ms, gather=gather)
 
     def send_first(self, timers: Sequence[Scheduled]) -> bool:
         """Timers of items not written yet, all or none; False: SQS refused, the items go to the due index."""

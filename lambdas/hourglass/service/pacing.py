@@ -54,16 +54,26 @@ class Pacer:
         self._lock = threading.Lock()
 
     def slots(
-        self, queue: str, rate: float, due_ms: Sequence[int], now: datetime, *, lead_ms: int = pacing.HANDOFF_LEAD_MS
+        self,
+        queue: str,
+        rate: float,
+        due_ms: Sequence[int],
+        now: datetime,
+        *,
+        lead_ms: int = pacing.HANDOFF_LEAD_MS,
+        gather: Callable[[], datetime] | None = None,
     ) -> tuple[Slot, ...]:
         """A slot per due time (same order), at or after it and at least `lead_ms` from `now`, spaced
-        by the queue's rate across all allocators."""
+        by the queue's rate across all allocators. `gather` (waits, returns the time after) runs once
+        the request is queued: requests that gather until the same instant are allocated together."""
         if not due_ms:
             return ()
         request = _Request(rate, due_ms, to_ms(now) + lead_ms)
         with self._lock:
             queue_lock = self._queue_locks.setdefault(queue, threading.Lock())
             self._waiting.setdefault(queue, []).append(request)
+        if gather is not None:
+            request.floor_ms = max(request.floor_ms, to_ms(gather()) + lead_ms)
         with queue_lock:
             if request.slots is None and request.error is None:
                 with self._lock:
