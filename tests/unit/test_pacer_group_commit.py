@@ -1,13 +1,14 @@
-"""service.pacing.Pacer: the requests of one queue that wait for its turn share one pacing write, in due order."""
+"""service.pacing: the Pacer's group commit (waiting requests share one pacing write, in due order) and the
+start board (an attempt due earlier takes the slot of one due later)."""
 
 from __future__ import annotations
 
 import threading
 from datetime import UTC, datetime
 
-from hourglass.core.pacing import pace
+from hourglass.core.pacing import Slot, pace
 from hourglass.errors import StoreError
-from hourglass.service.pacing import Pacer
+from hourglass.service.pacing import Pacer, StartBoard
 
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
 NOW_MS = int(NOW.timestamp() * 1000)
@@ -75,3 +76,22 @@ def test_a_failed_group_write_fails_every_request_of_the_group() -> None:
     store = GatedStore(fail=True)
     first, results = run_while_first_write_waits(store, [[NOW_MS], [NOW_MS + 1]])
     assert all(isinstance(r, StoreError) for r in [*first, *results])
+
+
+def test_an_attempt_due_earlier_takes_the_earliest_slot_of_one_due_later_on_the_start_board() -> None:
+    board = StartBoard()
+    later = board.join("q", 200, Slot(1_000, 1_900), lambda slot: True, now_ms=0)
+    early = board.join("q", 100, Slot(5_000, 5_900), lambda slot: True, now_ms=0)
+    assert (early.slot, later.slot) == (Slot(1_000, 1_900), Slot(5_000, 5_900))
+    assert board.start(early, 1_000) == Slot(1_000, 1_900) and board.start(later, 1_000) is None
+
+
+def test_no_swap_outside_the_other_attempts_lease_or_with_too_little_window_left() -> None:
+    board = StartBoard()
+    not_fitting = board.join("q", 200, Slot(1_000, 1_900), lambda slot: slot.start_ms < 3_000, now_ms=0)
+    gone_by = board.join("q", 300, Slot(1_100, 1_150), lambda slot: True, now_ms=0)
+    due_after_slot = board.join("q", 2_000, Slot(2_000, 2_900), lambda slot: True, now_ms=0)
+    newcomer = board.join("q", 1_500, Slot(5_000, 5_900), lambda slot: True, now_ms=1_100)
+    # 1_000 would move its holder to 5_000, outside its lease; 1_100 has less than the margin left.
+    assert (not_fitting.slot.start_ms, gone_by.slot.start_ms) == (1_000, 1_100)
+    assert (newcomer.slot.start_ms, due_after_slot.slot.start_ms) == (2_000, 5_000)

@@ -23,11 +23,13 @@ from hourglass.core.model import (
     RetryPolicy,
     Status,
 )
+from hourglass.core.pacing import Slot
 from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.errors import DeliveryError, StaleVersionError, StoreError, TimerQueueError, ValidationError
 from hourglass.logs import log
 from hourglass.service import failure_notices, schedules, targets
 from hourglass.service.context import Context
+from hourglass.service.pacing import StartBoard
 
 # A timer can beat the ingest write it belongs to (the timer is sent first); give the write time.
 MISSING_GRACE = timedelta(seconds=60)
@@ -84,6 +86,7 @@ class Dispatcher:
         self._queues: dict[str, tuple[datetime, Queue | None]] = {}
         self._queues_lock = threading.Lock()
         self._gathers: dict[str, datetime] = {}
+        self.board = StartBoard()
         self.deadline: datetime | None = None
 
     def run_batch(self, bodies: list[tuple[str, str]], deadline: datetime | None = None) -> list[str]:
@@ -245,20 +248,14 @@ class Dispatcher:
             return self._finish(message, Status.CANCELLED, now, "queue deleted")
         if message.schedule is not None and queue is not None and not self._chain(message, queue, now):
             return self._finish(message, Status.CANCELLED, now, "schedule deleted, replaced or paused")
-        self.ctx.sleep(schedule.seconds_until(due, self.ctx.clock()))
-        now = self.ctx.clock()
-        slot = timer.slot
-        if slot is not None and control.rate_limit is not None:
-            if delivery_control.of(self._queue(timer.queue)).paused:
-                # Paused since the read before the begin (which may be up to PACED_BEGIN_LEAD old).
+        if timer.slot is not None and control.rate_limit is not None:
+            paced_start = self._paced_start(timer, message, control, control.rate_limit, lease_end)
+            if paced_start is None:
                 return self._put_back(message, control.rate_limit, self.ctx.clock())
+            now = paced_start
+        else:
+            self.ctx.sleep(schedule.seconds_until(due, self.ctx.clock()))
             now = self.ctx.clock()
-            if slot.missed(to_ms(now)):
-                # The begin write ate the slot's tolerance: starting now could break the rate bound.
-                held = self._hold_begun(timer, control, control.rate_limit, now, lease_end)
-                if held is None:
-                    return self._put_back(message, control.rate_limit, self.ctx.clock())
-                now = held
         if message.expires_at is not None and now > message.expires_at:
             return self._finish(message, Status.EXPIRED, now, "expired before delivery")
         started = self.ctx.clock()
@@ -314,25 +311,39 @@ class Dispatcher:
         room = self.deadline is None or start + ATTEMPT_BUDGET <= self.deadline
         return room and start - now <= REPACE_HOLD
 
-    def _hold_begun(
-        self, timer: Timer, control: DeliveryControl, rate: float, now: datetime, lease_end: datetime
+    def _paced_start(
+        self, timer: Timer, message: Message, control: DeliveryControl, rate: float, lease_end: datetime
     ) -> datetime | None:
-        """A begun attempt that missed its slot waits for a new one while it still owns the message:
-        the instant it may start, or None (put it back) when no near slot fits its lease and the
-        invocation, or the queue was paused meanwhile."""
+        """When a begun attempt of a rate-limited queue may start: inside a slot, which it waits for on
+        this process's start board (where an attempt due earlier may take it over and leave its own).
+        A slot missed (the begin write ate its tolerance) is replaced by a new one while the attempt
+        still owns the message. None (put it back): no near slot fits its lease and invocation, or
+        the queue was paused meanwhile."""
+        slot = timer.slot
+        assert slot is not None
         for _ in range(MAX_REPACES):
-            (slot,) = self.ctx.handoff.slots(timer.queue, rate, [timer.due_ms], now, lead_ms=BEGUN_LEAD_MS)
-            self.ctx.metrics.count("Repaced", queue=timer.queue)
-            log("repaced_begun", id=timer.id, queue=timer.queue, slot_in_ms=slot.start_ms - to_ms(now))
-            start = from_ms(slot.start_ms)
-            ends = deadline.attempt_deadline(start, control.timeout)
-            if (
-                start - now > REPACE_HOLD
-                or ends + timedelta(seconds=deadline.BOOKKEEPING) > lease_end
-                or (self.deadline is not None and ends > self.deadline)
-            ):
+            now = self.ctx.clock()
+            if slot.missed(to_ms(now)):
+                (slot,) = self.ctx.handoff.slots(timer.queue, rate, [timer.due_ms], now, lead_ms=BEGUN_LEAD_MS)
+                self.ctx.metrics.count("Repaced", queue=timer.queue)
+                log("repaced_begun", id=timer.id, queue=timer.queue, slot_in_ms=slot.start_ms - to_ms(now))
+
+            def fits(candidate: Slot) -> bool:
+                start = from_ms(candidate.start_ms)
+                ends = deadline.attempt_deadline(start, control.timeout)
+                room = self.deadline is None or ends <= self.deadline
+                within = start - self.ctx.clock() <= REPACE_HOLD
+                return room and within and ends + timedelta(seconds=deadline.BOOKKEEPING) <= lease_end
+
+            if not fits(slot):
                 return None
-            self.ctx.sleep(schedule.seconds_until(start, self.ctx.clock()))
+            waiting = self.board.join(timer.queue, to_ms(message.due_at), slot, fits, to_ms(now))
+            try:
+                while (turn := self.board.start(waiting, to_ms(self.ctx.clock()))) is None:
+                    self.ctx.sleep(schedule.seconds_until(from_ms(waiting.slot.start_ms), self.ctx.clock()))
+            finally:
+                self.board.leave(waiting)
+            slot = turn
             # The pause state read before the begin may be too old by now.
             if delivery_control.of(self._queue(timer.queue)).paused:
                 return None

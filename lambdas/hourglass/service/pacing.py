@@ -132,3 +132,66 @@ class QueueLimits:
         with self._lock:
             self._seen[queue] = (now, rate)
         return rate
+
+
+# A slot is passed to another attempt only if at least this much of its window is left.
+SWAP_MARGIN_MS = 100
+
+
+class Waiting:
+    """A begun attempt of a rate-limited queue waiting in this process for `slot` (which may change)."""
+
+    def __init__(self, queue: str, due_ms: int, slot: Slot, fits: Callable[[Slot], bool]) -> None:
+        self.queue = queue
+        self.due_ms = due_ms
+        self.slot = slot
+        self.fits = fits
+
+
+class StartBoard:
+    """The begun attempts of one process waiting for their slots, per queue. Slots are interchangeable
+    (the bound depends only on when starts happen against the slots handed out), so one that joins
+    takes the earliest slot held by an attempt due after it, which takes its slot instead: a late
+    attempt re-paced to the end of the line does not start after messages due later than it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._waiting: dict[str, list[Waiting]] = {}
+
+    def join(self, queue: str, due_ms: int, slot: Slot, fits: Callable[[Slot], bool], now_ms: int) -> Waiting:
+        """`fits(slot)`: whether the attempt could still start in that slot (its lease, its invocation)."""
+        me = Waiting(queue, due_ms, slot, fits)
+        with self._lock:
+            others = self._waiting.setdefault(queue, [])
+            swaps = [
+                w
+                for w in others
+                if w.due_ms > due_ms
+                and due_ms <= w.slot.start_ms < slot.start_ms
+                and w.slot.latest_ms > now_ms + SWAP_MARGIN_MS
+                and w.fits(slot)
+            ]
+            if swaps:
+                other = min(swaps, key=lambda w: w.slot.start_ms)
+                me.slot, other.slot = other.slot, me.slot
+            others.append(me)
+        return me
+
+    def start(self, me: Waiting, now_ms: int) -> Slot | None:
+        """The attempt's slot once it has come (the attempt leaves the board, no swap after); else None."""
+        with self._lock:
+            if me.slot.start_ms > now_ms:
+                return None
+            self._leave(me)
+            return me.slot
+
+    def leave(self, me: Waiting) -> None:
+        with self._lock:
+            self._leave(me)
+
+    def _leave(self, me: Waiting) -> None:
+        waiting = self._waiting.get(me.queue, [])
+        if me in waiting:
+            waiting.remove(me)
+        if not waiting:
+            self._waiting.pop(me.queue, None)
