@@ -150,7 +150,7 @@ class Dispatcher:
                     lead_ms=REPACE_LEAD_MS,
                     gather=functools.partial(self._gather, name) if gather else None,
                 )
-            except Exception as exc:  # noqa: BLE001 - each timer then re-paces (or fails) on its own
+            except Exception as exc:
                 log("batch_pacing_failed", queue=name, error=f"{type(exc).__name__}: {exc}")
                 continue
             for index, slot in zip(indices, slots, strict=True):
