@@ -125,15 +125,15 @@ class Dispatcher:
 
     def _pace_batch(self, work: list[tuple[str, Timer]]) -> set[int]:
         """New slots, per rate-limited queue with one pacing write and in due order, for the batch's timers
-        that come without one (back from a pause: after gathering, see RESUME_GATHER) or too late for
-        theirs; replaced in `work`, whose indices are returned. Anything else is left to `_process`."""
+        that come too late for theirs; replaced in `work`, whose indices are returned. Anything else
+        (slot-less timers gather in their own threads, `_repace`) is left to `_process`."""
         now = self.ctx.clock()
         need: dict[str, list[int]] = {}
         for index, (_, timer) in enumerate(work):
             slot = timer.slot
             if timer.queue == LATER_NAMESPACE or schedule.is_early(from_ms(timer.due_ms), now):
                 continue
-            if slot is None or slot.missed(to_ms(now)):
+            if slot is not None and slot.missed(to_ms(now)):
                 need.setdefault(timer.queue, []).append(index)
         paced: set[int] = set()
         for name, indices in need.items():
@@ -141,15 +141,8 @@ class Dispatcher:
                 control = delivery_control.of(self._queue(name))
                 if control.rate_limit is None or control.paused:
                     continue
-                gather = any(work[i][1].slot is None for i in indices)
-                slots = self.ctx.handoff.slots(
-                    name,
-                    control.rate_limit,
-                    [work[i][1].due_ms for i in indices],
-                    now,
-                    lead_ms=REPACE_LEAD_MS,
-                    gather=functools.partial(self._gather, name) if gather else None,
-                )
+                due = [work[i][1].due_ms for i in indices]
+                slots = self.ctx.handoff.slots(name, control.rate_limit, due, now, lead_ms=REPACE_LEAD_MS)
             except Exception as exc:
                 log("batch_pacing_failed", queue=name, error=f"{type(exc).__name__}: {exc}")
                 continue
@@ -290,7 +283,10 @@ class Dispatcher:
         """A new pacing slot for a timer without one (or that missed its own); the message stays pending.
         Slots are never before the timer's due time, which is never before the message's. A near slot
         is waited for here (`REPACE_HOLD`); a far one, or a timer re-paced too often, goes back to SQS."""
-        (slot,) = self.ctx.handoff.slots(timer.queue, rate, [timer.due_ms], now, lead_ms=REPACE_LEAD_MS)
+        # A slot-less timer (back from a pause) first gathers with the others of its queue in this process.
+        gather = functools.partial(self._gather, timer.queue) if timer.slot is None else None
+        (slot,) = self.ctx.handoff.slots(timer.queue, rate, [timer.due_ms], now, lead_ms=REPACE_LEAD_MS, gather=gather)
+        now = self.ctx.clock()
         self.ctx.metrics.count("Repaced", queue=timer.queue)
         late = None if timer.latest_ms is None else to_ms(now) - timer.latest_ms
         in_ms = slot.start_ms - to_ms(now)
