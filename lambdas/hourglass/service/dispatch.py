@@ -71,6 +71,8 @@ BEGUN_LEAD_MS = 50
 # until this long after the first of them, then take slots together in due order (one pacing write):
 # every timer parked before the resume is back by then (PAUSE_RECHECK), so the drain keeps due order.
 RESUME_GATHER = timedelta(seconds=PAUSE_RECHECK + 1)
+# A paced attempt reads the pause state again this long before its slot (within PAUSE_READ_MAX_AGE).
+PAUSE_READ_AHEAD = timedelta(milliseconds=500)
 
 
 @dataclass(frozen=True)
@@ -302,6 +304,13 @@ class Dispatcher:
         self.ctx.sleep(schedule.seconds_until(start - timedelta(seconds=schedule.TIMER_HEAD_START), self.ctx.clock()))
         return self._process(paced, repaces=repaces + 1)
 
+    def _paused(self, name: str) -> tuple[datetime, bool]:
+        """The queue's pause state and when the read it comes from was sent (a cached one may be older)."""
+        paused = delivery_control.of(self._queue(name)).paused
+        with self._queues_lock:
+            cached = self._queues.get(name)
+        return (cached[0] if cached else self.ctx.clock() - delivery_control.PAUSE_READ_MAX_AGE), paused
+
     def _may_hold(self, start: datetime, now: datetime) -> bool:
         """Whether an attempt may wait in this invocation for a slot at `start`."""
         room = self.deadline is None or start + ATTEMPT_BUDGET <= self.deadline
@@ -334,16 +343,28 @@ class Dispatcher:
             if not fits(slot):
                 return None
             waiting = self.board.join(timer.queue, to_ms(message.due_at), slot, fits, to_ms(now))
+            read_at: datetime | None = None
             try:
                 while (turn := self.board.start(waiting, to_ms(self.ctx.clock()))) is None:
-                    self.ctx.sleep(schedule.seconds_until(from_ms(waiting.slot.start_ms), self.ctx.clock()))
+                    start = from_ms(waiting.slot.start_ms)
+                    if read_at is None and self.ctx.clock() >= start - PAUSE_READ_AHEAD:
+                        # The pause state read before the begin is too old by the start: read it again
+                        # a little ahead, so the read's latency does not eat the slot's window.
+                        read_at, paused = self._paused(timer.queue)
+                        if paused:
+                            return None
+                        continue
+                    wake = start if read_at is not None else start - PAUSE_READ_AHEAD
+                    self.ctx.sleep(schedule.seconds_until(wake, self.ctx.clock()))
             finally:
                 self.board.leave(waiting)
             slot = turn
-            # The pause state read before the begin may be too old by now.
-            if delivery_control.of(self._queue(timer.queue)).paused:
-                return None
             now = self.ctx.clock()
+            if read_at is None or not delivery_control.pause_read_fresh(read_at, now):
+                read_at, paused = self._paused(timer.queue)
+                if paused:
+                    return None
+                now = self.ctx.clock()
             if not slot.missed(to_ms(now)):
                 return now
         return None
