@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 from hourglass.core.pacing import Slot, pace
 from hourglass.errors import StoreError
-from hourglass.service.pacing import Pacer, StartBoard
+from hourglass.service.pacing import SWAP_MARGIN_MS, Pacer, StartBoard, Waiting
 
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
 NOW_MS = int(NOW.timestamp() * 1000)
@@ -78,20 +78,37 @@ def test_a_failed_group_write_fails_every_request_of_the_group() -> None:
     assert all(isinstance(r, StoreError) for r in [*first, *results])
 
 
-def test_an_attempt_due_earlier_takes_the_earliest_slot_of_one_due_later_on_the_start_board() -> None:
-    board = StartBoard()
-    later = board.join("q", 200, Slot(1_000, 1_900), lambda slot: True, now_ms=0)
-    early = board.join("q", 100, Slot(5_000, 5_900), lambda slot: True, now_ms=0)
-    assert (early.slot, later.slot) == (Slot(1_000, 1_900), Slot(5_000, 5_900))
-    assert board.start(early, 1_000) == Slot(1_000, 1_900) and board.start(later, 1_000) is None
+def starts(*waiting: Waiting) -> list[int]:
+    return [w.slot.start_ms for w in waiting]
 
 
-def test_no_swap_outside_the_other_attempts_lease_or_with_too_little_window_left() -> None:
+def test_an_attempt_due_earlier_takes_the_earliest_slot_and_the_later_due_ones_move_down() -> None:
     board = StartBoard()
-    not_fitting = board.join("q", 200, Slot(1_000, 1_900), lambda slot: slot.start_ms < 3_000, now_ms=0)
-    gone_by = board.join("q", 300, Slot(1_100, 1_150), lambda slot: True, now_ms=0)
-    due_after_slot = board.join("q", 2_000, Slot(2_000, 2_900), lambda slot: True, now_ms=0)
-    newcomer = board.join("q", 1_500, Slot(5_000, 5_900), lambda slot: True, now_ms=1_100)
-    # 1_000 would move its holder to 5_000, outside its lease; 1_100 has less than the margin left.
-    assert (not_fitting.slot.start_ms, gone_by.slot.start_ms) == (1_000, 1_100)
-    assert (newcomer.slot.start_ms, due_after_slot.slot.start_ms) == (2_000, 5_000)
+    b = board.join("q", 200, Slot(1_000, 1_900), lambda slot: True, now_ms=0)
+    c = board.join("q", 300, Slot(2_000, 2_900), lambda slot: True, now_ms=0)
+    a = board.join("q", 100, Slot(9_000, 9_900), lambda slot: True, now_ms=0)  # late, re-paced far away
+    assert starts(a, b, c) == [1_000, 2_000, 9_000]
+    assert board.start(a, 1_000) == Slot(1_000, 1_900) and board.start(b, 1_000) is None
+
+
+def test_a_far_slot_passes_on_to_each_later_due_attempt_that_joins() -> None:
+    board = StartBoard()
+    late = board.join("q", 100, Slot(9_000, 9_900), lambda slot: True, now_ms=0)
+    newer = board.join("q", 200, Slot(1_000, 1_900), lambda slot: True, now_ms=0)
+    assert starts(late, newer) == [1_000, 9_000]
+    newest = board.join("q", 300, Slot(1_500, 2_400), lambda slot: True, now_ms=0)
+    assert starts(late, newer, newest) == [1_000, 1_500, 9_000]
+
+
+def test_slots_are_not_dealt_again_when_one_would_not_fit_its_attempt() -> None:
+    board = StartBoard()
+    held = board.join("q", 200, Slot(1_000, 1_900), lambda slot: slot.start_ms < 3_000, now_ms=0)
+    late = board.join("q", 100, Slot(9_000, 9_900), lambda slot: True, now_ms=0)
+    assert starts(late, held) == [9_000, 1_000]
+
+
+def test_a_slot_about_to_start_stays_with_its_attempt() -> None:
+    board = StartBoard()
+    imminent = board.join("q", 200, Slot(1_000, 1_900), lambda slot: True, now_ms=0)
+    late = board.join("q", 100, Slot(9_000, 9_900), lambda slot: True, now_ms=1_000 - SWAP_MARGIN_MS)
+    assert starts(late, imminent) == [9_000, 1_000]

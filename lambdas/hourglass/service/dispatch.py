@@ -29,7 +29,7 @@ from hourglass.errors import DeliveryError, StaleVersionError, StoreError, Timer
 from hourglass.logs import log
 from hourglass.service import failure_notices, schedules, targets
 from hourglass.service.context import Context
-from hourglass.service.pacing import StartBoard
+from hourglass.service.pacing import BOARD_POLL_S, StartBoard
 
 # A timer can beat the ingest write it belongs to (the timer is sent first); give the write time.
 MISSING_GRACE = timedelta(seconds=60)
@@ -355,7 +355,8 @@ class Dispatcher:
                             return None
                         continue
                     wake = start if read_at is not None else start - PAUSE_READ_AHEAD
-                    self.ctx.sleep(schedule.seconds_until(wake, self.ctx.clock()))
+                    # In short steps: another attempt joining may move this one's slot earlier.
+                    self.ctx.sleep(min(BOARD_POLL_S, schedule.seconds_until(wake, self.ctx.clock())))
             finally:
                 self.board.leave(waiting)
             slot = turn

@@ -134,8 +134,10 @@ class QueueLimits:
         return rate
 
 
-# A slot is passed to another attempt only if at least this much of its window is left.
-SWAP_MARGIN_MS = 100
+# Slots starting sooner than this are left to their attempts (they are about to start).
+SWAP_MARGIN_MS = 200
+# How long a waiting attempt sleeps at most before it looks at its slot again (it may have moved earlier).
+BOARD_POLL_S = 0.1
 
 
 class Waiting:
@@ -150,30 +152,30 @@ class Waiting:
 
 class StartBoard:
     """The begun attempts of one process waiting for their slots, per queue. Slots are interchangeable
-    (the bound depends only on when starts happen against the slots handed out), so one that joins
-    takes the earliest slot held by an attempt due after it, which takes its slot instead: a late
-    attempt re-paced to the end of the line does not start after messages due later than it."""
+    (the bound depends only on when starts happen against the slots handed out), so whenever an
+    attempt joins, the slots not about to start are dealt out again in due order. A late attempt
+    re-paced to the end of the line takes the slot of one due after it, and that far slot passes on
+    to ever later-due attempts as they arrive: it ends with one of the last due, not in the middle."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._waiting: dict[str, list[Waiting]] = {}
 
     def join(self, queue: str, due_ms: int, slot: Slot, fits: Callable[[Slot], bool], now_ms: int) -> Waiting:
-        """`fits(slot)`: whether the attempt could still start in that slot (its lease, its invocation)."""
+        """`fits(slot)`: whether the attempt could still start in that slot (its lease, its invocation).
+        Slots never go to an attempt due after their start: dealt in due order, the k-th earliest slot
+        is at or after the k-th earliest due time, since each slot was at or after its holder's."""
         me = Waiting(queue, due_ms, slot, fits)
         with self._lock:
             others = self._waiting.setdefault(queue, [])
-            swaps = [
-                w
-                for w in others
-                if w.due_ms > due_ms
-                and due_ms <= w.slot.start_ms < slot.start_ms
-                and w.slot.latest_ms > now_ms + SWAP_MARGIN_MS
-                and w.fits(slot)
-            ]
-            if swaps:
-                other = min(swaps, key=lambda w: w.slot.start_ms)
-                me.slot, other.slot = other.slot, me.slot
+            group = [w for w in others if w.slot.start_ms > now_ms + SWAP_MARGIN_MS]
+            if slot.start_ms > now_ms + SWAP_MARGIN_MS:
+                group.append(me)
+            slots = sorted((w.slot for w in group), key=lambda s: s.start_ms)
+            dealt = list(zip(sorted(group, key=lambda w: (w.due_ms, w.slot.start_ms)), slots, strict=True))
+            if all(new == w.slot or (new.start_ms >= w.due_ms and w.fits(new)) for w, new in dealt):
+                for w, new in dealt:
+                    w.slot = new
             others.append(me)
         return me
 
