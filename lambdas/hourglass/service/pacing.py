@@ -136,8 +136,9 @@ class QueueLimits:
 
 # Slots starting sooner than this are left to their attempts (they are about to start).
 SWAP_MARGIN_MS = 200
-# How long a waiting attempt sleeps at most before it looks at its slot again (it may have moved earlier).
-BOARD_POLL_S = 0.1
+# How long a waiting attempt sleeps at most before it looks at its slot again (it may have moved earlier);
+# below SWAP_MARGIN_MS + the shortest tolerance (250 ms), so a slot moved earlier is still caught.
+BOARD_POLL_S = 0.25
 
 
 class Waiting:
