@@ -155,3 +155,36 @@ def test_a_resumed_rate_limited_queue_drains_its_paused_messages_in_due_order(ha
     for thread in threads:
         thread.join(30)
     assert starts == list(range(8))
+
+
+def test_timers_that_arrive_after_their_slots_take_new_ones_together_in_due_order(harness: Harness) -> None:
+    """One dispatcher batch of timers all past their slots' windows: one pacing write for all of
+    them, before any is processed, and the new slots follow the messages' due order."""
+    make_queue(harness, "late", rate_limit=RATE)
+    due = post_burst(harness, "late", 5, to_ms(harness.clock() + timedelta(seconds=2)))
+    sent = harness.timers()
+    latest = max(timer.latest_ms or 0 for s in sent for timer in read_timers(s["body"]))
+    harness.clock.now = from_ms(latest + 5_000)  # every timer reaches the dispatcher after its window
+    store = harness.ctx.store
+    writes: list[int] = []
+    advance = store.advance_pace
+    store.advance_pace = lambda *args: (writes.append(1), advance(*args))[1]  # type: ignore[method-assign]
+    dispatcher = Dispatcher(harness.ctx)
+    handed: list[tuple[str, int]] = []
+    process = dispatcher.process_timer
+
+    def recording(timer: Any, repaces: int = 0) -> Any:
+        with lock:
+            if not handed:
+                handed.append(("writes before processing", len(writes)))
+            handed.append((timer.id, timer.due_ms))
+        return process(timer, repaces)
+
+    lock = threading.Lock()
+    dispatcher.process_timer = recording  # type: ignore[method-assign]
+    dispatcher.run_batch([(s["record"], s["body"]) for s in sent])
+    assert handed[0] == ("writes before processing", 1)
+    slots = dict(handed[1:])
+    in_due_order = sorted(slots, key=lambda i: due[i])
+    assert [slots[i] for i in in_due_order] == sorted(slots.values())
+    assert min(slots.values()) > latest  # new slots, not the missed ones
