@@ -312,8 +312,10 @@ def section(*, quick: bool = False) -> Section:
         wrong = run.duplicates + run.early
         out.check(f"{label}: duplicated + early", wrong, budget="0", passed=wrong == 0)
         out.check(f"{label}: delivered within count / rate + 60 s", f"{run.delivered} of {run.count}")
-        # Due order holds within the slot tolerance only while the dispatchers keep up with the rate: a
-        # timer that reaches its dispatcher later than that takes a new slot at the end of the line.
+        # Due order holds within the slot tolerance while the dispatchers keep up with the rate. An attempt
+        # that misses its slot takes a new one at the end of the line; the dispatcher's start board passes
+        # that slot on to later-due attempts of its process, so the lag grows only with misses it cannot
+        # swap away (docs/delivery-control.md, phase D).
         tolerance = pace(run.rate).tolerance_us / 1e6
         out.check(f"{label}: due-order lag, s (slot tolerance {tolerance:g} s)", round(run.order_lag, 3))
     peak = peaks["max_concurrency 3"]

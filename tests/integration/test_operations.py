@@ -127,10 +127,10 @@ def crash_after(monkeypatch: pytest.MonkeyPatch, writes: int) -> None:
     real = Operations._write
     done = iter(range(writes))
 
-    def dying(self: Operations, operation: Any, message: Any, now: Any) -> Any:
+    def dying(self: Operations, *args: Any) -> Any:
         if next(done, None) is None:
             raise WorkerCrash
-        return real(self, operation, message, now)
+        return real(self, *args)
 
     monkeypatch.setattr(Operations, "_write", dying)
 

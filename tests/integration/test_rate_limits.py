@@ -175,26 +175,52 @@ def test_a_refused_attempt_stays_pending_and_its_timer_comes_back(harness: Harne
     assert (doc["status"], doc["attempts"], again["json"].get("w")) == ("pending", 0, 1)
 
 
-def test_a_slot_missed_during_the_begin_write_is_put_back_unstarted(harness: Harness) -> None:
+def slow_begins(harness: Harness, seconds: float, during: Any = None) -> Any:
+    """Makes every begin write take `seconds` of the fake clock (a throttled write), running `during` in it."""
+    store = harness.ctx.store
+    begin = store.begin_delivery
+
+    def slow_begin(*args: Any) -> Any:
+        harness.clock.advance(seconds)
+        if during is not None:
+            during()
+        return begin(*args)
+
+    store.begin_delivery = slow_begin  # type: ignore[method-assign]
+    return begin
+
+
+def test_a_slot_missed_during_the_begin_write_waits_for_a_new_slot_in_the_dispatcher(harness: Harness) -> None:
     recorder = Recorder(harness)
     harness.ctx.post = recorder
     make_queue(harness, "slow", rate_limit=1)
     due = post_burst(harness, "slow", 1, to_ms(harness.clock() + timedelta(seconds=2)))
     [message_id] = due
-    store = harness.ctx.store
-    begin = store.begin_delivery
+    [timer] = harness.timers()
+    slot_end = timer["json"]["l"]
+    slow_begins(harness, 3)
+    harness.dispatch([timer])
+    stored = harness.ctx.store.get_message("slow", message_id)
+    assert stored is not None
+    # Started once, after the missed slot's window: begun (2), delivered (3), no put-back write, no timer re-sent.
+    assert (stored.status.value, stored.attempts, stored.version, harness.timers()) == ("delivered", 1, 3, [])
+    assert len(recorder.starts) == 1 and recorder.starts[0][0] > slot_end
 
-    def slow_begin(*args: Any) -> Any:
-        harness.clock.advance(2)  # a throttled write: the slot's 250 ms tolerance passes
-        return begin(*args)
 
-    store.begin_delivery = slow_begin  # type: ignore[method-assign]
+def test_a_queue_paused_while_a_paced_attempt_begins_puts_it_back_unstarted(harness: Harness) -> None:
+    recorder = Recorder(harness)
+    harness.ctx.post = recorder
+    make_queue(harness, "slow", rate_limit=1)
+    due = post_burst(harness, "slow", 1, to_ms(harness.clock() + timedelta(seconds=2)))
+    [message_id] = due
+    begin = slow_begins(harness, 0.5, lambda: harness.call("POST", "/v1/queues/slow/pause"))
     harness.dispatch(harness.timers())
-    store.begin_delivery = begin  # type: ignore[method-assign]
+    harness.ctx.store.begin_delivery = begin  # type: ignore[method-assign]
     [again] = harness.timers()
     _, doc = harness.call("GET", f"/v1/queues/slow/messages/{message_id}")
     assert (recorder.starts, doc["status"], doc["attempts"]) == ([], "pending", 0)
     assert again["json"]["due"] >= to_ms(harness.clock()) and again["json"]["v"] == 3  # begun (2), put back (3)
+    harness.call("POST", "/v1/queues/slow/resume")
     harness.dispatch([again])
     assert len(recorder.starts) == 1
 

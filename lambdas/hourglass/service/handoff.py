@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
-from hourglass.core import handoff, schedule
+from hourglass.core import handoff, pacing, schedule
 from hourglass.core.handoff import Claim, DueEntry, Placement, Scheduled, Timing
 from hourglass.core.model import Message
 from hourglass.core.pacing import Slot
@@ -36,7 +36,16 @@ class Timers(Protocol):
 
 
 class Slots(Protocol):
-    def slots(self, queue: str, rate: float, due_ms: Sequence[int], now: datetime) -> tuple[Slot, ...]: ...
+    def slots(
+        self,
+        queue: str,
+        rate: float,
+        due_ms: Sequence[int],
+        now: datetime,
+        *,
+        lead_ms: int = ...,
+        gather: Callable[[], datetime] | None = ...,
+    ) -> tuple[Slot, ...]: ...
 
 
 class HandOff:
@@ -82,10 +91,20 @@ class HandOff:
             paced[index] = handoff.paced(placements[index], slot, now, self.timing)
         return paced
 
-    def slots(self, queue: str, rate: float, due_ms: Sequence[int], now: datetime) -> tuple[Slot, ...]:
-        """Slots for due times of one queue (the sweeper's chunks, the dispatcher's missed slots)."""
+    def slots(
+        self,
+        queue: str,
+        rate: float,
+        due_ms: Sequence[int],
+        now: datetime,
+        *,
+        lead_ms: int = pacing.HANDOFF_LEAD_MS,
+        gather: Callable[[], datetime] | None = None,
+    ) -> tuple[Slot, ...]:
+        """Slots for due times of one queue (the sweeper's chunks, the dispatcher's missed slots, which
+        are already in a dispatcher and so need a shorter `lead_ms`; see `Pacer.slots` for `gather`)."""
         assert self.pacer is not None
-        return self.pacer.slots(queue, rate, due_ms, now)
+        return self.pacer.slots(queue, rate, due_ms, now, lead_ms=lead_ms, gather=gather)
 
     def send_first(self, timers: Sequence[Scheduled]) -> bool:
         """Timers of items not written yet, all or none; False: SQS refused, the items go to the due index."""

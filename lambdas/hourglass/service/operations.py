@@ -8,8 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any
 
-from hourglass.core import fanout, lifecycle, operations, validation
-from hourglass.core.handoff import Claim
+from hourglass.core import delivery_control, fanout, handoff, lifecycle, operations, validation
+from hourglass.core.handoff import Claim, Placement
 from hourglass.core.ids import is_valid_id, new_id
 from hourglass.core.model import Message
 from hourglass.core.operations import SEGMENTS, Action, MessageResult, Operation, OperationStatus, tally
@@ -138,10 +138,11 @@ class Operations:
                 # A message this operation already wrote (a page redone after a crash) is counted, never
                 # written again: a second shift would move it twice.
                 done = [MessageResult.ALREADY_APPLIED for _, was in page if was]
+                request = operation.request
                 matching = [
                     m for m, was in page if not was and request.filter.matches(request.action, m.status, m.due_at)
                 ]
-                results = list(pool.map(self._applier(operation, now), matching))
+                results = self._apply_page(operation, matching, now, pool)
                 self._send(operation, [claim for _, claim in results if claim is not None], now)
                 progress = tally([*done, *(r for r, _ in results)])
                 if not self.store.record_page(
@@ -151,12 +152,56 @@ class Operations:
                 todo = cursor is not None
         return True
 
-    def _applier(self, operation: Operation, now: datetime) -> Callable[[Message], tuple[MessageResult, Claim | None]]:
-        return lambda message: self._apply(operation, message, now)
+    def _apply_page(
+        self, operation: Operation, messages: list[Message], now: datetime, pool: ThreadPoolExecutor
+    ) -> list[tuple[MessageResult, Claim | None]]:
+        """One page: each message's transition planned, then (shift, redeliver on a rate-limited queue)
+        the page's timers paced together in due order with one pacing write, then the conditional writes."""
+        planned: list[tuple[Message, lifecycle.Change | None, Placement | None]] = []
+        skipped: list[tuple[MessageResult, Claim | None]] = []
+        for message in messages:
+            try:
+                change = self._change(operation, message, now)
+            except (ValueError, ValidationError) as exc:
+                log("operation_skip", id=message.id, operation=operation.id, error=str(exc))
+                skipped.append((MessageResult.SKIPPED, None))
+                continue
+            timing = self.ctx.handoff.timing
+            placement = None if change is None else handoff.place(change.message, now, timing, written_first=True)
+            planned.append((message, change, placement))
+        placements = {i: placement for i, (_, _, placement) in enumerate(planned) if placement is not None}
+        if any(placement.timer is not None for placement in placements.values()):
+            # Only a page with timers reads the queue's limit; an unlimited queue's page writes nothing more.
+            paced = self.ctx.handoff.pace(list(placements.values()), self._rate(operation.queue), now)
+            for i, placement in zip(placements, paced, strict=True):
+                planned[i] = (planned[i][0], planned[i][1], placement)
+        return skipped + list(pool.map(lambda step: self._apply(operation, step[0], step[1], step[2], now), planned))
 
-    def _apply(self, operation: Operation, message: Message, now: datetime) -> tuple[MessageResult, Claim | None]:
+    def _rate(self, queue_name: str) -> float | None:
+        return delivery_control.of(self.store.get_queue(queue_name)).rate_limit
+
+    def _change(self, operation: Operation, message: Message, now: datetime) -> lifecycle.Change | None:
+        """The single-message transition of shift or redeliver (None for cancel, written as it is)."""
+        action = operation.request.action
+        if action is Action.CANCEL:
+            return None
+        if action is Action.SHIFT:
+            assert operation.request.seconds is not None
+            due = operations.shifted_due(message.due_at, operation.request.seconds, now)
+            return lifecycle.reschedule(message, due=due, body=message.body)
+        pending = redeliver(message, RedeliverRequest(), now).message
+        return lifecycle.Change(pending, message.version, message.status)
+
+    def _apply(
+        self,
+        operation: Operation,
+        message: Message,
+        change: lifecycle.Change | None,
+        placement: Placement | None,
+        now: datetime,
+    ) -> tuple[MessageResult, Claim | None]:
         try:
-            return MessageResult.APPLIED, self._write(operation, message, now)
+            return MessageResult.APPLIED, self._write(operation, message, change, placement, now)
         except StaleVersionError:
             mark = self.store.last_op(message.queue, message.id)
             return (MessageResult.ALREADY_APPLIED if mark == operation.id else MessageResult.SKIPPED), None
@@ -164,23 +209,22 @@ class Operations:
             log("operation_skip", id=message.id, operation=operation.id, error=str(exc))
             return MessageResult.SKIPPED, None
 
-    def _write(self, operation: Operation, message: Message, now: datetime) -> Claim | None:
+    def _write(
+        self,
+        operation: Operation,
+        message: Message,
+        change: lifecycle.Change | None,
+        placement: Placement | None,
+        now: datetime,
+    ) -> Claim | None:
         """The single-message transition of the action (cancel, reschedule, redeliver), conditional on the version."""
-        action = operation.request.action
-        if action is Action.CANCEL:
+        if change is None or placement is None:
             retention = timedelta(days=self.ctx.settings.retention_days)
             self.store.put_version_for(operation.id, lifecycle.cancel(message, now, retention))
             self.ctx.metrics.count("Cancelled", queue=message.queue)
             return None
-        if action is Action.SHIFT:
-            assert operation.request.seconds is not None
-            due = operations.shifted_due(message.due_at, operation.request.seconds, now)
-            change = lifecycle.reschedule(message, due=due, body=message.body)
-        else:
-            pending = redeliver(message, RedeliverRequest(), now).message
+        if operation.request.action is Action.REDELIVER:
             keep_final_attempt(self.store, message)
-            change = lifecycle.Change(pending, message.version, message.status)
-        placement = self.ctx.handoff.place(change.message, now, written_first=True)
         change = change.leased(placement.lease)
         self.store.put_version_for(operation.id, change, placement.keys)
         if placement.timer is None and placement.keys is not None:

@@ -13,7 +13,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from hourglass.core import lifecycle, validation
+from hourglass.core import delivery_control, lifecycle, validation
 from hourglass.core.admission import admit
 from hourglass.core.model import Message, NewMessage, Queue, Status
 from hourglass.core.recurrence import Schedule
@@ -42,7 +42,8 @@ def materialize(ctx: Context, schedule: Schedule, queue: Queue, after: datetime,
         return None
     request = NewMessage(body=schedule.body, deliver_at=at, target=schedule.target)
     message = replace(admit(queue, request, now, schedule.occurrence_id(at)), schedule=schedule.name, occurrence_at=at)
-    placement = ctx.handoff.place(message, now, written_first=True)
+    # A rate-limited queue's occurrence takes its pacing slot here, as ingest does (one pacing write).
+    placement = ctx.handoff.place(message, now, written_first=True, rate=delivery_control.of(queue).rate_limit)
     if placement.lease is not None:
         message = replace(message, claimed_until=placement.lease)
     if not ctx.store.put_occurrence(message, placement.keys):
