@@ -382,6 +382,22 @@ def test_a_write_slower_than_the_safety_margin_is_handed_off_by_its_writer(harne
     assert timer_ids(harness.timers()) == [late]
 
 
+def test_a_write_faster_than_the_safety_margin_leaves_its_message_to_the_sweep(harness: Harness) -> None:
+    """Due just past the hand-off window when the request started and inside it when the write landed:
+    no sweep could have passed it, so its writer claims nothing (a claim would cost the sweep a failed one)."""
+    make_queue(harness)
+    timing = harness.ctx.settings.timing
+    put = harness.ctx.store.put_messages
+
+    def quick_put(entries: Any) -> None:
+        harness.clock.advance(0.5)
+        put(entries)
+
+    harness.ctx.store.put_messages = quick_put  # type: ignore[method-assign]
+    post_many(harness, 1, delay=timing.sweep_ahead + timing.safety + 0.2)
+    assert harness.timers() == []
+
+
 def test_a_slow_write_handed_off_by_its_writer_is_not_handed_off_again_by_the_sweep(harness: Harness) -> None:
     make_queue(harness)
     timing = harness.ctx.settings.timing

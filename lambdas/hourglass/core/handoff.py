@@ -145,12 +145,12 @@ def hands_off(due: datetime, now: datetime, timing: Timing) -> bool:
     return schedule.hands_off_now(due, now, timing.sweep_ahead, timing.safety)
 
 
-def overtaken(due: datetime, written: datetime, timing: Timing) -> bool:
-    """Whether a message stored with due-index keys, whose write was confirmed at `written`, may have
-    been passed by a sweep: its due time is inside the hand-off window of that moment. A write
-    shorter than the safety margin never is; a slower one (retries, a throttled table) must be
-    handed off by its writer, since the watermark may already be past it."""
-    return hands_off(due, written, timing)
+def overtaken(due: datetime, started: datetime, written: datetime, timing: Timing) -> bool:
+    """Whether a message placed at `started` and stored with due-index keys, its write confirmed at
+    `written`, may have been passed by a sweep. A write shorter than the safety margin never is (a
+    sweep that could reach its due time starts after it landed); a slower one (retries, a throttled
+    table) is when its due time is inside the hand-off window of the moment it landed."""
+    return written - started > timedelta(seconds=timing.safety) and hands_off(due, written, timing)
 
 
 def moved_keys(entry: DueEntry, slot: Slot | None, timing: Timing) -> SweepKeys | None:

@@ -148,9 +148,9 @@ class HandOff:
         if claim is not None:
             self.send_claimed([claim], now, give_back=False)
         elif placement.keys is not None:
-            self.catch_up([message], rate)
+            self.catch_up([message], now, rate)
 
-    def catch_up(self, written: Sequence[Message], rate: float | None = None) -> int:
+    def catch_up(self, written: Sequence[Message], started: datetime, rate: float | None = None) -> int:
         """Messages just stored with due-index keys and no timer, whose hand-off window opened while
         their write was in flight (a slow, retried write): a sweep may have moved its watermark past
         them, so their writer claims and hands them off (the claim is conditional: whoever claims
@@ -158,7 +158,9 @@ class HandOff:
         if self.claim is None or self.clock is None or not written:
             return 0
         now = self.clock()
-        late = [DueEntry.of(message) for message in written if handoff.overtaken(message.due_at, now, self.timing)]
+        late = [
+            DueEntry.of(message) for message in written if handoff.overtaken(message.due_at, started, now, self.timing)
+        ]
         if not late:
             return 0
         try:

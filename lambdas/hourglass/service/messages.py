@@ -96,7 +96,7 @@ class Messages:
             handoff.give_back(claims)
         self.store.put_messages([(message, placement.index_keys(sent=sent)) for _, message, placement in plain])
         indexed = [message for _, message, placement in plain if placement.index_keys(sent=sent) is not None]
-        handoff.catch_up(indexed + waiting, rate)
+        handoff.catch_up(indexed + waiting, now, rate)
         for index, message, _ in plain:
             results[index] = (message, False)
             self.ctx.metrics.count("Scheduled", queue=message.queue)

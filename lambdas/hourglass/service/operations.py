@@ -228,7 +228,7 @@ class Operations:
         change = change.leased(placement.lease)
         self.store.put_version_for(operation.id, change, placement.keys)
         if placement.timer is None and placement.keys is not None:
-            self.ctx.handoff.catch_up([change.message])
+            self.ctx.handoff.catch_up([change.message], now)
         return placement.claim()
 
     def _send(self, operation: Operation, claims: list[Claim], now: datetime) -> None:
