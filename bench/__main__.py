@@ -23,6 +23,7 @@ from hourglass import logs
 
 from bench import (
     body_cost,
+    bulk_operations,
     capacity_sim,
     cost,
     delivery_limits,
@@ -44,6 +45,7 @@ ORDER = (
     "body_cost",
     "history_cost",
     "delivery_limits",
+    "bulk_operations",
     "throughput",
     "schedules",
     "memory",
@@ -93,6 +95,13 @@ def run_all(*, quick: bool = False, only: tuple[str, ...] = ORDER, out: Path | N
         except Exception:
             sections["delivery_limits"] = _failed("delivery_limits")
         timings["delivery_limits"] = round(time.time() - t, 1)
+    if "bulk_operations" in only:
+        t = time.time()
+        try:
+            sections["bulk_operations"] = bulk_operations.section(quick=quick)
+        except Exception:
+            sections["bulk_operations"] = _failed("bulk_operations")
+        timings["bulk_operations"] = round(time.time() - t, 1)
     if "throughput" in only:
         t = time.time()
         sizes = {"ingest_posts": 2, "swept": 40, "delivered": 30} if quick else {}
