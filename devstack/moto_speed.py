@@ -15,8 +15,9 @@
 - DynamoDB responses: moto's serializer walks every attribute of every item returned through its
   shape model with an attribute picker (~80% of a 200-item Query's time, ~1 ms per item). An item
   whose attributes are all plain (S, N, BOOL, NULL, SS, NS) is already in its wire form: it is
-  copied as is. Binary, map and list attributes still go through the serializer. Scans still sort the whole table per
-  page, by native values instead of DynamoType comparisons (the same order: a table's key types are fixed).
+  copied as is. Binary, map and list attributes still go through the serializer. A table's items sort by
+  native values instead of DynamoType comparisons (the same order: a table's key types are fixed).
+- Index queries, Scan pages and transactions at any table size: `devstack.moto_scale`.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from moto.dynamodb.models.dynamo_type import DynamoType
 from moto.dynamodb.models.table import Table
 from moto.sqs import models
 
+from devstack import moto_scale
 from devstack.moto_atomic import TABLE_LOCK
 
 INDEX_NAME_ARG = 7  # Table.query's positional index_name, as DynamoDBBackend.query passes it
@@ -115,7 +117,7 @@ def _partition(table: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> lis
         conditions = kwargs.get("hash_key_conditions") or []
         if not conditions:
             return None
-        return [item for item in _every_item(table) if _matches(item, conditions)]
+        return moto_scale.indexed(table, conditions)
     if args[0] is None:
         return None
     group = table.items.get(args[0])
@@ -146,26 +148,11 @@ def _window(table: Any, items: list[Any], args: tuple[Any, ...]) -> list[Any]:
     return [item for _, item in kept]
 
 
-def _matches(item: Any, conditions: list[tuple[str, Any]]) -> bool:
-    for name, want in conditions:
-        value = item.attrs.get(name)
-        if value is None or value != want:
-            return False
-    return True
-
-
-def _every_item(table: Any) -> Iterator[Any]:
-    """A table's items, unordered: `table.items` maps hash keys to items, or to {range key: item}."""
-    if not table.range_key_attr:
-        return iter(table.items.values())
-    return (item for group in table.items.values() for item in group.values())
-
-
 def _all_items(table: Any) -> list[Any]:
     """moto's `Table.all_items`: every item in (hash key, range key) order."""
     if not table.range_key_attr:
-        return sorted(_every_item(table), key=lambda item: item.hash_key.cast_value)
-    return sorted(_every_item(table), key=lambda item: (item.hash_key.cast_value, item.range_key.cast_value))
+        return sorted(moto_scale.every_item(table), key=lambda item: item.hash_key.cast_value)
+    return sorted(moto_scale.every_item(table), key=lambda item: (item.hash_key.cast_value, item.range_key.cast_value))
 
 
 def _narrowed(query: Callable[..., Any]) -> Callable[..., Any]:
@@ -175,11 +162,8 @@ def _narrowed(query: Callable[..., Any]) -> Callable[..., Any]:
             items = _partition(table, args, kwargs)
             if items is None:
                 return query(table, *args, **kwargs)
-            table.all_items = lambda: items
-            try:
+            with moto_scale.answering(table, items):
                 return query(table, *args, **kwargs)
-            finally:
-                del table.all_items
 
     narrowed.__dict__["narrowed"] = True
     return narrowed
@@ -214,6 +198,7 @@ def _attribute_maps_as_is(serialize_map: Callable[..., None]) -> Callable[..., N
 
 def install() -> None:
     """Idempotent: the patches are applied once per process."""
+    moto_scale.install()
     current: Any = models.Queue.__dict__["attributes"]
     if current.fget is not _attributes:
         queue: Any = models.Queue
