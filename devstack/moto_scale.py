@@ -1,11 +1,12 @@
 """Keeps the embedded moto's DynamoDB costs per request independent of the table's size.
 
-moto walks every item of a table for an index query, walks and sorts it for every page of a Scan, and
-deep-copies every table a transaction touches (to roll back). With a million items (a bulk load) the
-sweep's index queries held the table lock for seconds, a report's Scan took hours and a deduplicated
-ingest minutes. Here an index query reads a map from index key to items kept current on every write,
-a Scan page starts at its ExclusiveStartKey in a cached key order, and a transaction keeps a journal
-of the items it touches instead of a copy of the table. What each call returns is unchanged.
+moto walks every item of a table for an index query, sorts a whole partition for every page of a
+table query, walks and sorts the table for every page of a Scan, and deep-copies every table a
+transaction touches (to roll back). With a million items (a bulk load) the sweep's index queries held
+the table lock for seconds, listing a big queue took 5 s a page, a report's Scan took hours and a
+deduplicated ingest minutes. Here an index query reads a map from index key to items kept current on
+every write, table queries and Scan pages start at their ExclusiveStartKey in cached key orders, and a
+transaction keeps a journal of the items it touches instead of a copy. What each call returns is unchanged.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import functools
 import hashlib
 import inspect
 import threading
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -28,6 +29,7 @@ from devstack.moto_atomic import TABLE_LOCK
 
 GROUPS = "_hourglass_groups"  # table.__dict__: {attribute: {value: {id(item): item}}}
 ORDER = "_hourglass_order"  # table.__dict__: (version, {total segments: [(keys, items) per segment]})
+PARTITIONS = "_hourglass_partitions"  # table.__dict__: {hash key: (range keys, items) in range-key order}
 VERSION = "_hourglass_version"  # table.__dict__: bumped whenever an item is added, replaced or removed
 _SHARED = threading.local()  # set while a journaled transaction runs: its tables are not copied
 
@@ -99,6 +101,83 @@ def every_item(table: Any) -> Iterator[Any]:
     if not table.range_key_attr:
         return iter(table.items.values())
     return (item for group in table.items.values() for item in group.values())
+
+
+# ------------------------------------------------------------------ table queries
+
+# moto's names for a key condition's comparison; each selects one run of a partition's sorted range keys
+_EQUAL, _BELOW, _AT_MOST, _ABOVE, _AT_LEAST = {"=", "EQ"}, {"<", "LT"}, {"<=", "LE"}, {">", "GT"}, {">=", "GE"}
+
+
+def partition_window(
+    table: Any,
+    hash_key: Any,
+    condition: tuple[str | None, list[Any]],
+    start_key: dict[str, Any] | None,
+    forward: bool,
+    limit: int | None,
+) -> list[Any]:
+    """A table query's candidates in a partition of a table with a range key: the items its range
+    condition selects, after (or, backwards, before) `start_key`, in range-key order, and when the
+    condition is one moto's walk needs no more of, only the `limit` + 1 it can look at."""
+    keys, items = _sorted_partition(table, hash_key)
+    comparison, bounds = condition
+    span = _span(keys, comparison, [b.cast_value for b in bounds])
+    exact = span is not None
+    low, high = span or (0, len(keys))
+    if start_key and table.range_key_attr in start_key:
+        start = DynamoType(start_key[table.range_key_attr]).cast_value
+        if forward:
+            low = max(low, bisect_right(keys, start, low, high))
+        else:
+            high = min(high, bisect_left(keys, start, low, high))
+    if exact and limit:
+        low, high = (low, min(high, low + limit + 1)) if forward else (max(low, high - limit - 1), high)
+    return items[low:high]
+
+
+def _span(keys: list[Any], comparison: str | None, values: list[Any]) -> tuple[int, int] | None:
+    """The run of sorted `keys` a range condition selects; None when this cannot tell (moto's walk does)."""
+    if not comparison:
+        return 0, len(keys)
+    try:
+        if comparison == "BETWEEN" and len(values) == 2:
+            return bisect_left(keys, values[0]), bisect_right(keys, values[1])
+        if comparison == "BEGINS_WITH" and len(values) == 1 and isinstance(values[0], str):
+            return _prefixed(keys, values[0])
+        if len(values) != 1:
+            return None
+        (value,) = values
+        for names, span in (
+            (_EQUAL, lambda: (bisect_left(keys, value), bisect_right(keys, value))),
+            (_BELOW, lambda: (0, bisect_left(keys, value))),
+            (_AT_MOST, lambda: (0, bisect_right(keys, value))),
+            (_ABOVE, lambda: (bisect_right(keys, value), len(keys))),
+            (_AT_LEAST, lambda: (bisect_left(keys, value), len(keys))),
+        ):
+            if comparison in names:
+                return span()
+    except TypeError:  # a value of another type than the keys': moto's walk compares them itself
+        return None
+    return None
+
+
+def _prefixed(keys: list[Any], prefix: str) -> tuple[int, int]:
+    low = bisect_left(keys, prefix)
+    high = low
+    while high < len(keys) and isinstance(keys[high], str) and keys[high].startswith(prefix):
+        high += 1
+    return low, high
+
+
+def _sorted_partition(table: Any, hash_key: Any) -> tuple[list[Any], list[Any]]:
+    cached = table.__dict__.setdefault(PARTITIONS, {})
+    if hash_key not in cached:
+        group = table.items.get(hash_key) or {}
+        ordered = sorted(((range_key.cast_value, item) for range_key, item in group.items()), key=lambda p: p[0])
+        cached[hash_key] = ([key for key, _ in ordered], [item for _, item in ordered])
+    found: tuple[list[Any], list[Any]] = cached[hash_key]
+    return found
 
 
 # ------------------------------------------------------------------ scans
@@ -175,17 +254,20 @@ def _windowed(scan: Callable[..., Any]) -> Callable[..., Any]:
 # ------------------------------------------------------------------ writes
 
 
-def _bump(table: Any) -> None:
+def _bump(table: Any, hash_key: Any) -> None:
+    """An item of partition `hash_key` was added, replaced or removed: cached orders are out of date."""
     table.__dict__[VERSION] = table.__dict__.get(VERSION, 0) + 1
+    table.__dict__.get(PARTITIONS, {}).pop(hash_key, None)
 
 
 def _noting_put(put: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(put)
     def noting(table: Any, *args: Any, **kwargs: Any) -> Any:
-        item = put(table, *args, **kwargs)
-        _bump(table)
-        _note(table, item)
-        return item
+        with TABLE_LOCK:  # the caches change with the table, never between a query's reads
+            item = put(table, *args, **kwargs)
+            _bump(table, item.hash_key)
+            _note(table, item)
+            return item
 
     noting.__dict__["noting"] = True
     return noting
@@ -193,11 +275,12 @@ def _noting_put(put: Callable[..., Any]) -> Callable[..., Any]:
 
 def _counting_delete(delete: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(delete)
-    def counting(table: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return delete(table, *args, **kwargs)
-        finally:
-            _bump(table)
+    def counting(table: Any, hash_key: Any, *args: Any, **kwargs: Any) -> Any:
+        with TABLE_LOCK:
+            try:
+                return delete(table, hash_key, *args, **kwargs)
+            finally:
+                _bump(table, hash_key)
 
     return counting
 
@@ -235,8 +318,9 @@ def _forgetting(statement: Callable[..., Any]) -> Callable[..., Any]:
             return statement(backend, *args, **kwargs)
         finally:
             for table in backend.tables.values():
-                table.__dict__.pop(GROUPS, None)
-                _bump(table)
+                for cache in (GROUPS, PARTITIONS):
+                    table.__dict__.pop(cache, None)
+                _bump(table, None)
 
     return forgetting
 
@@ -300,7 +384,7 @@ def _restore(journal: list[tuple[Any, Any, Any, Any]]) -> None:
                 group.pop(range_key, None)
             if before is not None:
                 table.items[hash_key][range_key] = before
-        _bump(table)
+        _bump(table, hash_key)
         if before is not None:
             _note(table, before)
 
