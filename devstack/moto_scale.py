@@ -5,8 +5,9 @@ table query, walks and sorts the table for every page of a Scan, and deep-copies
 transaction touches (to roll back). With a million items (a bulk load) the sweep's index queries held
 the table lock for seconds, listing a big queue took 5 s a page, a report's Scan took hours and a
 deduplicated ingest minutes. Here an index query reads a map from index key to items kept current on
-every write, table queries and Scan pages start at their ExclusiveStartKey in cached key orders, and a
-transaction keeps a journal of the items it touches instead of a copy. What each call returns is unchanged.
+every write; table queries and Scan pages start at their ExclusiveStartKey in cached key orders (a
+partition's kept in step with its puts and deletes); a transaction keeps a journal of the items it
+touches instead of a copy. What each call returns is unchanged.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from devstack.moto_atomic import TABLE_LOCK
 
 GROUPS = "_hourglass_groups"  # table.__dict__: {attribute: {value: {id(item): item}}}
 ORDER = "_hourglass_order"  # table.__dict__: (version, {total segments: [(keys, items) per segment]})
-PARTITIONS = "_hourglass_partitions"  # table.__dict__: {hash key: (range keys, items) in range-key order}
+# table.__dict__: {hash key: (range keys, items) in range-key order}, kept in step with puts and deletes
+PARTITIONS = "_hourglass_partitions"
 VERSION = "_hourglass_version"  # table.__dict__: bumped whenever an item is added, replaced or removed
 _SHARED = threading.local()  # set while a journaled transaction runs: its tables are not copied
 
@@ -255,9 +257,43 @@ def _windowed(scan: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _bump(table: Any, hash_key: Any) -> None:
-    """An item of partition `hash_key` was added, replaced or removed: cached orders are out of date."""
+    """Partition `hash_key` changed in a way not followed here: its cached order, and the table's, are dropped."""
     table.__dict__[VERSION] = table.__dict__.get(VERSION, 0) + 1
     table.__dict__.get(PARTITIONS, {}).pop(hash_key, None)
+
+
+def _changed(table: Any, item: Any) -> tuple[list[Any], list[Any]] | None:
+    """`item` was put or deleted: the table's order is out of date; its partition's cached order, if any."""
+    table.__dict__[VERSION] = table.__dict__.get(VERSION, 0) + 1
+    if item.range_key is None:
+        return None
+    cached: tuple[list[Any], list[Any]] | None = table.__dict__.get(PARTITIONS, {}).get(item.hash_key)
+    return cached
+
+
+def _placed(table: Any, item: Any) -> None:
+    """A put item takes its place in its partition's cached order: added, or replacing its predecessor."""
+    cached = _changed(table, item)
+    if cached is None:
+        return
+    keys, items = cached
+    key = item.range_key.cast_value
+    at = bisect_left(keys, key)
+    if at < len(keys) and keys[at] == key:
+        items[at] = item
+    else:
+        keys.insert(at, key)
+        items.insert(at, item)
+
+
+def _removed(table: Any, item: Any) -> None:
+    cached = _changed(table, item)
+    if cached is None:
+        return
+    keys, items = cached
+    at = bisect_left(keys, item.range_key.cast_value)
+    if at < len(items) and items[at] is item:
+        del keys[at], items[at]
 
 
 def _noting_put(put: Callable[..., Any]) -> Callable[..., Any]:
@@ -265,7 +301,7 @@ def _noting_put(put: Callable[..., Any]) -> Callable[..., Any]:
     def noting(table: Any, *args: Any, **kwargs: Any) -> Any:
         with TABLE_LOCK:  # the caches change with the table, never between a query's reads
             item = put(table, *args, **kwargs)
-            _bump(table, item.hash_key)
+            _placed(table, item)
             _note(table, item)
             return item
 
@@ -273,16 +309,16 @@ def _noting_put(put: Callable[..., Any]) -> Callable[..., Any]:
     return noting
 
 
-def _counting_delete(delete: Callable[..., Any]) -> Callable[..., Any]:
+def _noting_delete(delete: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(delete)
-    def counting(table: Any, hash_key: Any, *args: Any, **kwargs: Any) -> Any:
+    def noting(table: Any, *args: Any, **kwargs: Any) -> Any:
         with TABLE_LOCK:
-            try:
-                return delete(table, hash_key, *args, **kwargs)
-            finally:
-                _bump(table, hash_key)
+            item = delete(table, *args, **kwargs)
+            if item is not None:
+                _removed(table, item)
+            return item
 
-    return counting
+    return noting
 
 
 def _noting_update(update: Callable[..., Any]) -> Callable[..., Any]:
@@ -407,7 +443,7 @@ def install() -> None:
     if getattr(table.put_item, "noting", False):
         return
     table.put_item = _noting_put(table.put_item)
-    table.delete_item = _counting_delete(table.delete_item)
+    table.delete_item = _noting_delete(table.delete_item)
     table.scan = _windowed(table.scan)
     table.__deepcopy__ = _table_deepcopy
     backend: Any = DynamoDBBackend

@@ -218,3 +218,16 @@ def test_table_queries_page_through_what_their_condition_selects(
         for forward, page in ((True, 3), (False, 4), (True, 100)):
             got = _queried(ddb, condition, values, forward, page)
             assert got == (expected if forward else expected[::-1]), (forward, page)
+
+
+def test_an_item_over_the_size_limit_is_still_refused_and_one_under_it_stored(ddb: Any) -> None:
+    big = {**_key("q", "big"), **{f"a{i}": {"S": "x" * 20_000} for i in range(21)}}  # ~420 KB
+    fits = {**_key("q", "fits"), **{f"a{i}": {"S": "x" * 20_000} for i in range(19)}}  # ~380 KB
+
+    with pytest.raises(ClientError) as raised:
+        ddb.put_item(TableName=TABLE, Item=big)
+    ddb.put_item(TableName=TABLE, Item=fits)
+
+    assert "Item size has exceeded" in raised.value.response["Error"]["Message"]
+    assert "Item" not in ddb.get_item(TableName=TABLE, Key=_key("q", "big"))
+    assert len(ddb.get_item(TableName=TABLE, Key=_key("q", "fits"))["Item"]) == 21
