@@ -21,6 +21,8 @@
 - DynamoDB items: moto's attribute dict re-adds the sizes of all the item's attributes for each one
   it stores (two thirds of a PutItem's time with 25 attributes). An item is built with its size
   checked once, against the same limit: the sizes only add up, so it fails exactly when moto's would.
+  And moto keeps every item it ever builds in a list for its dashboard (`instances_tracked`): every
+  put, and the copy of every item a query, scan or update returns, stayed in memory for good.
 - Index queries, Scan pages and transactions at any table size: `devstack.moto_scale`.
 """
 
@@ -176,6 +178,11 @@ def _item_init(item: Any, hash_key: Any, range_key: Any, attrs: dict[str, Any]) 
     dict.update(item.attrs, converted)  # a plain update: LimitedSizeDict's per-key check is the cost avoided
 
 
+def _untracked(cls: type, *args: Any, **kwargs: Any) -> Any:
+    """`Item.__new__` without moto's BaseModel bookkeeping (a dashboard list no Hourglass run reads)."""
+    return object.__new__(cls)
+
+
 PLAIN_TYPES = frozenset({"S", "N", "BOOL", "NULL"})
 PLAIN_SETS = frozenset({"SS", "NS"})
 
@@ -217,6 +224,7 @@ def install() -> None:
         serializer._serialize_type_map = _attribute_maps_as_is(serializer._serialize_type_map)
     item: Any = Item
     item.__init__ = _item_init
+    item.__new__ = staticmethod(_untracked)
     table: Any = Table
     if not getattr(table.query, "narrowed", False):
         table.query = _narrowed(table.query)

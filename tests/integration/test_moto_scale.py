@@ -231,3 +231,13 @@ def test_an_item_over_the_size_limit_is_still_refused_and_one_under_it_stored(dd
     assert "Item size has exceeded" in raised.value.response["Error"]["Message"]
     assert "Item" not in ddb.get_item(TableName=TABLE, Key=_key("q", "big"))
     assert len(ddb.get_item(TableName=TABLE, Key=_key("q", "fits"))["Item"]) == 21
+
+
+def test_items_built_for_writes_and_answers_are_not_kept_once_dropped(ddb: Any) -> None:
+    tracked = len(moto_speed.Item.instances_tracked)  # type: ignore[attr-defined]
+    for i in range(20):
+        ddb.put_item(TableName=TABLE, Item=_key("q", f"m{i:02d}"))
+    ddb.query(TableName=TABLE, KeyConditionExpression="pk = :q", ExpressionAttributeValues={":q": {"S": "q"}})
+    ddb.scan(TableName=TABLE)
+
+    assert len(moto_speed.Item.instances_tracked) == tracked  # type: ignore[attr-defined]
