@@ -45,10 +45,9 @@ class InvokeError(HourglassError):
 class DeliveryError(HourglassError):
     """A delivery attempt failed; `retryable` says whether trying again may help."""
 
-    def __init__(self, message: str, *, retryable: bool, retry_after: float | None = None) -> None:
+    def __init__(self, message: str, *, retryable: bool) -> None:
         super().__init__(message)
         self.retryable = retryable
-        self.retry_after = retry_after
 
 
 class BodyStoreError(StoreError):

@@ -7,11 +7,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from hourglass.core import attempts
 from hourglass.core.attempts import (
-    ABANDONED,
     MAX_ERROR,
     Attempt,
     AttemptOutcome,
-    abandoned,
     history_doc,
     history_key,
     history_prefix,
@@ -80,15 +78,6 @@ def test_retry_at_is_set_exactly_for_retries(outcome, retry_at):
 def test_attempts_are_one_based():
     with pytest.raises(ValueError):
         Attempt("m1", 0, T0, T0, AttemptOutcome.DELIVERED)
-
-
-def test_an_abandoned_attempt_is_recorded_as_a_retry_noticed_by_the_takeover():
-    record = abandoned("m1", 3, T0, T0 + timedelta(minutes=3))
-    assert (record.outcome, record.error, record.finished_at) == (
-        AttemptOutcome.RETRY,
-        ABANDONED,
-        T0 + timedelta(minutes=3),
-    )
 
 
 def test_the_record_a_message_keeps_reads_back_as_the_attempt() -> None:

@@ -46,19 +46,6 @@ def test_jitter_never_exceeds_ten_percent_over_the_cap():
     assert backoff(policy, 10, jitter=0.999) <= 5.5
 
 
-def test_retry_after_is_a_minimum():
-    assert backoff(POLICY, 1, retry_after=30) == 30
-
-
-def test_shorter_retry_after_does_not_shorten_the_backoff():
-    assert backoff(POLICY, 4, retry_after=2) == 8
-
-
-def test_retry_after_is_bounded_by_the_cap():
-    policy = RetryPolicy(backoff_base=1, backoff_max=60)
-    assert backoff(policy, 1, retry_after=10**9) == pytest.approx(66)
-
-
 def test_later_policy_waits_10_20_40():
     policy = RetryPolicy(max_attempts=4, backoff_base=LATER_BACKOFF_BASE, backoff_max=LATER_BACKOFF_MAX)
     assert [backoff(policy, n) for n in (1, 2, 3)] == [10, 20, 40]

@@ -54,7 +54,7 @@ class SweepStorage(Table):
         while True:
             page = self._guard("scan", **request)
             prefixes = (item["sweep_pk"]["S"].split("#", 1)[0] for item in page.get("Items", []))
-            # Hold and outbox partitions ("hold#...", "notice#") are no due bucket.
+            # The outbox partition ("notice#") is no due bucket.
             buckets.update(int(prefix) for prefix in prefixes if prefix.isdigit())
             if not page.get("LastEvaluatedKey"):
                 return buckets

@@ -12,7 +12,6 @@ from hourglass.core.timestamps import format_rfc3339, from_ms, to_ms
 # Sort keys of history items: under the message's queue partition, outside the "m#" range a list reads.
 HISTORY_PREFIX = "a#"
 MAX_ERROR = 500
-ABANDONED = "attempt abandoned: its dispatcher stopped before recording an outcome"
 
 
 class AttemptOutcome(StrEnum):
@@ -50,12 +49,6 @@ def history_prefix(message_id: str) -> str:
 def history_key(message_id: str, attempt: int) -> str:
     # Zero-padded so the sort key orders attempts numerically; redeliveries keep counting past 100.
     return f"{history_prefix(message_id)}{attempt:06d}"
-
-
-def abandoned(message_id: str, attempt: int, started_at: datetime, noticed_at: datetime) -> Attempt:
-    """What a takeover records for the attempt whose dispatcher died (the target may have seen it)."""
-    outcome = AttemptOutcome.RETRY
-    return Attempt(message_id, attempt, started_at, noticed_at, outcome, error=ABANDONED, retry_at=noticed_at)
 
 
 def attempt_doc(attempt: Attempt) -> dict[str, Any]:

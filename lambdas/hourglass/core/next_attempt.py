@@ -1,7 +1,4 @@
-"""After a failed attempt: retry when (backoff, with Retry-After as a minimum up to 24 h), fail, or expire.
-
-Supersedes `retry.backoff`'s `retry_after` handling, which caps Retry-After at `backoff_max`.
-"""
+"""After a failed attempt: retry when (backoff, with Retry-After as a minimum up to 24 h), fail, or expire."""
 
 from __future__ import annotations
 
