@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from typing import Any
 
@@ -70,6 +71,22 @@ def test_put_leaves_the_paused_state_as_it_is(harness: Harness) -> None:
     harness.call("POST", "/v1/queues/orders/pause")
     status, doc = harness.call("PUT", "/v1/queues/orders", {**HTTP_QUEUE, "paused": False, "timeout": 20})
     assert (status, doc["paused"], doc["timeout"]) == (200, True, 20)
+
+
+def test_a_stored_queue_beyond_todays_bounds_still_reads_and_delivers(harness: Harness) -> None:
+    # As if the bounds were tightened after the queue was stored: its item keeps values PUT now refuses.
+    make_queue(harness, settings={**HTTP_QUEUE, "rate_limit": 20, "max_concurrency": 5})
+    key = {"pk": {"S": "orders"}, "sk": {"S": "#queue"}}
+    item = harness.ddb.get_item(TableName=harness.ctx.settings.table, Key=key)["Item"]
+    settings = json.loads(item["settings"]["S"])
+    settings["control"].update(rate_limit=50_000, max_concurrency=5_000)
+    item["settings"] = {"S": json.dumps(settings)}
+    harness.ddb.put_item(TableName=harness.ctx.settings.table, Item=item)
+    status, queue = harness.call("GET", "/v1/queues/orders")
+    [created] = post(harness, {"body": "old queue", "delay": 5})
+    run_until_quiet(harness)
+    got = (status, queue["rate_limit"], queue["max_concurrency"], get(harness, created["id"])["status"])
+    assert got == (200, 50_000, 5_000, "delivered")
 
 
 # pause / resume ------------------------------------------------------------------------------

@@ -5,17 +5,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from hourglass.core.delivery_control import (
-    PAUSE_READ_MAX_AGE,
-    PAUSE_SETTLE,
-    DeliveryControl,
-    control_doc,
-    delivery_control,
-    from_stored,
-    pause_read_fresh,
-    stored,
-)
-from hourglass.core.model import HttpTarget, SqsTarget
+from hourglass.adapters.items import control_from_stored, control_to_stored
+from hourglass.core.delivery_control import PAUSE_READ_MAX_AGE, PAUSE_SETTLE, pause_read_fresh
+from hourglass.core.document import control_doc
+from hourglass.core.model import DeliveryControl, HttpTarget, SqsTarget
+from hourglass.core.validation import delivery_control
 from hourglass.errors import ValidationError
 
 
@@ -101,12 +95,17 @@ def test_document_shows_every_field():
 
 
 def test_defaults_store_nothing():
-    assert stored(DeliveryControl()) == {}
+    assert control_to_stored(DeliveryControl(paused=True)) == {}
 
 
 def test_stored_control_reads_back_equal():
     control = DeliveryControl(0.5, 3, 120.0, SqsTarget("https://sqs.example/1/q"), True)
-    assert from_stored(stored(control)) == control
+    assert control_from_stored(control_to_stored(control), paused=True) == control
+
+
+def test_a_stored_control_beyond_todays_bounds_reads_as_written():
+    doc = {"rate_limit": 50_000, "max_concurrency": 5000, "timeout": 900, "failure_destination": None}
+    assert control_from_stored(doc, paused=False) == DeliveryControl(50_000.0, 5000, 900.0, None, False)
 
 
 def test_a_pause_read_decides_starts_for_one_second_only():

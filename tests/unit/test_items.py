@@ -117,3 +117,18 @@ def test_queue_item_keys():
 
 def test_dedup_key():
     assert items.dedup_key("orders", "order-42") == {"pk": {"S": "orders"}, "sk": {"S": "d#order-42"}}
+
+
+def test_a_stored_schedule_with_a_period_below_todays_bound_still_reads():
+    # As if MIN_EVERY was raised after the schedule was stored: reading does not re-run request validation.
+    rule = '{"cron":null,"every":30,"timezone":"UTC","start_at":null,"end_at":null}'
+    item = {
+        **items.schedule_key("orders", "fast"),
+        "name": {"S": "fast"},
+        "rule": {"S": rule},
+        "body": {"S": "1"},
+        "created_at": {"N": "1795255200000"},
+        "paused": {"BOOL": False},
+        "version": {"N": "1"},
+    }
+    assert items.schedule_from_item(item).recurrence.every == 30

@@ -305,7 +305,7 @@ def test_nothing_occurs_after_end_at():
     assert got == [datetime(2026, 11, 23, 11, tzinfo=UTC), datetime(2026, 11, 23, 12, tzinfo=UTC)]
 
 
-@pytest.mark.parametrize("fields", [{}, {"every": 60, "cron": parse_cron("* * * * *")}, {"every": 59}])
+@pytest.mark.parametrize("fields", [{}, {"every": 60, "cron": parse_cron("* * * * *")}, {"every": 0}])
 def test_recurrence_needs_exactly_one_valid_rule(fields):
     with pytest.raises(ValueError):
         Recurrence(**fields)

@@ -17,8 +17,10 @@ from typing import Any
 from hourglass.core import attempts, delivery_control
 from hourglass.core.body_placement import DEFAULT_LIMITS, BodyLimits, BodyRef, Placement, body_expiry, place
 from hourglass.core.cron import parse_cron
+from hourglass.core.document import control_doc
 from hourglass.core.handoff import DueEntry
 from hourglass.core.model import (
+    DeliveryControl,
     HttpTarget,
     LaterTarget,
     Message,
@@ -80,7 +82,11 @@ def target_to_json(target: Target) -> str:
 
 
 def target_from_json(text: str) -> Target:
-    doc = json.loads(text)
+    return target_from_doc(json.loads(text))
+
+
+def target_from_doc(stored: Mapping[str, Any]) -> Target:
+    doc = dict(stored)
     kind = doc.pop("type")
     if kind == "http":
         return HttpTarget(**doc)
@@ -182,7 +188,7 @@ def queue_to_item(queue: Queue) -> Item:
     doc = asdict(settings)
     doc["target"] = asdict(settings.target) if settings.target else None
     control = delivery_control.of(queue)
-    stored_control = {k: v for k, v in delivery_control.stored(control).items() if k != "paused"}
+    stored_control = control_to_stored(control)
     if stored_control:
         doc["control"] = stored_control
     return {
@@ -200,14 +206,37 @@ def queue_from_item(item: Item) -> Queue:
     raw_control = doc.pop("control", {})
     settings = QueueSettings(
         **{**doc, "retry": RetryPolicy(**doc["retry"])},
-        target=target_from_json(_dumps(raw_target)) if raw_target else None,
+        target=target_from_doc(raw_target) if raw_target else None,
     )
     paused = bool(item.get("paused", {}).get("BOOL", False))
-    control: delivery_control.DeliveryControl | None = delivery_control.from_stored({**raw_control, "paused": paused})
-    if control == delivery_control.DeliveryControl():
+    control: DeliveryControl | None = control_from_stored(raw_control, paused=paused)
+    if control == DeliveryControl():
         control = None  # the default control, as a queue built without one
     created_at = from_ms(int(item["created_at"]["N"]))
     return Queue(name=item["pk"]["S"], settings=settings, created_at=created_at, control=control)
+
+
+def control_to_stored(control: DeliveryControl) -> dict[str, Any]:
+    """What the queue item's settings JSON keeps of its control: what differs from the defaults, but
+    `paused` (a top-level attribute)."""
+    doc, defaults = control_doc(control), control_doc(DeliveryControl())
+    return {key: value for key, value in doc.items() if value != defaults[key] and key != "paused"}
+
+
+def control_from_stored(doc: Mapping[str, Any], *, paused: bool) -> DeliveryControl:
+    """The control a queue item keeps, read as written: it was validated then, and is not again, so
+    that tightening a bound never makes a stored queue unreadable."""
+    rate, concurrency, destination = doc.get("rate_limit"), doc.get("max_concurrency"), doc.get("failure_destination")
+    failure_destination = None if destination is None else target_from_doc(destination)
+    if isinstance(failure_destination, LaterTarget):
+        raise ValueError("a failure destination is an http or sqs target")
+    return DeliveryControl(
+        rate_limit=None if rate is None else float(rate),
+        max_concurrency=None if concurrency is None else int(concurrency),
+        timeout=float(doc.get("timeout", DeliveryControl().timeout)),
+        failure_destination=failure_destination,
+        paused=paused,
+    )
 
 
 # message bodies ------------------------------------------------------------------------------

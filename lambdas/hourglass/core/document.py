@@ -6,7 +6,7 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
-from hourglass.core.model import LaterTarget, Message, Queue, RetryPolicy, Target
+from hourglass.core.model import DeliveryControl, LaterTarget, Message, Queue, RetryPolicy, Target
 from hourglass.core.recurrence import Schedule
 from hourglass.core.timestamps import format_rfc3339, to_ms
 
@@ -34,6 +34,17 @@ def queue_doc(queue: Queue) -> dict[str, Any]:
         "retry": asdict(settings.retry),
         "signing_secret_set": settings.signing_secret is not None,
         "created_at": _time(queue.created_at),
+    }
+
+
+def control_doc(control: DeliveryControl) -> dict[str, Any]:
+    """The delivery control fields of the queue document (GET, PUT, pause and resume responses)."""
+    return {
+        "rate_limit": control.rate_limit,
+        "max_concurrency": control.max_concurrency,
+        "timeout": control.timeout,
+        "failure_destination": target_doc(control.failure_destination),
+        "paused": control.paused,
     }
 
 

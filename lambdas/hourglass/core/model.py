@@ -1,4 +1,4 @@
-"""Domain types: statuses, targets, retry policies, queues and messages."""
+"""Domain types: statuses, targets, retry policies, queues, their delivery control and messages."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from hourglass.core.attempts import Attempt
-    from hourglass.core.delivery_control import DeliveryControl
 
 from hourglass.core.body_placement import BodyRef
 
@@ -77,6 +76,25 @@ class QueueSettings:
     target: Target | None = None
     retry: RetryPolicy = RetryPolicy()
     signing_secret: str | None = None
+
+
+FailureDestination = HttpTarget | SqsTarget
+
+
+@dataclass(frozen=True)
+class DeliveryControl:
+    """A queue's delivery control (v1.1); its bounds and pause timing are in `core.delivery_control`."""
+
+    rate_limit: float | None = None
+    max_concurrency: int | None = None
+    timeout: float = 15.0
+    failure_destination: FailureDestination | None = None
+    paused: bool = False
+
+    @property
+    def limited(self) -> bool:
+        """Whether attempts need the pacing or lease items; queues without limits pay nothing extra."""
+        return self.rate_limit is not None or self.max_concurrency is not None
 
 
 @dataclass(frozen=True)

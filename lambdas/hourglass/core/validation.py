@@ -13,8 +13,19 @@ from urllib.parse import urlsplit
 
 from hourglass.core import json_body, limits, wallclock
 from hourglass.core.cron import parse_cron
+from hourglass.core.delivery_control import (
+    CONTROL_FIELDS,
+    DEFAULT_TIMEOUT,
+    MAX_CONCURRENCY,
+    MAX_RATE,
+    MAX_TIMEOUT,
+    MIN_CONCURRENCY,
+    MIN_RATE,
+    MIN_TIMEOUT,
+)
 from hourglass.core.model import (
     JSON,
+    DeliveryControl,
     HttpTarget,
     NewMessage,
     QueueSettings,
@@ -198,10 +209,8 @@ def retry_policy(value: object) -> RetryPolicy:
     )
 
 
-QUEUE_FIELDS = frozenset({"default_delay", "max_delay", "ttl", "target", "retry", "signing_secret"}) | frozenset(
-    # delivery control (v1.1), validated by `delivery_control.delivery_control`
-    {"rate_limit", "max_concurrency", "timeout", "failure_destination", "paused"}
-)
+# The delivery control fields (v1.1) are read by `delivery_control` below.
+QUEUE_FIELDS = frozenset({"default_delay", "max_delay", "ttl", "target", "retry", "signing_secret"}) | CONTROL_FIELDS
 
 
 def queue_settings(doc: object) -> QueueSettings:
@@ -226,6 +235,30 @@ def queue_settings(doc: object) -> QueueSettings:
         retry=defaults.retry if raw_retry is None else retry_policy(raw_retry),
         signing_secret=secret,
     )
+
+
+def delivery_control(doc: Mapping[str, Any], *, paused: bool = False) -> DeliveryControl:
+    """The control fields of a PUT body (other fields are left to `queue_settings`).
+
+    `paused` is the queue's current state: PUT leaves it as it is. A boolean `paused` in the body is
+    accepted and ignored (a client may send back what GET returned); anything else is a 400.
+    """
+    if "paused" in doc and not isinstance(doc["paused"], bool):
+        raise ValidationError("paused", "must be a boolean (and is changed only by /pause and /resume)")
+    rate = number(doc.get("rate_limit"), "rate_limit", low=MIN_RATE, high=MAX_RATE, allow_none=True)
+    raw_concurrency = doc.get("max_concurrency")
+    concurrency = (
+        None
+        if raw_concurrency is None
+        else integer(raw_concurrency, "max_concurrency", low=MIN_CONCURRENCY, high=MAX_CONCURRENCY)
+    )
+    timeout = number(doc.get("timeout", DEFAULT_TIMEOUT), "timeout", low=MIN_TIMEOUT, high=MAX_TIMEOUT)
+    assert timeout is not None
+    raw_destination = doc.get("failure_destination")
+    destination = None if raw_destination is None else target(raw_destination, "failure_destination")
+    if destination is not None and not isinstance(destination, HttpTarget | SqsTarget):
+        raise ValidationError("failure_destination.type", 'must be "http" or "sqs"')
+    return DeliveryControl(rate, concurrency, timeout, destination, paused)
 
 
 MESSAGE_FIELDS = frozenset({"body", "delay", "deliver_at", "timezone", "ttl", "dedup_id", "target"})

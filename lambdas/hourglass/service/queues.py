@@ -22,7 +22,7 @@ class Queues:
         targets.check_allowed(self.ctx, settings.target, "target")
         existing = self.store.get_queue(name, consistent=True)
         # PUT leaves the paused state as it is (only /pause and /resume change it).
-        control = delivery_control.delivery_control(doc or {}, paused=delivery_control.of(existing).paused)
+        control = validation.delivery_control(doc or {}, paused=delivery_control.of(existing).paused)
         targets.check_allowed(self.ctx, control.failure_destination, "failure_destination")
         created_at = existing.created_at if existing else self.ctx.clock()
         queue = Queue(name=name, settings=settings, created_at=created_at, control=control)

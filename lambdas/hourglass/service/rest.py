@@ -12,7 +12,7 @@ from typing import Any
 
 from hourglass.core import delivery_control, json_body, validation
 from hourglass.core.attempts import history_doc
-from hourglass.core.document import created_doc, later_doc, message_doc, queue_doc, schedule_doc
+from hourglass.core.document import control_doc, created_doc, later_doc, message_doc, queue_doc, schedule_doc
 from hourglass.core.model import Queue
 from hourglass.core.operations import operation_doc
 from hourglass.errors import (
@@ -245,4 +245,4 @@ class Api:
 
 def full_queue_doc(queue: Queue) -> dict[str, Any]:
     """The queue document with its delivery control (v1.1)."""
-    return {**queue_doc(queue), **delivery_control.control_doc(delivery_control.of(queue))}
+    return {**queue_doc(queue), **control_doc(delivery_control.of(queue))}
