@@ -370,3 +370,14 @@ def test_a_bad_status_line_from_a_callback_is_shown_without_control_codes(run: A
     assert listed.exit_code == attempts.exit_code == 0
     assert "[/x]" in listed.stdout and "[/x]" in attempts.stdout
     assert not set("\x1b\x07") & set(listed.stdout + attempts.stdout)
+
+
+def test_a_bad_csv_row_is_named_by_its_line_after_a_multi_line_field(
+    run: Any, client: Client, queue: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "multi.csv"
+    path.write_text('body,delay\n"first\nsecond",600\nthird,soon\n')
+    result = run("send", queue, "--file", str(path))
+    assert result.exit_code == 2
+    assert "multi.csv:4: delay must be a number" in result.output
+    assert list(client.iter_messages(queue)) == []

@@ -15,15 +15,15 @@ from hourglass.core.timestamps import format_rfc3339, seconds_between
 
 RETRYABLE_STATUSES = frozenset({408, 425, 429})
 # An attempt's error as `last_error` and the attempt history keep it: at most this many characters.
-MAX_ERROR_CHARS = 500
+MAX_ERROR = 500
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def error_text(text: str) -> str:
     """`text` (part of it may come from the target's reply) as it is stored and shown: control
-    characters and lone surrogates written as escapes, at most MAX_ERROR_CHARS characters."""
+    characters and lone surrogates written as escapes, at most MAX_ERROR characters."""
     escaped = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text.strip())
-    return escaped.encode("utf-8", "backslashreplace").decode("utf-8")[:MAX_ERROR_CHARS]
+    return escaped.encode("utf-8", "backslashreplace").decode("utf-8")[:MAX_ERROR]
 
 
 @dataclass(frozen=True)
