@@ -14,6 +14,7 @@ from hourglass_client import Client
 from hourglass_client.cli import main
 
 from tests.clients.conftest import API_KEY, RawReceiver, eventually
+from tests.loopback import QuietHandler, base_url, serve
 
 
 @pytest.fixture
@@ -241,3 +242,142 @@ def test_schedule_occurrences_are_listed_with_schedule(run: Any, client: Client,
     client.send(queue, "not an occurrence", delay=600)
     listed = lines(run("--json", "list", queue, "--schedule", "weekly"))
     assert [(m["schedule"], m["status"]) for m in listed] == [("weekly", "pending")]
+
+
+# --- re-runnable files and plain output (issue 23, rule 7) -----------------------------------------
+
+
+def write_rows(path: Path, rows: list[Any]) -> Path:
+    path.write_text("".join((row if isinstance(row, str) else json.dumps(row)) + "\n" for row in rows))
+    return path
+
+
+def small_rows(count: int = 150) -> list[Any]:
+    return [{"body": {"n": n}, "delay": 600} for n in range(count)]
+
+
+TOO_FAR = {"body": {"n": 139}, "delay": 40_000_000}  # beyond the queue's max_delay: only the server knows
+
+
+def test_send_a_file_of_large_rows_splits_requests_by_size(
+    run: Any, client: Client, queue: str, tmp_path: Path
+) -> None:
+    pad = "x" * 110_000
+    path = write_rows(tmp_path / "large.jsonl", [{"body": {"n": n, "pad": pad}, "delay": 600} for n in range(150)])
+    result = run("send", queue, "--file", str(path))
+    assert result.exit_code == 0, result.output
+    assert sorted(m.body["n"] for m in client.iter_messages(queue, page_size=1000)) == list(range(150))
+
+
+def test_a_bad_line_late_in_the_file_stores_nothing(run: Any, client: Client, queue: str, tmp_path: Path) -> None:
+    rows = small_rows()
+    rows[139] = "not json"
+    result = run("send", queue, "--file", str(write_rows(tmp_path / "bad.jsonl", rows)))
+    assert result.exit_code == 2
+    assert "bad.jsonl:140" in result.output
+    assert list(client.iter_messages(queue)) == []
+
+
+def test_a_refused_row_is_named_by_its_file_line(run: Any, queue: str, tmp_path: Path) -> None:
+    rows = small_rows()
+    rows[139] = TOO_FAR
+    result = run("send", queue, "--file", str(write_rows(tmp_path / "rows.jsonl", rows)))
+    assert result.exit_code == 1
+    assert "rows.jsonl:140: 400 invalid_request: delay:" in result.output
+    assert "messages[39]" not in result.output
+
+
+def test_a_stopped_run_says_what_was_stored(run: Any, client: Client, queue: str, tmp_path: Path) -> None:
+    rows = small_rows()
+    rows[139] = TOO_FAR
+    result = run("send", queue, "--file", str(write_rows(tmp_path / "rows.jsonl", rows)))
+    assert "stored 100 of 150 messages (lines 1-100); lines 101-150 were not stored" in result.output
+    assert len(list(client.iter_messages(queue, page_size=1000))) == 100
+
+
+def test_a_rerun_of_the_corrected_file_stores_each_row_once(
+    run: Any, client: Client, queue: str, tmp_path: Path
+) -> None:
+    rows = small_rows()
+    rows[139] = TOO_FAR
+    path = write_rows(tmp_path / "rows.jsonl", rows)
+    run("send", queue, "--file", str(path))
+    write_rows(path, small_rows())
+    again = run("send", queue, "--file", str(path))
+    assert again.exit_code == 0, again.output
+    assert "sent 150 messages" in again.stdout and "(100 duplicates)" in again.stdout
+    pending = [m.body["n"] for m in client.iter_messages(queue, status="pending", page_size=1000)]
+    assert sorted(pending) == list(range(150))
+
+
+def test_rerunning_the_same_file_stores_nothing_new(run: Any, client: Client, queue: str, tmp_path: Path) -> None:
+    path = write_rows(tmp_path / "twice.jsonl", [*small_rows(3), small_rows(1)[0]])
+    run("send", queue, "--file", str(path))
+    run("send", queue, "--file", str(path))
+    assert sorted(m.body["n"] for m in client.iter_messages(queue)) == [0, 0, 1, 2]
+
+
+def test_list_shows_a_markup_like_body_as_text(run: Any, client: Client, queue: str) -> None:
+    client.send(queue, "[/x] [bold]not bold[/bold]", delay=600)
+    result = run("list", queue)
+    assert result.exit_code == 0, result.output
+    assert "[/x] [bold]not bold[/bold]" in result.stdout
+
+
+def test_list_strips_terminal_control_sequences_from_bodies(run: Any, client: Client, queue: str) -> None:
+    client.send(queue, "a\x1b]0;owned\x07b\x1b[2Jc\x9b31md\x07e", delay=600)
+    result = run("list", queue)
+    assert "abc31mde" in result.stdout
+    assert not set("\x1b\x07\x9b") & set(result.stdout)
+
+
+def test_get_shows_markup_like_values_as_text(run: Any, client: Client, queue: str) -> None:
+    created = client.send(queue, "[/x]", delay=600, dedup_id="[red]id[/red]")
+    result = run("get", queue, created.id)
+    assert result.exit_code == 0, result.output
+    assert "[/x]" in result.stdout and "[red]id[/red]" in result.stdout
+
+
+def test_json_output_escapes_c1_controls(run: Any, client: Client, queue: str) -> None:
+    client.send(queue, "a\x9b2Jb\x7fc", delay=600)
+    result = run("--json", "list", queue)
+    assert not set("\x9b\x7f") & set(result.stdout)
+    assert [m["body"] for m in lines(result)] == ["a\x9b2Jb\x7fc"]
+
+
+def test_an_error_message_is_printed_as_text(run: Any, queue: str) -> None:
+    result = run("queues", "put", queue, "--settings", '{"[/x]\\u001b[2J": 1}')
+    assert result.exit_code == 1
+    assert "400 invalid_request: [/x]: is not a known field" in result.output
+
+
+def test_a_bad_status_line_from_a_callback_is_shown_without_control_codes(run: Any, client: Client, queue: str) -> None:
+    class BadStatusLine(QuietHandler):
+        def do_POST(self) -> None:
+            self.body()
+            self.wfile.write(b"\x1b]0;t\x07[/x]\r\n\r\n")
+
+    server = serve(BadStatusLine)
+    try:
+        client.put_queue(queue, target={"type": "http", "url": base_url(server) + "/hook"})
+        created = client.send(queue, "x")
+        eventually(lambda: client.get_message(queue, created.id).last_error)
+        listed = run("list", queue)
+        attempts = run("attempts", queue, created.id)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert listed.exit_code == attempts.exit_code == 0
+    assert "[/x]" in listed.stdout and "[/x]" in attempts.stdout
+    assert not set("\x1b\x07") & set(listed.stdout + attempts.stdout)
+
+
+def test_a_bad_csv_row_is_named_by_its_line_after_a_multi_line_field(
+    run: Any, client: Client, queue: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "multi.csv"
+    path.write_text('body,delay\n"first\nsecond",600\nthird,soon\n')
+    result = run("send", queue, "--file", str(path))
+    assert result.exit_code == 2
+    assert "multi.csv:4: delay must be a number" in result.output
+    assert list(client.iter_messages(queue)) == []

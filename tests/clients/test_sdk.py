@@ -177,3 +177,11 @@ def test_message_documents_keep_the_raw_json(client: Client, queue: str) -> None
     created = client.send(queue, [1, 2], delay=600)
     raw = client.get_message(queue, created.id).raw
     assert json.loads(json.dumps(raw))["body"] == [1, 2]
+
+
+def test_send_batch_splits_requests_by_size(client: Client, queue: str) -> None:
+    # 60 bodies of 110 KB: fewer than 100, but 6.6 MB in one request, over what the API accepts.
+    pad = "x" * 110_000
+    created = client.send_batch(queue, [message({"n": n, "pad": pad}, delay=600) for n in range(60)])
+    stored = client.get_message(queue, created[59].id)
+    assert (len({c.id for c in created}), stored.body["n"]) == (60, 59)

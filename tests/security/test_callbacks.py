@@ -127,6 +127,19 @@ def test_redirect_is_not_followed_and_fails_the_message_for_good(harness: Harnes
     assert (elsewhere.seen, later) == ([], [])
 
 
+def test_a_bad_status_line_is_stored_without_its_control_characters(harness: Harness, serve: Serve) -> None:
+    def bad_status_line(handler: Any) -> None:
+        handler.wfile.write(b"\x1b]0;owned\x07\x1b[2J" + b"x" * 2000 + b"\r\n\r\n")
+
+    h = open_harness(harness)
+    h.call("PUT", "/v1/queues/q", {"target": {"type": "http", "url": serve(bad_status_line).url()}})
+    [created] = h.call("POST", "/v1/queues/q/messages", {"messages": [{"body": 1}]})[1]["messages"]
+    h.dispatch(h.timers())
+    error = h.call("GET", f"/v1/queues/q/messages/{created['id']}")[1]["last_error"]
+    assert error.startswith("BadStatusLine: \\x1b]0;owned\\x07\\x1b[2Jxxx")
+    assert len(error) <= 500 and error.isprintable()
+
+
 def test_callback_that_never_answers_times_out(serve: Serve) -> None:
     server = serve(silent)
     started = time.monotonic()

@@ -69,6 +69,16 @@ def test_transport_failure_is_retryable_and_truncated():
     assert (outcome.delivered, outcome.retryable, len(outcome.error)) == (False, True, 500)
 
 
+def test_an_error_keeps_no_control_characters_from_the_reply():
+    outcome = delivery.transport_failure("BadStatusLine: \x1b]0;owned\x07\x9b2J ok\r\n")
+    assert outcome.error == "BadStatusLine: \\x1b]0;owned\\x07\\x9b2J ok"
+
+
+def test_a_later_reply_with_a_huge_code_gives_a_bounded_error():
+    outcome = delivery.judge_later(200, json.dumps({"code": "x" * 100_000}).encode())
+    assert (outcome.retryable, len(outcome.error)) == (True, 500)
+
+
 # --- judge_later -----------------------------------------------------------------------------
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from email.utils import parsedate_to_datetime
@@ -13,6 +14,16 @@ from hourglass.core.signing import sign
 from hourglass.core.timestamps import format_rfc3339, seconds_between
 
 RETRYABLE_STATUSES = frozenset({408, 425, 429})
+# An attempt's error as `last_error` and the attempt history keep it: at most this many characters.
+MAX_ERROR = 500
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def error_text(text: str) -> str:
+    """`text` (part of it may come from the target's reply) as it is stored and shown: control
+    characters and lone surrogates written as escapes, at most MAX_ERROR characters."""
+    escaped = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text.strip())
+    return escaped.encode("utf-8", "backslashreplace").decode("utf-8")[:MAX_ERROR]
 
 
 @dataclass(frozen=True)
@@ -23,6 +34,11 @@ class Outcome:
     retry_after: float | None = None
     # The HTTP status the target answered (None for SQS and transport failures), for the attempt history.
     status_code: int | None = None
+
+    def __post_init__(self) -> None:
+        # Every attempt's error is built into an Outcome, whatever path built it: one place makes it safe.
+        if self.error is not None:
+            object.__setattr__(self, "error", error_text(self.error))
 
 
 DELIVERED = Outcome(delivered=True)
@@ -105,4 +121,4 @@ def judge_later(status: int, body: bytes) -> Outcome:
 
 
 def transport_failure(reason: str) -> Outcome:
-    return Outcome(False, retryable=True, error=reason[:500])
+    return Outcome(False, retryable=True, error=reason)

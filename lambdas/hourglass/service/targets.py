@@ -58,7 +58,7 @@ def deliver(ctx: Context, message: Message, queue: Queue | None) -> delivery.Out
             reply = ctx.post(target.url, body, headers, allow_private=allow, connect_timeout=connect, read_timeout=read)
             return delivery.judge_http(reply.status, reply.headers.get("retry-after"), ctx.clock())
     except DeliveryError as exc:
-        return delivery.Outcome(False, retryable=exc.retryable, error=str(exc)[:500])
+        return delivery.Outcome(False, retryable=exc.retryable, error=str(exc))
     except ValidationError as exc:
         # The callback now resolves to a forbidden address: retrying may help if DNS changes back.
         return delivery.Outcome(False, retryable=True, error=exc.message)

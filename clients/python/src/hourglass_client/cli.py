@@ -5,24 +5,26 @@ Config from HOURGLASS_URL / HOURGLASS_API_KEY (or --url / --api-key); --json pri
 
 from __future__ import annotations
 
-import csv
 import json
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
-from hourglass_client.client import MAX_BATCH, Client
+from hourglass_client import files
+from hourglass_client.client import Client
 from hourglass_client.errors import HourglassError
-from hourglass_client.models import Attempt, Message, Operation, Queue, Schedule
+from hourglass_client.files import parse_value
+from hourglass_client.models import Attempt, Created, Message, Operation, Queue, Schedule
+from hourglass_client.terminal import PlainConsole, json_line, styled
 
 F = TypeVar("F", bound=Callable[..., Any])
 STATUSES = ["pending", "delivering", "delivered", "failed", "cancelled", "expired"]
@@ -34,8 +36,8 @@ class State:
     url: str | None
     api_key: str | None
     as_json: bool
-    out: Console
-    err: Console
+    out: PlainConsole
+    err: PlainConsole
     _client: Client | None = None
 
     @property
@@ -48,9 +50,12 @@ class State:
 
     def emit(self, doc: Any, human: Callable[[], None]) -> None:
         if self.as_json:
-            click.echo(json.dumps(doc, ensure_ascii=False))
+            self.echo_json(doc)
         else:
             human()
+
+    def echo_json(self, doc: Any) -> None:
+        click.echo(json_line(doc))
 
 
 pass_state = click.make_pass_decorator(State)
@@ -63,8 +68,7 @@ class Group(click.Group):
         try:
             return super().invoke(ctx)
         except HourglassError as exc:
-            err = Console(stderr=True)
-            err.print(f"[red]error[/red] {exc.status or ''} {exc.code}: {exc.message}".replace("  ", " "))
+            PlainConsole(stderr=True).print(styled(("error", "red"), f" {exc.label}: {exc.message}"))
             ctx.exit(1)
 
 
@@ -83,14 +87,6 @@ def add_switch(
     group.command(verb, help=help_text)(decorated)
 
 
-def parse_value(text: str) -> Any:
-    """JSON when the text is JSON, else the text itself (so `send q hello` sends "hello")."""
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
-
-
 def time_text(value: datetime | None) -> str:
     return "" if value is None else value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
 
@@ -107,7 +103,7 @@ def short(value: Any, width: int = 40) -> str:
 @click.pass_context
 def main(ctx: click.Context, url: str | None, api_key: str | None, as_json: bool) -> None:
     """Hourglass delay queue: manage queues, schedule and inspect messages."""
-    ctx.obj = State(url, api_key, as_json, Console(), Console(stderr=True))
+    ctx.obj = State(url, api_key, as_json, PlainConsole(), PlainConsole(stderr=True))
 
 
 # --- queues -------------------------------------------------------------------------------------
@@ -212,10 +208,10 @@ def queues_get(state: State, name: str) -> None:
     q = state.client.get_queue(name)
     counts = status_counts(state.client, name)
     if state.as_json:
-        click.echo(json.dumps({**q.raw, "counts": counts}))
+        state.echo_json({**q.raw, "counts": counts})
         return
     state.out.print(queue_table([q]))
-    state.out.print("  ".join(f"{s}: [bold]{n}[/bold]" for s, n in counts.items()))
+    state.out.print(Text("  ").join(styled(f"{s}: ", (str(n), "bold")) for s, n in counts.items()))
 
 
 def status_counts(client: Client, queue: str, cap: int = 10_000) -> dict[str, int]:
@@ -264,44 +260,6 @@ add_switch(
 # --- messages -----------------------------------------------------------------------------------
 
 
-def rows_from_file(path: Path, fmt: str | None) -> Iterator[dict[str, Any]]:
-    """Message entries from a JSON-Lines file (one message object per line, with `body`) or a CSV
-    file (columns body, delay, deliver_at, timezone, ttl, dedup_id; `body` is JSON or text)."""
-    kind = fmt or ("csv" if path.suffix.lower() == ".csv" else "jsonl")
-    with path.open(newline="", encoding="utf-8") as handle:
-        if kind == "csv":
-            for n, row in enumerate(csv.DictReader(handle), start=2):
-                if "body" not in row:
-                    raise click.UsageError(f"{path}: the CSV needs a `body` column")
-                entry: dict[str, Any] = {"body": parse_value(row["body"] or "")}
-                for column in ("delay", "ttl"):
-                    if row.get(column):
-                        try:
-                            entry[column] = float(row[column])
-                        except ValueError as exc:
-                            raise click.UsageError(f"{path}:{n}: {column} must be a number") from exc
-                for column in ("deliver_at", "timezone", "dedup_id"):
-                    if row.get(column):
-                        entry[column] = row[column]
-                yield entry
-            return
-        for n, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                entry = json.loads(line)
-            except ValueError as exc:
-                raise click.UsageError(f"{path}:{n}: not JSON ({exc})") from exc
-            if not isinstance(entry, dict) or "body" not in entry:
-                raise click.UsageError(f"{path}:{n}: each line must be an object with a `body`")
-            yield entry
-
-
-def count_lines(path: Path) -> int:
-    with path.open("rb") as handle:
-        return sum(1 for line in handle if line.strip())
-
-
 @main.command()
 @click.argument("queue")
 @click.argument("body", required=False)
@@ -314,7 +272,7 @@ def count_lines(path: Path) -> int:
     "--file",
     "file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="JSON-Lines or CSV file of messages, sent 100 per request",
+    help="JSON-Lines or CSV file of messages: checked whole, then sent; a re-run stores no row twice",
 )
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), help="file format (default: by suffix)")
 @pass_state
@@ -344,38 +302,30 @@ def send(
             ),
         )
         return
-    total = count_lines(file) - (1 if (fmt or file.suffix.lower().lstrip(".")) == "csv" else 0)
-    sent = duplicates = 0
-    with Progress(
-        TextColumn("sending"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=state.err,
-        disable=state.as_json,
-    ) as progress:
-        task = progress.add_task("send", total=max(total, 0))
-        batch: list[dict[str, Any]] = []
-        for entry in rows_from_file(file, fmt):
-            batch.append(entry)
-            if len(batch) == MAX_BATCH:
-                sent, duplicates = _flush(state, queue, batch, sent, duplicates)
-                progress.update(task, completed=sent)
-                batch = []
-        if batch:
-            sent, duplicates = _flush(state, queue, batch, sent, duplicates)
-            progress.update(task, completed=sent)
+    rows = files.read(file, fmt)
+    stored: list[Created] = []
+    try:
+        with Progress(
+            TextColumn("sending"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=state.err,
+            disable=state.as_json,
+        ) as progress:
+            task = progress.add_task("send", total=len(rows))
+            for answered in state.client.send_batches(queue, [row.entry for row in rows]):
+                stored.extend(answered)
+                progress.update(task, completed=len(stored))
+                for one in answered if state.as_json else ():
+                    state.echo_json(one.raw)
+    except HourglassError as exc:
+        state.err.print(styled(("error", "red"), " ", files.refusal(file, rows, len(stored), exc)))
+        state.err.print(files.progress_note(rows, len(stored), exc))
+        sys.exit(1)
     if not state.as_json:
-        state.out.print(f"sent {sent} messages to {queue} ({duplicates} duplicates)")
-
-
-def _flush(state: State, queue: str, batch: list[dict[str, Any]], sent: int, duplicates: int) -> tuple[int, int]:
-    for created in state.client.send_batch(queue, batch):
-        if state.as_json:
-            click.echo(json.dumps(created.raw))
-        duplicates += created.duplicate
-        sent += 1
-    return sent, duplicates
+        duplicates = sum(one.duplicate for one in stored)
+        state.out.print(f"sent {len(stored)} messages to {queue} ({duplicates} duplicates)")
 
 
 def message_table(found: Iterable[Message]) -> Table:
@@ -417,7 +367,7 @@ def list_messages(state: State, queue: str, status: str | None, schedule: str | 
             break
     if state.as_json:
         for m in found:
-            click.echo(json.dumps(m.raw, ensure_ascii=False))
+            state.echo_json(m.raw)
     else:
         state.out.print(message_table(found))
 
@@ -431,7 +381,7 @@ def cancel(state: State, queue: str, message_ids: tuple[str, ...]) -> None:
     for message_id in message_ids:
         state.client.cancel(queue, message_id)
         if state.as_json:
-            click.echo(json.dumps({"cancelled": message_id}))
+            state.echo_json({"cancelled": message_id})
         else:
             state.out.print(f"cancelled {message_id}")
 
@@ -463,7 +413,7 @@ def redeliver(state: State, queue: str, message_ids: tuple[str, ...], delay: flo
     for message_id in message_ids:
         m = state.client.redeliver(queue, message_id, delay=delay)
         if state.as_json:
-            click.echo(json.dumps(m.raw))
+            state.echo_json(m.raw)
         else:
             state.out.print(f"{m.id} {m.status}, due {time_text(m.due_at)}")
 
@@ -711,13 +661,13 @@ def tail(state: State, queue: str, interval: float, count: int, timeout: float, 
             current = snapshot(client, queue)
             for m in changes(seen, current):
                 if state.as_json:
-                    click.echo(json.dumps({"event": event_of(m), **m.raw}, ensure_ascii=False))
+                    state.echo_json({"event": event_of(m), **m.raw})
                 else:
                     colour = {"delivered": "green", "failed": "red", "expired": "yellow"}.get(m.status, "cyan")
                     error = f"  {m.last_error}" if m.last_error and m.status != "delivered" else ""
                     when = time_text(m.delivered_at or m.due_at)
                     state.out.print(
-                        f"{when}  [{colour}]{event_of(m):9}[/{colour}]  {m.id}  attempt {m.attempts}{error}"
+                        styled(f"{when}  ", (f"{event_of(m):9}", colour), f"  {m.id}  attempt {m.attempts}{error}")
                     )
                 printed += 1
                 if count and printed >= count:

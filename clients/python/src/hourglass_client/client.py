@@ -9,10 +9,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any, TypeVar
 
+from hourglass_client import batches
 from hourglass_client.models import Attempt, Created, Message, Operation, Page, Queue, Schedule, format_time
 from hourglass_client.transport import RETRY_STATUSES, RetryPolicy, Transport, path
 
-MAX_BATCH = 100
 THROTTLED_ONLY = frozenset({429})
 T = TypeVar("T")
 
@@ -163,19 +163,26 @@ class Client:
         return self.send_batch(queue, [entry])[0]
 
     def send_batch(self, queue: str, messages: Iterable[Mapping[str, Any]]) -> list[Created]:
-        """Schedules messages (dicts as built by `message()`), 100 per request, in order. Each
-        request is all or nothing; a failure raises after the earlier requests were stored."""
-        results: list[Created] = []
-        for chunk in _chunks(messages, MAX_BATCH):
-            results.extend(self._create(queue, chunk))
-        return results
+        """Schedules messages (dicts as built by `message()`) in order, in requests of at most 100
+        that fit the API's size limit. Each request is all or nothing; a failure raises after the
+        earlier requests were stored (`send_batches` tells how many)."""
+        return [created for stored in self.send_batches(queue, messages) for created in stored]
 
-    def _create(self, queue: str, chunk: list[Mapping[str, Any]]) -> list[Created]:
-        entries = [dict(m) for m in chunk]
-        if self.auto_dedup:
-            for entry in entries:
-                # Chosen before the first try: a retry repeats the same ids, so the server stores each once.
-                entry.setdefault("dedup_id", new_dedup_id())
+    def send_batches(self, queue: str, messages: Iterable[Mapping[str, Any]]) -> Iterator[list[Created]]:
+        """`send_batch` one request at a time: yields what each request stored, so that when one
+        raises, the messages before it (and only those) are known to be stored."""
+        for chunk in batches.chunks(self._with_dedup(m) for m in messages):
+            yield self._create(queue, chunk)
+
+    def _with_dedup(self, entry: Mapping[str, Any]) -> dict[str, Any]:
+        # Chosen before the first try (and before sizing the request): a retry repeats the same ids,
+        # so the server stores each once.
+        given = dict(entry)
+        if self.auto_dedup and given.get("dedup_id") is None:
+            given["dedup_id"] = new_dedup_id()
+        return given
+
+    def _create(self, queue: str, entries: list[Mapping[str, Any]]) -> list[Created]:
         safe = all(entry.get("dedup_id") for entry in entries)
         doc = self._call(
             "POST",
@@ -353,14 +360,3 @@ def _pages(fetch: Callable[[str | None], Page[T]]) -> Iterator[T]:
         if not page.next_cursor or page.next_cursor == cursor:
             return
         cursor = page.next_cursor
-
-
-def _chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:
-    chunk: list[T] = []
-    for item in items:
-        chunk.append(item)
-        if len(chunk) == size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk

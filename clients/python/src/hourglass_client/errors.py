@@ -15,6 +15,11 @@ class HourglassError(Exception):
         self.message = message
         self.body = body
 
+    @property
+    def label(self) -> str:
+        """`<status> <code>`, or the code alone when no answer came (status 0)."""
+        return f"{self.status} {self.code}" if self.status else self.code
+
 
 class BadRequest(HourglassError):
     """400 / 413 / 415: the request was refused and nothing changed."""

@@ -54,6 +54,11 @@ def retry_after_seconds(value: str | None, now: datetime | None = None) -> float
     return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
 
 
+def encode(body: Any) -> bytes:
+    """A request body as this client sends it (what the API's size limits measure)."""
+    return json.dumps(body, allow_nan=False).encode()
+
+
 def path(*parts: str) -> str:
     """A URL path from segments, each percent-encoded (names and ids never split the path)."""
     return "/" + "/".join(quote(p, safe="") for p in parts)
@@ -84,7 +89,7 @@ class Transport:
             k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in (params or {}).items() if v is not None
         }
         url = self.base_url.rstrip("/") + route + (f"?{urlencode(query)}" if query else "")
-        data = None if body is None else json.dumps(body, allow_nan=False).encode()
+        data = None if body is None else encode(body)
         for retry in range(self.retry.attempts):
             last = retry == self.retry.attempts - 1
             try:
