@@ -164,3 +164,9 @@ def test_a_down_destination_costs_a_recovery_run_only_a_few_tries(
     harness.clock.advance(failure_notice.OUTBOX_GRACE.total_seconds() + 5)
     failure_notices.recover(harness.ctx)
     assert tries(harness, url) == failure_notices.QUEUE_FAILURES
+
+
+def test_an_unknown_notice_filter_is_a_400_naming_it(harness: Harness) -> None:
+    make_queue(harness)
+    status, doc = harness.call("GET", "/v1/queues/orders/messages", params={"notice": "sent"})
+    assert (status, doc["error"]["message"].startswith("notice:")) == (400, True)

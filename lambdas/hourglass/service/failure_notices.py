@@ -76,8 +76,8 @@ def recover(ctx: Context, time_left: Callable[[], float] = lambda: 60.0, limit: 
             continue  # its destination looks down: the other queues' notices go first in this run
         message = ctx.store.get_message(entry.queue, entry.id)
         notice = message.notice if message is not None and message.version == entry.version else None
-        if message is None or notice is None or notice.next_try_at is None:
-            continue  # the index lags a write that already replaced (or removed) the item, and its entry
+        if message is None or notice is None or notice.next_try_at is None or notice.next_try_at > now:
+            continue  # the index lags a write that already replaced, moved or removed the item's entry
         destination = delivery_control.of(ctx.store.get_queue(message.queue, consistent=True)).failure_destination
         if destination is None:
             _clear(ctx, message)  # the destination was removed since: nothing to send any more
