@@ -42,10 +42,16 @@ class Receiver:
 
     answers: list[int] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)
+    # Scripts per URL, ahead of `answers`; a script's last answer repeats (an endpoint that stays so).
+    by_url: dict[str, list[int]] = field(default_factory=dict)
 
     def __call__(self, url: str, body: bytes, headers: dict[str, str], **_: Any) -> HttpReply:
         self.requests.append({"url": url, "body": json.loads(body), "headers": headers})
-        status = self.answers.pop(0) if self.answers else 200
+        script = self.by_url.get(url)
+        if script:
+            status = script.pop(0) if len(script) > 1 else script[0]
+        else:
+            status = self.answers.pop(0) if self.answers else 200
         return HttpReply(status=status, headers={}, body=b'{"code": 100}')
 
 

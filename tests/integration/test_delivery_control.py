@@ -334,8 +334,11 @@ def test_a_failed_notice_send_is_retried_by_the_sweep_until_it_succeeds(harness:
     harness.receiver.answers = [500, 502, 503]  # the attempt, the notice at once, the first recovery
     [created] = post(harness, {"body": 1})
     run_until_quiet(harness)
-    harness.clock.advance(failure_notice.OUTBOX_GRACE.total_seconds() + 5)
+    # Each failed try waits its own backoff (1, then 2 minutes, each up to a quarter more).
+    harness.clock.advance(failure_notice.backoff(created["id"], 1).total_seconds())
     assert scheduled_sweep(harness)["notices_recovered"] == 0
+    assert scheduled_sweep(harness)["notices_recovered"] == 0  # not before its next try
+    harness.clock.advance(failure_notice.backoff(created["id"], 2).total_seconds())
     assert scheduled_sweep(harness)["notices_recovered"] == 1
     tried = [r["headers"]["Hourglass-Message-Id"] for r in harness.receiver.requests if r["url"].endswith("/failed")]
     assert tried == [created["id"]] * 3

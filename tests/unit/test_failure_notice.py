@@ -5,16 +5,23 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hourglass.core.delivery import Outcome, judge_http
 from hourglass.core.failure_notice import (
+    BACKOFF_MAX,
+    MAX_TRIES,
     OUTBOX_GRACE,
     OUTBOX_PK,
+    after_failure,
+    backoff,
     failure_notice,
+    fair_order,
     notice_headers,
     notifies,
     outbox_keys,
     outbox_range,
 )
-from hourglass.core.model import Message, Status
+from hourglass.core.handoff import DueEntry
+from hourglass.core.model import Message, NoticeStatus, Status
 
 T0 = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
 
@@ -68,3 +75,49 @@ def test_an_outbox_entry_waits_out_the_writers_grace_and_sorts_by_it():
     early_low, early_high = outbox_range(T0 + OUTBOX_GRACE - timedelta(milliseconds=1))
     assert keys.pk == OUTBOX_PK and not keys.pk[0].isdigit()  # no due-bucket sweep reads it
     assert low <= keys.sk <= high and not early_low <= keys.sk <= early_high
+
+
+# next tries --------------------------------------------------------------------------------------
+def test_backoff_doubles_from_the_grace_up_to_its_ceiling_with_at_most_a_quarter_more():
+    for tries in range(1, 15):
+        base = min(BACKOFF_MAX, OUTBOX_GRACE * 2 ** (tries - 1))
+        assert base <= backoff("m1", tries) <= base * 1.25
+
+
+def test_backoff_jitter_spreads_the_notices_of_one_outage():
+    assert len({backoff(f"m{i}", 3) for i in range(20)}) > 10
+
+
+def test_a_transient_failure_waits_its_backoff():
+    notice = after_failure("m1", 2, judge_http(503, None, T0), T0, T0)
+    assert (notice.status, notice.tries, notice.last_error) == (NoticeStatus.PENDING, 2, "HTTP 503")
+    assert notice.next_try_at == T0 + backoff("m1", 2)
+
+
+def test_a_retry_after_longer_than_the_backoff_is_honoured_up_to_the_ceiling():
+    assert after_failure("m1", 1, judge_http(429, "600", T0), T0, T0).next_try_at == T0 + timedelta(seconds=600)
+    capped = after_failure("m1", 1, judge_http(429, "86400", T0), T0, T0)
+    assert capped.next_try_at == T0 + BACKOFF_MAX
+
+
+@pytest.mark.parametrize("status", [400, 404, 410, 413])
+def test_a_permanent_refusal_gives_up_at_once(status):
+    notice = after_failure("m1", 1, judge_http(status, None, T0), T0, T0)
+    assert (notice.status, notice.next_try_at) == (NoticeStatus.ABANDONED, None)
+
+
+def test_the_last_try_gives_up_even_a_transient_failure():
+    failure = Outcome(False, retryable=True, error="timed out")
+    assert after_failure("m1", MAX_TRIES - 1, failure, T0, T0).status is NoticeStatus.PENDING
+    assert after_failure("m1", MAX_TRIES, failure, T0, T0).status is NoticeStatus.ABANDONED
+
+
+def test_the_tries_of_a_notice_span_a_few_hours():
+    total = sum((backoff("m1", tries) for tries in range(1, MAX_TRIES)), timedelta())
+    assert timedelta(hours=3) < total < timedelta(hours=6)
+
+
+# fairness ----------------------------------------------------------------------------------------
+def test_due_entries_are_taken_in_turn_from_each_queue_earliest_first():
+    entries = [DueEntry("a", f"a{i}", 2, i) for i in range(4)] + [DueEntry("b", "b0", 2, 9), DueEntry("c", "c0", 2, 10)]
+    assert [e.id for e in fair_order(entries)] == ["a0", "b0", "c0", "a1", "a2", "a3"]

@@ -7,10 +7,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from hourglass.adapters import items
+from hourglass.core import failure_notice
 from hourglass.core.model import (
     HttpTarget,
     LaterTarget,
     Message,
+    Notice,
+    NoticeStatus,
     Queue,
     QueueSettings,
     RetryPolicy,
@@ -132,3 +135,23 @@ def test_a_stored_schedule_with_a_period_below_todays_bound_still_reads():
         "version": {"N": "1"},
     }
     assert items.schedule_from_item(item).recurrence.every == 30
+
+
+def test_a_message_in_the_outbox_reads_with_its_pending_notice_and_next_try():
+    failed = replace(MINIMAL, status=Status.FAILED)
+    item = items.message_to_item(failed, failure_notice.outbox_keys(failed.id, NOW))
+    notice = items.message_from_item(item).notice
+    assert notice == Notice(NoticeStatus.PENDING, 0, None, NOW + failure_notice.OUTBOX_GRACE)
+
+
+def test_a_given_up_notice_reads_back_and_a_new_version_starts_without_it():
+    failed = replace(MINIMAL, status=Status.FAILED)
+    item = {
+        **items.message_to_item(failed),
+        "notice_status": {"S": "abandoned"},
+        "notice_tries": {"N": "10"},
+        "notice_error": {"S": "HTTP 503"},
+    }
+    read = items.message_from_item(item)
+    assert read.notice == Notice(NoticeStatus.ABANDONED, 10, "HTTP 503")
+    assert "notice_status" not in items.message_to_item(replace(read, status=Status.PENDING, version=2))

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from hourglass.core import attempts, delivery_control
+from hourglass.core import attempts, delivery_control, failure_notice
 from hourglass.core.body_placement import DEFAULT_LIMITS, BodyLimits, BodyRef, Placement, body_expiry, place
 from hourglass.core.cron import parse_cron
 from hourglass.core.document import control_doc
@@ -24,6 +24,8 @@ from hourglass.core.model import (
     HttpTarget,
     LaterTarget,
     Message,
+    Notice,
+    NoticeStatus,
     Queue,
     QueueSettings,
     RetryPolicy,
@@ -175,7 +177,21 @@ def message_from_item(item: Item) -> Message:
         schedule=_str(item, "schedule"),
         occurrence_at=_time(item, "occurrence_at"),
         final_attempt=_final_attempt(item),
+        notice=notice_of(item),
     )
+
+
+def notice_of(item: Item) -> Notice | None:
+    """The failure notice of a finished message's item: pending while its outbox entry is indexed (due at
+    the entry's sort key), abandoned once the outbox gave it up; None otherwise (none owed, or sent)."""
+    finished = _time(item, "notice_finished")
+    tries, error = _int(item, "notice_tries", 0), _str(item, "notice_error") or None
+    if _str(item, "sweep_pk") == failure_notice.OUTBOX_PK:
+        next_try = from_ms(int(item["sweep_sk"]["S"].partition("#")[0]))
+        return Notice(NoticeStatus.PENDING, tries, error, next_try, finished)
+    if _str(item, "notice_status") == NoticeStatus.ABANDONED.value:
+        return Notice(NoticeStatus.ABANDONED, tries, error, None, finished)
+    return None
 
 
 def _final_attempt(item: Item) -> attempts.Attempt | None:

@@ -36,10 +36,10 @@ from hourglass.adapters.items import (
     s,
 )
 from hourglass.adapters.table import Table, code_of
-from hourglass.core import body_placement
+from hourglass.core import body_placement, failure_notice
 from hourglass.core.body_placement import BodyLimits, BodyRef, Placement
 from hourglass.core.lifecycle import Change, DeliveryStart
-from hourglass.core.model import Message, Queue, Status
+from hourglass.core.model import Message, Notice, NoticeStatus, Queue, Status
 from hourglass.core.schedule import SweepKeys
 from hourglass.core.timestamps import to_ms
 from hourglass.errors import StaleVersionError, StoreError, ValidationError
@@ -186,7 +186,14 @@ class MessageStorage(Table):
         return self._with_bodies([got["Item"]])[0] if "Item" in got else None
 
     def list_messages(
-        self, queue: str, *, status: Status | None, limit: int, cursor: str | None, schedule: str | None = None
+        self,
+        queue: str,
+        *,
+        status: Status | None,
+        limit: int,
+        cursor: str | None,
+        schedule: str | None = None,
+        notice: NoticeStatus | None = None,
     ) -> tuple[list[Message], str | None]:
         """A page of up to `limit` messages; with a status filter, at most LIST_READ_PAGES reads.
 
@@ -209,6 +216,14 @@ class MessageStorage(Table):
             filters.append("#sch = :sch")
             request.setdefault("ExpressionAttributeNames", {})["#sch"] = "schedule"
             request["ExpressionAttributeValues"][":sch"] = s(schedule)
+            request["Limit"] = max(limit, LIST_PAGE)
+        if notice is not None:
+            # A pending notice is an outbox entry on the item; an abandoned one, a mark the outbox left.
+            pending = notice is NoticeStatus.PENDING
+            filters.append("sweep_pk = :outbox" if pending else "notice_status = :notice")
+            request["ExpressionAttributeValues"][":outbox" if pending else ":notice"] = s(
+                failure_notice.OUTBOX_PK if pending else notice.value
+            )
             request["Limit"] = max(limit, LIST_PAGE)
         if filters:
             request["FilterExpression"] = " AND ".join(filters)
@@ -301,6 +316,33 @@ class MessageStorage(Table):
                 ConditionExpression="version = :v AND attribute_exists(sweep_pk)",
                 ExpressionAttributeValues={":v": n(version)},
             )
+
+    def record_notice(self, message: Message, notice: Notice) -> bool:
+        """A failed try of the notice of `message` (this version): a pending notice moves its outbox entry to
+        its next try, an abandoned one leaves the outbox; both keep its tries and error on the item. False
+        when the item has moved on (a newer version, or the entry is gone): nothing is written then."""
+        keys = failure_notice.entry_keys(message.id, notice.next_try_at) if notice.next_try_at else None
+        values = {
+            ":v": n(message.version),
+            ":outbox": s(failure_notice.OUTBOX_PK),
+            ":tries": n(notice.tries),
+            ":error": s(notice.last_error or ""),
+            ":finished": n(to_ms(notice.finished_at)) if notice.finished_at else n(0),
+        }
+        kept = "notice_tries = :tries, notice_error = :error, notice_finished = :finished"
+        if keys is not None:
+            update = f"SET sweep_sk = :sk, {kept}"
+            values[":sk"] = s(keys.sk)
+        else:
+            update = f"SET notice_status = :abandoned, {kept} REMOVE sweep_pk, sweep_sk"
+            values[":abandoned"] = s(NoticeStatus.ABANDONED.value)
+        return self._updated(
+            f"message {message.id} changed",
+            Key=message_key(message.queue, message.id),
+            UpdateExpression=update,
+            ConditionExpression="version = :v AND sweep_pk = :outbox",
+            ExpressionAttributeValues=values,
+        )
 
     def put_version_for(self, operation_id: str, change: Change, keys: SweepKeys | None = None) -> Message:
         """The same conditional write as the single-message endpoint, marked with a bulk operation's id."""

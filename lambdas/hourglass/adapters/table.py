@@ -60,6 +60,14 @@ class Table:
                 raise StaleVersionError(stale) from exc
             raise StoreError(f"DynamoDB {operation} failed: {exc}") from exc
 
+    def _updated(self, stale: str, **kwargs: Any) -> bool:
+        """A conditional UpdateItem on this table: False (nothing written) when its condition fails."""
+        try:
+            self._conditional("update_item", stale, TableName=self.table, **kwargs)
+        except StaleVersionError:
+            return False
+        return True
+
     def _pages(self, request: dict[str, Any], start: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
         """Query pages until the last; `request` is read again for each page, so a caller may shrink its Limit."""
         while True:

@@ -6,7 +6,7 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
-from hourglass.core.model import DeliveryControl, LaterTarget, Message, Queue, RetryPolicy, Target
+from hourglass.core.model import FINISHED, DeliveryControl, LaterTarget, Message, Notice, Queue, RetryPolicy, Target
 from hourglass.core.recurrence import Schedule
 from hourglass.core.timestamps import format_rfc3339, to_ms
 
@@ -63,6 +63,20 @@ def message_doc(message: Message) -> dict[str, Any]:
         "dedup_id": message.dedup_id,
         "target": target_doc(message.target),
         "schedule": message.schedule,
+        # Only a finished version has one (a version made from it in memory may still carry its predecessor's).
+        "notice": notice_doc(message.notice) if message.status in FINISHED else None,
+    }
+
+
+def notice_doc(notice: Notice | None) -> dict[str, Any] | None:
+    """The failure notice of a finished message while owed (`pending`) or once given up (`abandoned`)."""
+    if notice is None:
+        return None
+    return {
+        "status": notice.status.value,
+        "tries": notice.tries,
+        "last_error": notice.last_error,
+        "next_try_at": _time(notice.next_try_at),
     }
 
 

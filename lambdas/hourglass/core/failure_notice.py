@@ -1,12 +1,17 @@
 """The notification sent to a queue's failure destination when one of its messages ends failed or expired,
-and its outbox: due-index keys on the final item until the notice is sent."""
+and its outbox: due-index keys on the final item until the notice is sent, each entry with its own next try."""
 
 from __future__ import annotations
 
+import zlib
+from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta
+from itertools import chain, zip_longest
 from typing import Any
 
-from hourglass.core.model import Message, Status
+from hourglass.core.delivery import Outcome
+from hourglass.core.handoff import DueEntry
+from hourglass.core.model import Message, Notice, NoticeStatus, Status
 from hourglass.core.schedule import SweepKeys, sort_key, sort_key_bound
 from hourglass.core.timestamps import format_rfc3339, to_ms
 
@@ -15,11 +20,49 @@ EVENTS = {Status.FAILED: "message.failed", Status.EXPIRED: "message.expired"}
 OUTBOX_PK = "notice#"
 # The writer sends the notice right after the final write; recovery takes over an entry this much later.
 OUTBOX_GRACE = timedelta(minutes=1)
+# A failed try waits OUTBOX_GRACE, doubling per try up to BACKOFF_MAX, plus up to a quarter (jitter);
+# the MAX_TRIES-th failed try (about 4 hours after the first) gives the notice up.
+BACKOFF_MAX = timedelta(hours=1)
+MAX_TRIES = 10
 
 
 def outbox_keys(message_id: str, finished_at: datetime) -> SweepKeys:
     """Keys the final write carries when a notice is owed: found by recovery from OUTBOX_GRACE on."""
-    return SweepKeys(OUTBOX_PK, sort_key(to_ms(finished_at + OUTBOX_GRACE), message_id))
+    return entry_keys(message_id, finished_at + OUTBOX_GRACE)
+
+
+def entry_keys(message_id: str, next_try: datetime) -> SweepKeys:
+    """An outbox entry's keys: recovery takes it from `next_try` on, earliest first."""
+    return SweepKeys(OUTBOX_PK, sort_key(to_ms(next_try), message_id))
+
+
+def after_failure(message_id: str, tries: int, outcome: Outcome, finished_at: datetime, now: datetime) -> Notice:
+    """The notice after its `tries`-th try failed with `outcome`: a permanent refusal, or the last try,
+    gives it up; otherwise it waits its backoff (at least a Retry-After up to BACKOFF_MAX)."""
+    if not outcome.retryable or tries >= MAX_TRIES:
+        return Notice(NoticeStatus.ABANDONED, tries, outcome.error, None, finished_at)
+    wait = backoff(message_id, tries)
+    if outcome.retry_after:
+        wait = max(wait, min(timedelta(seconds=outcome.retry_after), BACKOFF_MAX))
+    return Notice(NoticeStatus.PENDING, tries, outcome.error, now + wait, finished_at)
+
+
+def backoff(message_id: str, tries: int) -> timedelta:
+    """The wait after the `tries`-th failed try; the jitter is fixed per message and try, so that
+    the notices of one outage spread out without a random source."""
+    doubled = min(BACKOFF_MAX, OUTBOX_GRACE * 2 ** min(tries - 1, 20))
+    jitter = zlib.crc32(f"{message_id}#{tries}".encode()) % 1000 / 4000
+    return doubled * (1 + jitter)
+
+
+def fair_order(entries: Iterable[DueEntry]) -> Iterator[DueEntry]:
+    """Due entries taken in turn from each queue (each queue's own earliest first), so that one queue's
+    backlog never fills a recovery run ahead of another queue's notice."""
+    by_queue: dict[str, list[DueEntry]] = {}
+    for entry in entries:
+        by_queue.setdefault(entry.queue, []).append(entry)
+    rounds = zip_longest(*by_queue.values())
+    return (entry for entry in chain.from_iterable(rounds) if entry is not None)
 
 
 def outbox_range(now: datetime) -> tuple[str, str]:

@@ -106,6 +106,23 @@ class Queue:
     control: DeliveryControl | None = None
 
 
+class NoticeStatus(StrEnum):
+    PENDING = "pending"
+    ABANDONED = "abandoned"
+
+
+@dataclass(frozen=True)
+class Notice:
+    """The failure notice a finished message still owes (in the outbox until `next_try_at`) or gave up on."""
+
+    status: NoticeStatus
+    tries: int = 0
+    last_error: str | None = None
+    next_try_at: datetime | None = None
+    # When the message ended, as the notice says; kept once a try failed (the entry's key then moves).
+    finished_at: datetime | None = None
+
+
 @dataclass(frozen=True)
 class NewMessage:
     """A validated message request, before it has an id or a due time."""
@@ -146,3 +163,5 @@ class Message:
     occurrence_at: datetime | None = None
     # A finished message's last attempt, written with its outcome (earlier ones are history items).
     final_attempt: Attempt | None = None
+    # The failure notice of this version (written only by the outbox; a new version starts without).
+    notice: Notice | None = field(default=None, compare=False)

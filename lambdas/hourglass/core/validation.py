@@ -28,6 +28,7 @@ from hourglass.core.model import (
     DeliveryControl,
     HttpTarget,
     NewMessage,
+    NoticeStatus,
     QueueSettings,
     RetryPolicy,
     SqsTarget,
@@ -74,6 +75,7 @@ class ListQuery:
     limit: int
     cursor: str | None
     schedule: str | None = None
+    notice: NoticeStatus | None = None
 
 
 @dataclass(frozen=True)
@@ -369,7 +371,7 @@ def message_patch(doc: object, settings: QueueSettings, now: datetime) -> Messag
 
 def list_query(params: Mapping[str, str] | None) -> ListQuery:
     params = params or {}
-    _only(params, frozenset({"status", "limit", "cursor", "schedule"}), "")
+    _only(params, frozenset({"status", "limit", "cursor", "schedule", "notice"}), "")
     status = params.get("status")
     if status is not None and status not in {s.value for s in Status}:
         raise ValidationError("status", f"must be one of {', '.join(s.value for s in Status)}")
@@ -384,8 +386,15 @@ def list_query(params: Mapping[str, str] | None) -> ListQuery:
     schedule = params.get("schedule")
     if schedule is not None and not QUEUE_NAME.fullmatch(schedule):
         raise ValidationError("schedule", "must match ^[A-Za-z0-9_-]{1,64}$")
+    notice = params.get("notice")
+    if notice is not None and notice not in {s.value for s in NoticeStatus}:
+        raise ValidationError("notice", f"must be one of {', '.join(s.value for s in NoticeStatus)}")
     return ListQuery(
-        status=Status(status) if status else None, limit=int(raw_limit), cursor=cursor, schedule=schedule
+        status=Status(status) if status else None,
+        limit=int(raw_limit),
+        cursor=cursor,
+        schedule=schedule,
+        notice=NoticeStatus(notice) if notice else None,
     )
 
 

@@ -1,26 +1,33 @@
 """Failure notifications: one notice (at least) to the queue's failure destination when a message ends failed or
-expired, kept in an outbox on the final item until it is sent, so that a writer dying in between loses none."""
+expired, kept in an outbox on the final item until it is sent (a writer dying in between loses none), each entry
+tried again with backoff, fairly across queues, and given up visibly after a bounded number of tries."""
 
 from __future__ import annotations
 
-import http.client
 import json
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import islice
 
-from hourglass.core import delivery_control, failure_notice
-from hourglass.core.model import HttpTarget, Message, SqsTarget
+from hourglass.core import delivery, delivery_control, failure_notice
+from hourglass.core.model import HttpTarget, Message, NoticeStatus, SqsTarget
 from hourglass.core.schedule import SweepKeys
-from hourglass.core.timestamps import from_ms
-from hourglass.errors import DeliveryError, StoreError, ValidationError
+from hourglass.errors import StoreError
 from hourglass.logs import log
+from hourglass.service import targets
 from hourglass.service.context import Context
 
+Destination = HttpTarget | SqsTarget
+
 NOTICE_TIMEOUT = (5.0, 5.0)
-# Outbox entries one recovery run sends at most: a dead destination costs each sweep this many attempts.
+# Sends one recovery run tries at most: a dead destination costs each sweep at most QUEUE_FAILURES of them.
 RECOVERY_BATCH = 100
+# Due outbox entries one recovery run reads (keys only), then takes in turn from each queue.
+RECOVERY_READ = 1000
+# Failed tries of one queue's notices after which a run leaves that queue's other entries to the next run.
+QUEUE_FAILURES = 3
 # Recovery stops when a send that hangs to its timeout could outlast the invocation by less than this (s).
 TIME_MARGIN = 5.0
 
@@ -29,7 +36,7 @@ TIME_MARGIN = 5.0
 class Owed:
     """A notice the final write of a message owes: where it goes, and the outbox keys that write carries."""
 
-    destination: HttpTarget | SqsTarget
+    destination: Destination
     keys: SweepKeys
 
 
@@ -48,37 +55,63 @@ def owed(ctx: Context, message: Message, finished_at: datetime) -> Owed | None:
 def send_owed(ctx: Context, message: Message, notice: Owed, finished_at: datetime) -> bool:
     """Sends the notice of `message`, just written with `notice.keys`, and clears its outbox entry; True when sent.
 
-    A failed send (logged, counted as `FailureNoticeFailed`, never raised) leaves the entry for `recover`.
+    A failed send is the notice's first try (`_try`): logged, counted, never raised; its entry waits for `recover`.
     """
-    if not _deliver(ctx, notice.destination, message, finished_at):
-        return False
-    _clear(ctx, message)
-    return True
+    return _try(ctx, notice.destination, message, finished_at, tries=1)
 
 
 def recover(ctx: Context, time_left: Callable[[], float] = lambda: 60.0, limit: int = RECOVERY_BATCH) -> int:
-    """Sends the notices whose writer died before sending them or whose send failed: the outbox entries older
-    than OUTBOX_GRACE, oldest first, while `time_left()` leaves room for one more send. Called by every
-    scheduled sweeper run; returns how many it sent."""
+    """Tries the notices whose writer died before sending them or whose next try has come: up to RECOVERY_READ
+    due outbox entries, in turn per queue, at most `limit` sends and QUEUE_FAILURES failures per queue, while
+    `time_left()` leaves room for one more send. Called by every scheduled sweeper run; returns how many it sent."""
     now = ctx.clock()
     low, high = failure_notice.outbox_range(now)
-    entries = ctx.store.query_due(failure_notice.OUTBOX_PK, low, high, limit=limit)
-    sent = 0
-    for entry in islice(entries, limit):
-        if time_left() < sum(NOTICE_TIMEOUT) + TIME_MARGIN:
+    due = islice(ctx.store.query_due(failure_notice.OUTBOX_PK, low, high, limit=RECOVERY_READ), RECOVERY_READ)
+    failures: Counter[str] = Counter()
+    sent = tried = 0
+    for entry in failure_notice.fair_order(due):
+        if tried >= limit or time_left() < sum(NOTICE_TIMEOUT) + TIME_MARGIN:
             break
+        if failures[entry.queue] >= QUEUE_FAILURES:
+            continue  # its destination looks down: the other queues' notices go first in this run
         message = ctx.store.get_message(entry.queue, entry.id)
-        if message is None or message.version != entry.version or not failure_notice.notifies(message.status):
-            continue  # the index lags a write that already replaced (or removed) the item, and its entry
+        notice = message.notice if message is not None and message.version == entry.version else None
+        if message is None or notice is None or notice.next_try_at is None or notice.next_try_at > now:
+            continue  # the index lags a write that already replaced, moved or removed the item's entry
         destination = delivery_control.of(ctx.store.get_queue(message.queue, consistent=True)).failure_destination
-        finished_at = from_ms(entry.due_ms) - failure_notice.OUTBOX_GRACE
         if destination is None:
             _clear(ctx, message)  # the destination was removed since: nothing to send any more
-        elif _deliver(ctx, destination, message, finished_at):
-            _clear(ctx, message)
+            continue
+        tried += 1
+        finished_at = notice.finished_at or notice.next_try_at - failure_notice.OUTBOX_GRACE
+        if _try(ctx, destination, message, finished_at, tries=notice.tries + 1):
             ctx.metrics.count("FailureNoticeRecovered", queue=message.queue)
             sent += 1
+        else:
+            failures[entry.queue] += 1
     return sent
+
+
+def _try(ctx: Context, destination: Destination, message: Message, finished_at: datetime, *, tries: int) -> bool:
+    """The notice's `tries`-th try: cleared once sent; otherwise its entry moves to its next try, or the
+    notice is given up (permanent refusal, or the last try), counted as `FailureNoticeAbandoned`."""
+    outcome = targets.judged(lambda: _send(ctx, destination, message, finished_at))
+    if outcome.delivered:
+        ctx.metrics.count("FailureNoticeSent", queue=message.queue)
+        _clear(ctx, message)
+        return True
+    log("failure_notice_failed", id=message.id, queue=message.queue, tries=tries, error=outcome.error)
+    ctx.metrics.count("FailureNoticeFailed", queue=message.queue)
+    notice = failure_notice.after_failure(message.id, tries, outcome, finished_at, ctx.clock())
+    try:
+        recorded = ctx.store.record_notice(message, notice)
+    except StoreError as exc:  # the entry stays as it was: tried again, one try more than counted
+        log("failure_notice_record_failed", id=message.id, queue=message.queue, error=str(exc))
+        return False
+    if recorded and notice.status is NoticeStatus.ABANDONED:
+        ctx.metrics.count("FailureNoticeAbandoned", queue=message.queue)
+        log("failure_notice_abandoned", id=message.id, queue=message.queue, tries=tries, error=outcome.error)
+    return False
 
 
 def _clear(ctx: Context, message: Message) -> None:
@@ -88,24 +121,12 @@ def _clear(ctx: Context, message: Message) -> None:
         log("failure_notice_clear_failed", id=message.id, queue=message.queue, error=str(exc))
 
 
-def _deliver(ctx: Context, destination: HttpTarget | SqsTarget, message: Message, finished_at: datetime) -> bool:
-    notice = failure_notice.failure_notice(message, finished_at)
-    try:
-        _send(ctx, destination, message, notice)
-    except (DeliveryError, ValidationError, OSError, http.client.HTTPException) as exc:
-        log("failure_notice_failed", id=message.id, queue=message.queue, error=str(exc))
-        ctx.metrics.count("FailureNoticeFailed", queue=message.queue)
-        return False
-    ctx.metrics.count("FailureNoticeSent", queue=message.queue)
-    return True
-
-
-def _send(ctx: Context, destination: HttpTarget | SqsTarget, message: Message, notice: dict[str, object]) -> None:
-    body = json.dumps(notice, separators=(",", ":"), ensure_ascii=False)
+def _send(ctx: Context, destination: Destination, message: Message, finished_at: datetime) -> delivery.Outcome:
+    body = json.dumps(failure_notice.failure_notice(message, finished_at), separators=(",", ":"), ensure_ascii=False)
     if isinstance(destination, SqsTarget):
         dedup = f"{message.id}#{message.version}"
         ctx.targets.send(destination.queue_url, body, group=message.queue, dedup_id=dedup)
-        return
+        return delivery.DELIVERED
     headers = {**destination.headers, **failure_notice.notice_headers(message)}
     connect, read = NOTICE_TIMEOUT
     reply = ctx.post(
@@ -116,5 +137,4 @@ def _send(ctx: Context, destination: HttpTarget | SqsTarget, message: Message, n
         connect_timeout=connect,
         read_timeout=read,
     )
-    if not 200 <= reply.status < 300:
-        raise DeliveryError(f"failure destination answered HTTP {reply.status}", retryable=True)
+    return delivery.judge_http(reply.status, reply.headers.get("retry-after"), ctx.clock())

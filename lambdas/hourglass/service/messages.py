@@ -133,7 +133,12 @@ class Messages:
         query = validation.list_query(params)
         self.queues.get(queue_name)
         found, cursor = self.store.list_messages(
-            queue_name, status=query.status, limit=query.limit, cursor=query.cursor, schedule=query.schedule
+            queue_name,
+            status=query.status,
+            limit=query.limit,
+            cursor=query.cursor,
+            schedule=query.schedule,
+            notice=query.notice,
         )
         # Contract v1.1: a page may hold fewer than `limit`, so that it fits Lambda's 6 MB response.
         fit = limits.page_length([message_doc(m) for m in found])

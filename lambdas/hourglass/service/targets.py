@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import http.client
+from collections.abc import Callable
 
 from hourglass.core import deadline, delivery, delivery_control, sqs_targets
 from hourglass.core.model import HttpTarget, LaterTarget, Message, Queue, SqsTarget, Target
@@ -32,31 +33,13 @@ def check_allowed(ctx: Context, target: Target | None, field: str) -> None:
 
 def deliver(ctx: Context, message: Message, queue: Queue | None) -> delivery.Outcome:
     """One attempt at the message's target (or its queue's): the outcome, never an exception."""
-    target = message.target or (queue.settings.target if queue else None)
-    attempt = message.attempts
+    return judged(lambda: _attempt(ctx, message, queue))
+
+
+def judged(send: Callable[[], delivery.Outcome]) -> delivery.Outcome:
+    """The outcome of one send to a target or a failure destination: its exceptions judged as retryable or not."""
     try:
-        if isinstance(target, SqsTarget):
-            ctx.targets.send(
-                target.queue_url, delivery.sqs_envelope(message, attempt), group=message.queue, dedup_id=message.id
-            )
-            return delivery.DELIVERED
-        if isinstance(target, LaterTarget):
-            reply = ctx.post(
-                target.url,
-                delivery.later_request(message),
-                {"Content-Type": "application/json"},
-                allow_private=ctx.settings.allow_private_callbacks,
-            )
-            return delivery.judge_later(reply.status, reply.body)
-        if isinstance(target, HttpTarget):
-            secret = queue.settings.signing_secret if queue else None
-            body, headers = delivery.http_request(
-                message, attempt, headers=target.headers, secret=secret, now=ctx.clock()
-            )
-            allow = ctx.settings.allow_private_callbacks
-            connect, read = deadline.http_timeouts(delivery_control.of(queue).timeout)
-            reply = ctx.post(target.url, body, headers, allow_private=allow, connect_timeout=connect, read_timeout=read)
-            return delivery.judge_http(reply.status, reply.headers.get("retry-after"), ctx.clock())
+        return send()
     except DeliveryError as exc:
         return delivery.Outcome(False, retryable=exc.retryable, error=str(exc))
     except ValidationError as exc:
@@ -64,4 +47,29 @@ def deliver(ctx: Context, message: Message, queue: Queue | None) -> delivery.Out
         return delivery.Outcome(False, retryable=True, error=exc.message)
     except (OSError, http.client.HTTPException) as exc:
         return delivery.transport_failure(f"{type(exc).__name__}: {exc}")
+
+
+def _attempt(ctx: Context, message: Message, queue: Queue | None) -> delivery.Outcome:
+    target = message.target or (queue.settings.target if queue else None)
+    attempt = message.attempts
+    if isinstance(target, SqsTarget):
+        ctx.targets.send(
+            target.queue_url, delivery.sqs_envelope(message, attempt), group=message.queue, dedup_id=message.id
+        )
+        return delivery.DELIVERED
+    if isinstance(target, LaterTarget):
+        reply = ctx.post(
+            target.url,
+            delivery.later_request(message),
+            {"Content-Type": "application/json"},
+            allow_private=ctx.settings.allow_private_callbacks,
+        )
+        return delivery.judge_later(reply.status, reply.body)
+    if isinstance(target, HttpTarget):
+        secret = queue.settings.signing_secret if queue else None
+        body, headers = delivery.http_request(message, attempt, headers=target.headers, secret=secret, now=ctx.clock())
+        allow = ctx.settings.allow_private_callbacks
+        connect, read = deadline.http_timeouts(delivery_control.of(queue).timeout)
+        reply = ctx.post(target.url, body, headers, allow_private=allow, connect_timeout=connect, read_timeout=read)
+        return delivery.judge_http(reply.status, reply.headers.get("retry-after"), ctx.clock())
     return delivery.Outcome(False, retryable=False, error="message has no target")
