@@ -17,6 +17,8 @@ FINAL = frozenset({Status.DELIVERED, Status.FAILED, Status.EXPIRED, Status.CANCE
 # How late a message of an unlimited, running queue may be handed to its target (sweep interval, lookahead
 # hand-off, a crashed attempt's lease and the timer's visibility timeout) before it counts as stuck.
 SLACK = timedelta(seconds=600)
+# How late a first attempt may start on a running queue when nothing crashed: a sweep interval and a hand-off.
+ON_TIME = timedelta(seconds=90)
 # The fields two messages that went through the same story must agree on (ids and instants differ).
 COMPARED = ("status", "attempts", "last_error", "body")
 
@@ -34,15 +36,16 @@ class Generation:
     destination_since: datetime | None = None
     max_attempts: int = 3
     paused: bool = False
+    paused_ever: bool = False
     alive: bool = True
     target_failed_ever: bool = False  # its target answered anything but 2xx at some point
     schedules: dict[str, bool] = field(default_factory=dict)  # name -> paused
     admitted: int = 0  # messages, occurrences and redeliveries this lifetime admitted (pacing backlog)
 
-    def allowed_lateness(self) -> timedelta:
+    def allowed_lateness(self, slack: timedelta = SLACK) -> timedelta:
         if self.slowest_rate is None:
-            return SLACK
-        return SLACK + timedelta(seconds=self.admitted / self.slowest_rate)
+            return slack
+        return slack + timedelta(seconds=self.admitted / self.slowest_rate)
 
 
 @dataclass
@@ -67,13 +70,24 @@ class Reference:
             self.violations.append(entry)
 
     # what reached the outside world ---------------------------------------------------------------
-    def delivered(self, message: Message | None, queue: str, message_id: str) -> None:
-        """An attempt reached a target: it must be a message of the queue's live lifetime."""
+    def delivered(
+        self, message: Message | None, queue: str, message_id: str, now: datetime, *, crashed: bool = False
+    ) -> None:
+        """An attempt reached a target: a message of the queue's live lifetime, on time (its first attempt,
+        when nothing crashed and the queue was never paused) within the pacing its own lifetime asked for."""
         if message is None:
             return
         live = self.live(queue)
         if live is None or message.queue_epoch != live.epoch:
             self.violate("rule 3", f"{queue}/{message_id} of an earlier lifetime of {queue} reached a target")
+            return
+        late = now - message.due_at
+        if message.attempts == 1 and not crashed and not live.paused_ever and late > live.allowed_lateness(ON_TIME):
+            self.violate(
+                "rule 3",
+                f"{queue}/{message_id} started {int(late.total_seconds())} s late "
+                f"(its lifetime allows {int(live.allowed_lateness(ON_TIME).total_seconds())} s)",
+            )
 
     def noticed(self, message_id: str, event: str) -> None:
         self.notices.setdefault(message_id, set()).add(event)
@@ -103,7 +117,7 @@ class Reference:
         if message.due_at + bound < now:
             owner = "a deleted queue" if generation is None or not generation.alive else "its queue"
             self.violate(
-                "rule 3" if owner == "a deleted queue" or generation and generation.slowest_rate else "liveness",
+                "rule 3" if owner == "a deleted queue" or (generation and generation.slowest_rate) else "liveness",
                 f"{name} of {owner} still {message.status.value} {int((now - message.due_at).total_seconds())} s "
                 f"after its due time",
             )

@@ -4,6 +4,7 @@ would (delays, visibility, receive counts, the DLQ), targets and failure destina
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
@@ -24,7 +25,7 @@ from moto.sqs.models import sqs_backends
 
 from devstack import liveness
 from tests.conftest import FakeClock
-from tests.faults.proxies import Crash, FaultyClient
+from tests.faults.proxies import Crash, FaultyClient, Serialized
 from tests.faults.test_state_machine import VISIBILITY, TransitionChecker
 from tests.integration.conftest import Harness, harness_for
 from tests.model.reference import Reference
@@ -64,7 +65,8 @@ class World:
         self.h: Harness = self._context.__enter__()
         ctx = self.h.ctx
         ctx.settings = replace(ctx.settings, shards=2)
-        self.ddb = FaultyClient(ctx.store.client)
+        # Bulk operations write from threads; moto's in-memory tables are not safe under them (DynamoDB is).
+        self.ddb = FaultyClient(Serialized(ctx.store.client, threading.Lock()))
         self.checker = TransitionChecker(self.ddb)
         self.sqs = FaultyClient(ctx.timers.client)
         ctx.store.client = self.checker
@@ -86,10 +88,12 @@ class World:
         kind, queue = url.rsplit("/", 2)[-2:]
         modes = self.modes.setdefault(queue, Modes())
         if kind == "n":
-            self.reference.noticed(headers.get("Hourglass-Message-Id") or json.loads(body)["id"], "http")
+            if modes.notice == "ok":  # a notice counts once the destination took it
+                self.reference.noticed(json.loads(body)["id"], "http")
             return HttpReply(status=ANSWER[modes.notice], headers={}, body=b"{}")
         message_id = headers["Hourglass-Message-Id"]
-        self.reference.delivered(self.h.ctx.store.get_message(queue, message_id), queue, message_id)
+        stored = self.h.ctx.store.get_message(queue, message_id)
+        self.reference.delivered(stored, queue, message_id, self.clock(), crashed=self.crashes > 0)
         status = modes.script.pop(0) if modes.script else ANSWER[modes.target]
         return HttpReply(status=status, headers={}, body=b"{}")
 
@@ -103,7 +107,10 @@ class World:
                         self.reference.noticed(doc["id"], "sqs")
                     else:
                         stored = self.h.ctx.store.get_message(doc["queue"], doc["id"])
-                        self.reference.delivered(stored, doc["queue"], doc["id"])
+                        # read after the fact: no lateness judged
+                        self.reference.delivered(
+                            stored, doc["queue"], doc["id"], stored.due_at if stored else self.clock()
+                        )
                     self.h.sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
 
     # crashes ------------------------------------------------------------------------------------
