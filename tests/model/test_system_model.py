@@ -21,10 +21,10 @@ from tests.model.world import Modes, World
 QUEUES = ("a", "b")
 SCHEDULES = ("s1", "s2")
 EXAMPLES = int(os.environ.get("HOURGLASS_MODEL_EXAMPLES", "30"))
-STEPS = int(os.environ.get("HOURGLASS_MODEL_STEPS", "30"))
+STEPS = int(os.environ.get("HOURGLASS_MODEL_STEPS", "25"))
 # Shrinking a failing story takes minutes: asked for (HOURGLASS_MODEL_SHRINK=1) when hunting a new hole.
 SHRINK = os.environ.get("HOURGLASS_MODEL_SHRINK") == "1"
-DRAIN_SECONDS = 2400
+DRAIN_SECONDS = 1800
 # Just under POST's 256 KiB body limit: its SQS envelope, or its failure notice, is over SQS's.
 BIG_BODY = "x" * 262_140
 RATES = (None, None, 0.1, 1, 100)
