@@ -115,6 +115,8 @@ bench-modes: $(STAMP) tools
 # Then the fuzz through delivery with SOAK_FUZZ_EXAMPLES examples (`make test` runs 20; ~1.5 s each).
 SOAK_ROUNDS ?= 5
 SOAK_FUZZ_EXAMPLES ?= 300
+# The whole-system model test (tests/model): `make test` runs HOURGLASS_MODEL_EXAMPLES (30) examples, soak this many.
+SOAK_MODEL_EXAMPLES ?= 500
 total-queue: $(STAMP) check-node
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests/faults/test_total_queue.py -k "not soak" -rA
 
@@ -123,6 +125,8 @@ soak: $(STAMP) check-node
 		-o timeout=3600 tests/faults/test_total_queue.py -k soak -rA
 	HOURGLASS_DELIVERY_FUZZ_EXAMPLES=$(SOAK_FUZZ_EXAMPLES) $(BIN)/python -m pytest -q -p no:cacheprovider \
 		-o timeout=3600 tests/fuzz/test_through_delivery.py
+	HOURGLASS_MODEL_EXAMPLES=$(SOAK_MODEL_EXAMPLES) $(BIN)/python -m pytest -q -p no:cacheprovider \
+		-o timeout=7200 tests/model/test_system_model.py -rA
 
 clean:
 	rm -rf $(VENV) $(MINISTACK_VENV) node_modules .hourglass cdk.out dist

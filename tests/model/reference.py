@@ -1,0 +1,150 @@
+"""The whole-system model's reference: what a user of Hourglass was promised, kept per queue lifetime.
+
+The machine (test_system_model.py) tells it what the user did and what reached the outside world; the checks
+here compare that with the stored state. Each violation names the rule of issue 23 it breaks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from hourglass.core.model import Message, Status
+
+FINAL = frozenset({Status.DELIVERED, Status.FAILED, Status.EXPIRED, Status.CANCELLED})
+# How late a message of an unlimited, running queue may be handed to its target (sweep interval, lookahead
+# hand-off, a crashed attempt's lease and the timer's visibility timeout) before it counts as stuck.
+SLACK = timedelta(seconds=600)
+# How late a first attempt may start on a running queue when nothing crashed: a sweep interval and a hand-off.
+ON_TIME = timedelta(seconds=90)
+# The fields two messages that went through the same story must agree on (ids and instants differ).
+COMPARED = ("status", "attempts", "last_error", "body")
+
+
+@dataclass
+class Generation:
+    """One lifetime of a queue name: from the PUT that created it to its DELETE."""
+
+    name: str
+    epoch: datetime
+    target: str = "http"  # "http" or "sqs"
+    rate: float | None = None
+    slowest_rate: float | None = None  # the lowest rate this lifetime ever had (None: never limited)
+    destination: str | None = None  # "http", "sqs" or None
+    destination_since: datetime | None = None
+    max_attempts: int = 3
+    paused: bool = False
+    paused_ever: bool = False
+    alive: bool = True
+    target_failed_ever: bool = False  # its target answered anything but 2xx at some point
+    schedules: dict[str, bool] = field(default_factory=dict)  # name -> paused
+    admitted: int = 0  # messages, occurrences and redeliveries this lifetime admitted (pacing backlog)
+
+    def allowed_lateness(self, slack: timedelta = SLACK) -> timedelta:
+        if self.slowest_rate is None:
+            return slack
+        return slack + timedelta(seconds=self.admitted / self.slowest_rate)
+
+
+@dataclass
+class Reference:
+    generations: list[Generation] = field(default_factory=list)
+    notices: dict[str, set[str]] = field(default_factory=dict)  # message id -> events received
+    violations: list[str] = field(default_factory=list)
+
+    def live(self, name: str) -> Generation | None:
+        for generation in reversed(self.generations):
+            if generation.name == name:
+                return generation if generation.alive else None
+        return None
+
+    def of(self, name: str, epoch: datetime | None) -> Generation | None:
+        """The lifetime a stored message belongs to."""
+        return next((g for g in self.generations if g.name == name and g.epoch == epoch), None)
+
+    def violate(self, rule: str, text: str) -> None:
+        entry = f"[{rule}] {text}"
+        if entry not in self.violations:
+            self.violations.append(entry)
+
+    # what reached the outside world ---------------------------------------------------------------
+    def delivered(
+        self, message: Message | None, queue: str, message_id: str, now: datetime, *, crashed: bool = False
+    ) -> None:
+        """An attempt reached a target: a message of the queue's live lifetime, on time (its first attempt,
+        when nothing crashed and the queue was never paused) within the pacing its own lifetime asked for."""
+        if message is None:
+            return
+        live = self.live(queue)
+        if live is None or message.queue_epoch != live.epoch:
+            self.violate("rule 3", f"{queue}/{message_id} of an earlier lifetime of {queue} reached a target")
+            return
+        late = now - message.due_at
+        if message.attempts == 1 and not crashed and not live.paused_ever and late > live.allowed_lateness(ON_TIME):
+            self.violate(
+                "rule 3",
+                f"{queue}/{message_id} started {int(late.total_seconds())} s late "
+                f"(its lifetime allows {int(live.allowed_lateness(ON_TIME).total_seconds())} s)",
+            )
+
+    def noticed(self, message_id: str, event: str) -> None:
+        self.notices.setdefault(message_id, set()).add(event)
+
+    # checks over the stored state ---------------------------------------------------------------
+    def check_messages(self, messages: Iterable[Message], now: datetime, verdicts: dict[str, str | None]) -> None:
+        """Every accepted message ended, or has a way forward (liveness) and is not late beyond its bound;
+        a failed or expired one with a destination got its notice; one whose target never refused never failed."""
+        for message in messages:
+            generation = self.of(message.queue, message.queue_epoch)
+            name = f"{message.queue}/{message.id}"
+            if verdicts.get(message.id) is None:
+                self.violate("liveness", f"{name} {message.status.value} has no way forward")
+            if message.status not in FINAL:
+                self._check_waiting(message, generation, now, name)
+                continue
+            if generation is None or not generation.alive:
+                continue
+            if message.status is Status.FAILED and not generation.target_failed_ever:
+                self.violate("rule 1", f"{name} accepted, then failed at a target that accepts everything")
+            self._check_notice(message, generation, name)
+
+    def _check_waiting(self, message: Message, generation: Generation | None, now: datetime, name: str) -> None:
+        if generation is not None and generation.alive and generation.paused:
+            return  # a paused queue's messages wait, pending, for the resume
+        bound = generation.allowed_lateness() if generation is not None and generation.alive else SLACK
+        if message.due_at + bound < now:
+            owner = "a deleted queue" if generation is None or not generation.alive else "its queue"
+            self.violate(
+                "rule 3" if owner == "a deleted queue" or (generation and generation.slowest_rate) else "liveness",
+                f"{name} of {owner} still {message.status.value} {int((now - message.due_at).total_seconds())} s "
+                f"after its due time",
+            )
+
+    def _check_notice(self, message: Message, generation: Generation, name: str) -> None:
+        if message.status not in (Status.FAILED, Status.EXPIRED) or generation.destination is None:
+            return
+        if generation.destination_since is None or message.created_at < generation.destination_since:
+            return  # the destination changed during its life: which one it was owed is not the model's to say
+        if message.id not in self.notices and not gave_up(message):
+            self.violate("rule 2/6", f"{name} ended {message.status.value}: no notice and no visible give-up")
+
+    def check_schedules(self, listed: dict[str, list[str]]) -> None:
+        """A queue lists exactly the schedules of its own lifetime."""
+        for name, names in listed.items():
+            generation = self.live(name)
+            own = set() if generation is None else set(generation.schedules)
+            for schedule in names:
+                if schedule not in own:
+                    self.violate("rule 3", f"{name} lists schedule {schedule} of an earlier lifetime")
+
+
+def gave_up(message: Message) -> bool:
+    """Whether the message shows that its notice was given up (rule 6 adds that state; nothing shows it today)."""
+    return bool(getattr(message, "notice_given_up", False))
+
+
+def comparable(doc: dict[str, Any]) -> dict[str, Any]:
+    """A message document without what differs between two runs of one story (ids, instants)."""
+    return {key: doc.get(key) for key in COMPARED}

@@ -1,0 +1,253 @@
+"""The world the whole-system model runs in: the in-process stack on a fake clock, its timer queue played as SQS
+would (delays, visibility, receive counts, the DLQ), targets and failure destinations that answer as told."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from contextlib import suppress
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from hourglass.adapters.http_target import HttpReply
+from hourglass.adapters.timer_queue import read_timers
+from hourglass.core.model import Message
+from hourglass.core.timestamps import to_ms
+from hourglass.service import failure_notices
+from hourglass.service.dead_letters import DeadLetters
+from hourglass.service.dispatch import Dispatcher
+from hourglass.service.operations import Operations
+from hourglass.service.sweep import Sweeper
+from moto.core.utils import unix_time_millis
+from moto.sqs.models import sqs_backends
+
+from devstack import liveness
+from tests.conftest import FakeClock
+from tests.faults.proxies import Crash, FaultyClient, Serialized
+from tests.faults.test_state_machine import VISIBILITY, TransitionChecker
+from tests.integration.conftest import Harness, harness_for
+from tests.model.reference import Reference
+
+SWEEP_EVERY = timedelta(seconds=60)  # EventBridge's rate(1 minute)
+MAX_RECEIVES = 10  # the timer queue's redrive policy (stacks/hourglass_stack.py MAX_RECEIVE_COUNT)
+DDB_WRITES = ("put_item", "update_item", "delete_item", "transact_write_items", "batch_write_item")
+SQS_WRITES = ("send_message_batch", "send_message")
+# Answers a target or destination gives, by mode.
+ANSWER = {"ok": 200, "transient": 503, "permanent": 404}
+
+
+@dataclass
+class Timer:
+    """A timer-queue message as SQS holds it."""
+
+    record: str
+    body: str
+    visible: datetime
+    receives: int = 0
+
+
+@dataclass
+class Modes:
+    """How a queue's target and failure destination answer: a script first, then the mode."""
+
+    target: str = "ok"
+    script: list[int] = field(default_factory=list)
+    notice: str = "ok"
+
+
+class World:
+    def __init__(self, reference: Reference) -> None:
+        self.clock = FakeClock()
+        self.reference = reference
+        self._context = harness_for(self.clock)
+        self.h: Harness = self._context.__enter__()
+        ctx = self.h.ctx
+        ctx.settings = replace(ctx.settings, shards=2)
+        # Bulk operations write from threads; moto's in-memory tables are not safe under them (DynamoDB is).
+        self.ddb = FaultyClient(Serialized(ctx.store.client, threading.Lock()))
+        self.checker = TransitionChecker(self.ddb)
+        self.sqs = FaultyClient(ctx.timers.client)
+        ctx.store.client = self.checker
+        ctx.timers.client = self.sqs
+        ctx.post = self._post
+        self.target_url = self.h.sqs.create_queue(QueueName="target-model")["QueueUrl"]
+        self.notice_url = self.h.sqs.create_queue(QueueName="target-notices")["QueueUrl"]
+        self.modes: dict[str, Modes] = {}
+        self.timers: list[Timer] = []
+        self.dead: list[Timer] = []
+        self.next_sweep = self.clock() + SWEEP_EVERY
+        self.crashes = 0
+
+    def close(self) -> None:
+        self._context.__exit__(None, None, None)
+
+    # the outside world ------------------------------------------------------------------------
+    def _post(self, url: str, body: bytes, headers: dict[str, str], **_: Any) -> HttpReply:
+        kind, queue = url.rsplit("/", 2)[-2:]
+        modes = self.modes.setdefault(queue, Modes())
+        if kind == "n":
+            if modes.notice == "ok":  # a notice counts once the destination took it
+                self.reference.noticed(json.loads(body)["id"], "http")
+            return HttpReply(status=ANSWER[modes.notice], headers={}, body=b"{}")
+        message_id = headers["Hourglass-Message-Id"]
+        stored = self.h.ctx.store.get_message(queue, message_id)
+        self.reference.delivered(stored, queue, message_id, self.clock(), crashed=self.crashes > 0)
+        status = modes.script.pop(0) if modes.script else ANSWER[modes.target]
+        return HttpReply(status=status, headers={}, body=b"{}")
+
+    def read_sqs(self) -> None:
+        """What reached the SQS target and destination: deliveries checked as the HTTP ones, notices noted."""
+        for url, is_notice in ((self.target_url, False), (self.notice_url, True)):
+            while got := self.h.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
+                for m in got:
+                    doc = json.loads(m["Body"])
+                    if is_notice:
+                        self.reference.noticed(doc["id"], "sqs")
+                    else:
+                        stored = self.h.ctx.store.get_message(doc["queue"], doc["id"])
+                        # read after the fact: no lateness judged
+                        self.reference.delivered(
+                            stored, doc["queue"], doc["id"], stored.due_at if stored else self.clock()
+                        )
+                    self.h.sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+
+    # crashes ------------------------------------------------------------------------------------
+    def crashing(self, write: int, action: Callable[[], object]) -> bool:
+        """Runs `action` with the process dying just before its `write`-th write (DynamoDB or the timer queue);
+        True when it died."""
+        count = [0]
+
+        def nth(_: dict[str, Any]) -> bool:
+            count[0] += 1
+            return count[0] == write
+
+        for operation in DDB_WRITES:
+            self.ddb.crash(operation, when=nth)
+        for operation in SQS_WRITES:
+            self.sqs.crash(operation, when=nth)
+        try:
+            action()
+            return False
+        except Crash:
+            self.crashes += 1
+            return True
+        finally:
+            self.ddb.heal()
+            self.sqs.heal()
+
+    # the timer queue as SQS plays it ----------------------------------------------------------
+    def collect(self) -> None:
+        """Moves what was sent to the timer queue into `timers`, each visible after its DelaySeconds."""
+        backend = sqs_backends["123456789012"]["us-east-1"]
+        queue = backend.queues[self.h.ctx.settings.timer_queue_url.rsplit("/", 1)[-1]]
+        now_ms = unix_time_millis()
+        delays = {}
+        for m in queue._messages:
+            delays[m.id] = max(0.0, (m.delayed_until - now_ms) / 1000)
+            m.delayed_until = 0.0
+        url = self.h.ctx.settings.timer_queue_url
+        while got := self.h.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
+            for m in got:
+                visible = self.clock() + timedelta(seconds=round(delays.get(m["MessageId"], 0.0)))
+                self.timers.append(Timer(m["MessageId"], m["Body"], visible))
+                self.h.sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+
+    def visible(self) -> list[Timer]:
+        return sorted((t for t in self.timers if t.visible <= self.clock()), key=lambda t: t.visible)
+
+    def dispatch(self, timer: Timer) -> None:
+        """SQS hands `timer` to a dispatcher; a failed record comes back after the visibility timeout and,
+        received MAX_RECEIVES times, goes to the DLQ."""
+        self.timers.remove(timer)
+        timer.receives += 1
+        try:
+            failed = Dispatcher(self.h.ctx).run_batch([(timer.record, timer.body)])
+        except Crash:
+            self.crashes += 1
+            failed = [timer.record]
+        if failed:
+            timer.visible = self.clock() + VISIBILITY
+            (self.dead if timer.receives >= MAX_RECEIVES else self.timers).append(timer)
+        self.collect()
+
+    def dead_letters(self) -> None:
+        """The DLQ consumer; what it cannot finish now stays in the DLQ."""
+        waiting, self.dead = self.dead, []
+        for timer in waiting:
+            try:
+                failed = DeadLetters(self.h.ctx).run_batch([(timer.record, timer.body, timer.receives)])
+            except Crash:
+                self.crashes += 1
+                failed = [timer.record]
+            if failed:
+                self.dead.append(timer)
+
+    def sweep(self) -> None:
+        """One scheduled sweeper run: the sweep, the restart of stale operations, the outbox recovery."""
+        for step in (
+            lambda: Sweeper(self.h.ctx).run(),
+            lambda: Operations(self.h.ctx).restart_stale(),
+            lambda: failure_notices.recover(self.h.ctx),
+        ):
+            try:
+                step()
+            except Crash:
+                self.crashes += 1
+        self.collect()
+
+    def run_for(self, seconds: float, *, step_limit: int = 400) -> None:
+        """Time passes: sweeps on their schedule, each timer when SQS would hand it out, the DLQ consumer."""
+        end = self.clock() + timedelta(seconds=seconds)
+        self.collect()
+        for _ in range(step_limit):
+            upcoming = min((t.visible for t in self.timers), default=None)
+            if upcoming is not None and upcoming <= self.next_sweep and upcoming <= end:
+                self.clock.now = max(self.clock(), upcoming)
+                self.dispatch(min(self.timers, key=lambda t: t.visible))
+            elif self.next_sweep <= end:
+                self.clock.now = max(self.clock(), self.next_sweep)
+                self.next_sweep += SWEEP_EVERY
+                self.sweep()
+                self.dead_letters()
+            else:
+                break
+        self.clock.now = max(self.clock(), end)
+        self.read_sqs()
+
+    # the stored state ---------------------------------------------------------------------------
+    def _items(self, **kwargs: Any) -> list[dict[str, Any]]:
+        """Every message item (a Scan, page by page: big bodies fill a page fast)."""
+        request = {
+            "TableName": self.h.ctx.settings.table,
+            "FilterExpression": "begins_with(sk, :m)",
+            "ExpressionAttributeValues": {":m": {"S": "m#"}},
+            **kwargs,
+        }
+        items: list[dict[str, Any]] = []
+        while True:
+            page = self.h.ddb.scan(**request)
+            items += page.get("Items", [])
+            if "LastEvaluatedKey" not in page:
+                return items
+            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def messages(self) -> list[Message]:
+        found = []
+        for key in self._items(ProjectionExpression="pk, sk"):
+            with suppress(Exception):
+                message = self.h.ctx.store.get_message(key["pk"]["S"], key["sk"]["S"].removeprefix("m#"))
+                if message is not None:
+                    found.append(message)
+        return found
+
+    def verdicts(self) -> dict[str, str | None]:
+        """The liveness check's verdict on every message (timers in SQS and in the DLQ count as waiting)."""
+        waiting = frozenset(t.id for timer in [*self.timers, *self.dead] for t in read_timers(timer.body))
+        now_ms = to_ms(self.clock())
+        items = self._items(
+            ProjectionExpression="pk, sk, #st, claimed_until, sweep_pk, sweep_sk",
+            ExpressionAttributeNames={"#st": "status"},
+        )
+        return {item["sk"]["S"].removeprefix("m#"): liveness.verdict(item, now_ms, waiting) for item in items}
