@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from hourglass.core.model import Message, Status
+from hourglass.core.model import Message, NoticeStatus, Status
 
 FINAL = frozenset({Status.DELIVERED, Status.FAILED, Status.EXPIRED, Status.CANCELLED})
 # How late a message of an unlimited, running queue may be handed to its target (sweep interval, lookahead
@@ -141,8 +141,8 @@ class Reference:
 
 
 def gave_up(message: Message) -> bool:
-    """Whether the message shows that its notice was given up (rule 6 adds that state; nothing shows it today)."""
-    return bool(getattr(message, "notice_given_up", False))
+    """Whether the message shows that its notice was given up (its document's `notice.status`)."""
+    return message.notice is not None and message.notice.status is NoticeStatus.ABANDONED
 
 
 def comparable(doc: dict[str, Any]) -> dict[str, Any]:
