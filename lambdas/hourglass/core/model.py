@@ -128,3 +128,5 @@ class Message:
     occurrence_at: datetime | None = None
     # A finished message's last attempt, written with its outcome (earlier ones are history items).
     final_attempt: Attempt | None = None
+    # Made pending again by an explicit redelivery: delivered even if its schedule has moved on since.
+    redelivered: bool = False
