@@ -16,9 +16,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from hourglass.core.model import Message
-from hourglass.core.recurrence import Schedule
 from hourglass.service import transitions
 from hourglass.service.context import Context
+from hourglass.service.transitions import Chained
 
 from devstack.config import RuntimeConfig
 from devstack.runtime import Runtime
@@ -64,13 +64,13 @@ def kill_in_chain(point: str, marker: Path) -> None:
     """SIGKILL this process in the first occurrence's chaining, at `point`; the marker stops it recurring."""
     chain = transitions.chain
 
-    def dying_chain(ctx: Context, message: Message, now: datetime, schedule: Schedule | None = None) -> Message | None:
+    def dying_chain(ctx: Context, message: Message, now: datetime, read: Chained | None = None) -> Message | None:
         first = message.schedule is not None and not marker.exists()
         if first:
             marker.write_text(message.id)
         if first and point == "before_next":
             os.kill(os.getpid(), signal.SIGKILL)
-        stored = chain(ctx, message, now, schedule)
+        stored = chain(ctx, message, now, read)
         if first and point == "after_next":
             os.kill(os.getpid(), signal.SIGKILL)
         return stored

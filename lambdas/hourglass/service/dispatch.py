@@ -24,7 +24,6 @@ from hourglass.core.model import (
     Status,
 )
 from hourglass.core.pacing import Slot
-from hourglass.core.recurrence import Schedule
 from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.errors import DeliveryError, StaleVersionError, StoreError, TimerQueueError, ValidationError
 from hourglass.logs import log
@@ -242,7 +241,7 @@ class Dispatcher:
             return self._not_startable(timer, now)
         if message.queue != LATER_NAMESPACE and (queue is None or queue.created_at != message.queue_epoch):
             return self._finish(message, Status.CANCELLED, now, "queue deleted")
-        current = self._schedule(message) if queue is not None else None
+        current = self._schedule(message, queue) if queue is not None else None
         if message.schedule is not None and queue is not None and not message.redelivered and current is None:
             return self._finish(message, Status.CANCELLED, now, "schedule deleted, replaced or paused")
         if timer.slot is not None and control.rate_limit is not None:
@@ -254,7 +253,7 @@ class Dispatcher:
             self.ctx.sleep(schedule.seconds_until(due, self.ctx.clock()))
             now = self.ctx.clock()
         if message.expires_at is not None and now > message.expires_at:
-            return self._finish(message, Status.EXPIRED, now, "expired before delivery", schedule=current)
+            return self._finish(message, Status.EXPIRED, now, "expired before delivery", read=current)
         started = self.ctx.clock()
         try:
             outcome = targets.deliver(self.ctx, message, queue)
@@ -269,7 +268,7 @@ class Dispatcher:
             self.ctx.metrics.lateness((done - message.due_at).total_seconds() * 1000, queue=message.queue)
             attempt = self._record(message, started, done, AttemptOutcome.DELIVERED, outcome)
             return self._finish(
-                message, Status.DELIVERED, done, None, delivered_at=done, attempt=attempt, schedule=current
+                message, Status.DELIVERED, done, None, delivered_at=done, attempt=attempt, read=current
             )
         return self._after_failure(message, queue, outcome, started, done, current)
 
@@ -420,14 +419,16 @@ class Dispatcher:
             log("taken_over", id=message.id, queue=message.queue, attempt=message.attempts)
         return message
 
-    def _schedule(self, message: Message) -> Schedule | None:
+    def _schedule(self, message: Message, queue: Queue) -> transitions.Chained | None:
         """The schedule an occurrence about to be delivered belongs to, read once: None if it is stale
         (deleted, replaced or paused). A redelivered one is delivered whatever its schedule became. Its
         next occurrence is stored after the outcome (`transitions.chain`), off the delivery's path."""
         if message.schedule is None or message.redelivered:
             return None
         current = self.store.get_schedule(message.queue, message.schedule)
-        return current if transitions.is_current(current, message) else None
+        if current is None or not transitions.is_current(current, message):
+            return None
+        return transitions.Chained(current, queue)
 
     def _not_startable(self, timer: Timer, now: datetime) -> Result:
         current = self.store.get_message(timer.queue, timer.id)
@@ -467,7 +468,7 @@ class Dispatcher:
         outcome: delivery.Outcome,
         started: datetime,
         now: datetime,
-        current: Schedule | None = None,
+        current: transitions.Chained | None = None,
     ) -> Result:
         policy = message.retry or (queue.settings.retry if queue else RetryPolicy())
         decision = next_attempt.after_failure(
@@ -481,9 +482,9 @@ class Dispatcher:
         )
         attempt = self._record(message, started, now, decision.outcome, outcome, retry_at=decision.retry_at)
         if decision.outcome is AttemptOutcome.FAILED:
-            return self._finish(message, Status.FAILED, now, outcome.error, attempt=attempt, schedule=current)
+            return self._finish(message, Status.FAILED, now, outcome.error, attempt=attempt, read=current)
         if decision.outcome is AttemptOutcome.EXPIRED:
-            return self._finish(message, Status.EXPIRED, now, outcome.error, attempt=attempt, schedule=current)
+            return self._finish(message, Status.EXPIRED, now, outcome.error, attempt=attempt, read=current)
         assert decision.retry_at is not None
         return self._schedule_retry(message, queue, decision.retry_at, outcome.error, now, current)
 
@@ -513,7 +514,7 @@ class Dispatcher:
         retry_at: datetime,
         error: str | None,
         now: datetime,
-        current: Schedule | None = None,
+        current: transitions.Chained | None = None,
     ) -> Result:
         rate = delivery_control.of(queue).rate_limit
         if not transitions.retry(self.ctx, message, retry_at, error, rate, now, current):
@@ -530,7 +531,7 @@ class Dispatcher:
         error: str | None,
         delivered_at: datetime | None = None,
         attempt: Attempt | None = None,
-        schedule: Schedule | None = None,
+        read: transitions.Chained | None = None,
     ) -> Result:
         try:
             transitions.finish(
@@ -541,7 +542,7 @@ class Dispatcher:
                 error=error,
                 delivered_at=delivered_at,
                 attempt=attempt,
-                schedule=schedule,
+                read=read,
             )
         except StaleVersionError:
             # Our lease ran out and another dispatcher took over; its outcome stands.

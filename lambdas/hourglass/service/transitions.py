@@ -7,7 +7,7 @@ The dispatcher, the DLQ consumer, admission, PATCH, cancel, redeliver and bulk o
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from hourglass.core import delivery_control, lifecycle
@@ -23,6 +23,15 @@ from hourglass.logs import log
 from hourglass.service import failure_notices
 from hourglass.service.context import Context
 from hourglass.service.failure_notices import Owed
+
+
+@dataclass(frozen=True)
+class Chained:
+    """An occurrence's schedule and queue as read before its attempt: chaining after it reads neither again."""
+
+    schedule: Schedule
+    queue: Queue
+
 
 METRICS = {
     Status.DELIVERED: "Delivered",
@@ -48,7 +57,7 @@ def finish(
     error: str | None,
     delivered_at: datetime | None = None,
     attempt: Attempt | None = None,
-    schedule: Schedule | None = None,
+    read: Chained | None = None,
 ) -> Message:
     """The message ends in `status`; `attempt`, the attempt that ended it, rides on the same write. Raises
     StaleVersionError when another version won (the attempt, which happened, then joins the history)."""
@@ -56,7 +65,7 @@ def finish(
         message, status, now, retention(ctx), error=error, delivered_at=delivered_at, attempt=attempt
     )
     try:
-        return _end(ctx, message, change, now, lambda outbox: ctx.store.finish(change, outbox), schedule)
+        return _end(ctx, message, change, now, lambda outbox: ctx.store.finish(change, outbox), read)
     except StaleVersionError:
         if attempt is not None:
             ctx.store.put_attempt(message.queue, attempt, expire_at=change.expire_at)
@@ -98,7 +107,7 @@ def _end(
     change: Change,
     now: datetime,
     write: Callable[[SweepKeys | None], Message],
-    schedule: Schedule | None = None,
+    read: Chained | None = None,
 ) -> Message:
     """Writes an ending (`write` gets the outbox keys of a notice owed), then what it decides."""
     message = change.message
@@ -120,7 +129,7 @@ def _end(
         attempts=message.attempts,
         error=error,
     )
-    chain(ctx, message, now, schedule)
+    chain(ctx, message, now, read)
     return message
 
 
@@ -149,13 +158,13 @@ def retry(
     error: str | None,
     rate: float | None,
     now: datetime,
-    schedule: Schedule | None = None,
+    read: Chained | None = None,
 ) -> bool:
     """A failed attempt waits as pending for its retry; False when another version won the write. An
     occurrence's next one does not wait for its retries."""
     if not _pending_again(ctx, lifecycle.await_retry(message, retry_at, error), rate, now):
         return False
-    chain(ctx, message, now, schedule)
+    chain(ctx, message, now, read)
     return True
 
 
@@ -196,20 +205,20 @@ def is_current(schedule: Schedule | None, message: Message) -> bool:
     return schedule.occurrence_id(message.occurrence_at) == message.id
 
 
-def chain(ctx: Context, message: Message, now: datetime, schedule: Schedule | None = None) -> Message | None:
+def chain(ctx: Context, message: Message, now: datetime, read: Chained | None = None) -> Message | None:
     """After an occurrence's first outcome or its end (whatever it is): its schedule's next occurrence, stored
-    once. `schedule` is the one read before the attempt, if any. Never raises: what fails here (as what a
-    crash leaves undone) is done by the sweep's `repair`."""
+    once. `read`: what the dispatcher read before the attempt, if any. Never raises: what fails here (as what
+    a crash leaves undone) is done by the sweep's `repair`."""
     if message.schedule is None or message.occurrence_at is None or message.redelivered:
         return None
     try:
-        current = schedule or ctx.store.get_schedule(message.queue, message.schedule)
-        if current is None or not is_current(current, message):
+        if read is None:
+            schedule = ctx.store.get_schedule(message.queue, message.schedule)
+            queue = ctx.store.get_queue(message.queue, consistent=True) if is_current(schedule, message) else None
+            read = Chained(schedule, queue) if schedule is not None and queue is not None else None
+        if read is None or not is_current(read.schedule, message) or read.queue.created_at != message.queue_epoch:
             return None
-        queue = ctx.store.get_queue(message.queue, consistent=True)
-        if queue is None or queue.created_at != message.queue_epoch:
-            return None
-        return materialize(ctx, current, queue, message.occurrence_at, now)
+        return materialize(ctx, read.schedule, read.queue, message.occurrence_at, now)
     except (StoreError, TimerQueueError) as exc:
         log("chain_failed", id=message.id, queue=message.queue, schedule=message.schedule, error=str(exc))
         ctx.metrics.count("ChainFailed", queue=message.queue)
