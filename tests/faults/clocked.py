@@ -2,7 +2,7 @@
 
 `HOURGLASS_CLOCK_FILE` holds the clock's offset from real time (seconds), so a restarted runtime keeps
 the test's time. `HOURGLASS_KILL_CHAIN` = `before_next` / `after_next` sends SIGKILL to the process the
-first time an occurrence starts its delivery, before (or after) the next occurrence is stored.
+first time an occurrence chains (after its outcome), before (or after) the next occurrence is stored.
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from hourglass.core.model import Message, Queue
+from hourglass.core.model import Message
+from hourglass.service import transitions
 from hourglass.service.context import Context
-from hourglass.service.dispatch import Dispatcher
+from hourglass.service.transitions import Chained
 
 from devstack.config import RuntimeConfig
 from devstack.runtime import Runtime
@@ -61,20 +62,20 @@ class ClockedRuntime(Runtime):
 
 def kill_in_chain(point: str, marker: Path) -> None:
     """SIGKILL this process in the first occurrence's chaining, at `point`; the marker stops it recurring."""
-    chain = Dispatcher._chain
+    chain = transitions.chain
 
-    def dying_chain(self: Dispatcher, message: Message, queue: Queue, now: datetime) -> bool:
+    def dying_chain(ctx: Context, message: Message, now: datetime, read: Chained | None = None) -> Message | None:
         first = message.schedule is not None and not marker.exists()
         if first:
             marker.write_text(message.id)
         if first and point == "before_next":
             os.kill(os.getpid(), signal.SIGKILL)
-        current = chain(self, message, queue, now)
+        stored = chain(ctx, message, now, read)
         if first and point == "after_next":
             os.kill(os.getpid(), signal.SIGKILL)
-        return current
+        return stored
 
-    Dispatcher._chain = dying_chain  # type: ignore[method-assign]
+    transitions.chain = dying_chain
 
 
 def main() -> int:

@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import pytest
-from hourglass.core.lifecycle import can_cancel, can_edit, can_transition
+from hourglass.core.lifecycle import can_cancel, can_edit, can_redeliver, can_transition
 from hourglass.core.model import FINISHED, Status
 
 FINISHED_STATES = [Status.DELIVERED, Status.FAILED, Status.CANCELLED, Status.EXPIRED]
 
 
 @pytest.mark.parametrize("current", FINISHED_STATES)
-def test_finished_states_have_no_transitions(current):
-    assert not any(can_transition(current, new) for new in Status)
+def test_finished_states_go_nowhere_but_back_to_pending(current):
+    assert [new for new in Status if can_transition(current, new)] == (
+        [] if current is Status.CANCELLED else [Status.PENDING]
+    )
+
+
+@pytest.mark.parametrize(
+    ("status", "allowed"), [(s, s in (Status.DELIVERED, Status.FAILED, Status.EXPIRED)) for s in Status]
+)
+def test_only_delivered_failed_or_expired_messages_redeliver(status, allowed):
+    assert can_redeliver(status) is allowed
 
 
 @pytest.mark.parametrize("status", FINISHED_STATES)

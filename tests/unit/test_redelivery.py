@@ -5,8 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hourglass.core.lifecycle import redeliver
 from hourglass.core.model import Message, Status
-from hourglass.core.redelivery import RedeliverRequest, redeliver, redeliver_request
+from hourglass.core.redelivery import RedeliverRequest, redeliver_request
 from hourglass.errors import ConflictError, ValidationError
 
 T0 = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
@@ -31,19 +32,20 @@ def finished(status: Status) -> Message:
 
 @pytest.mark.parametrize("status", [Status.FAILED, Status.EXPIRED, Status.DELIVERED])
 def test_finished_message_becomes_pending_now_with_no_expiry(status):
-    result = redeliver(finished(status), RedeliverRequest(), NOW)
-    message = result.message
+    change = redeliver(finished(status), RedeliverRequest().due(NOW))
+    message = change.message
     assert (message.status, message.due_at, message.expires_at, message.delivered_at) == (
         Status.PENDING,
         NOW,
         None,
         None,
     )
-    assert (message.version, message.attempts, result.budget_from) == (8, 5, 5)
+    assert (message.version, message.attempts, message.attempts_base, message.redelivered) == (8, 5, 5, True)
+    assert (change.expected_version, change.expected_status, change.expire_at) == (7, status, None)
 
 
 def test_redelivery_after_a_delay():
-    assert redeliver(finished(Status.FAILED), RedeliverRequest(delay=10), NOW).message.due_at == NOW + timedelta(
+    assert redeliver(finished(Status.FAILED), RedeliverRequest(delay=10).due(NOW)).message.due_at == NOW + timedelta(
         seconds=10
     )
 
@@ -51,7 +53,7 @@ def test_redelivery_after_a_delay():
 @pytest.mark.parametrize("status", [Status.PENDING, Status.DELIVERING, Status.CANCELLED])
 def test_unfinished_or_cancelled_messages_conflict(status):
     with pytest.raises(ConflictError):
-        redeliver(finished(status), RedeliverRequest(), NOW)
+        redeliver(finished(status), NOW)
 
 
 def test_request_body_is_optional():

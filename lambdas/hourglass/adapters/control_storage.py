@@ -6,11 +6,10 @@ from datetime import datetime
 from typing import Any
 
 from hourglass import contract
-from hourglass.adapters.items import Item, message_to_item, n, queue_from_item, queue_key, s
+from hourglass.adapters.items import Item, n, queue_from_item, queue_key, s
 from hourglass.adapters.table import Table
 from hourglass.core.attempts import Attempt, AttemptOutcome, history_key, history_prefix
-from hourglass.core.model import Message, Queue
-from hourglass.core.schedule import SweepKeys
+from hourglass.core.model import Queue
 from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.errors import NotFoundError, StaleVersionError
 
@@ -107,17 +106,3 @@ class ControlStorage(Table):
                     ExpressionAttributeNames={"#ttl": contract.TTL_ATTRIBUTE},
                     **update,
                 )
-
-    # redelivery ---------------------------------------------------------------------------
-    def redeliver(self, old: Message, new: Message, keys: SweepKeys | None) -> Message:
-        """The pending version over the finished one (same version and status), without its TTL."""
-        self._conditional(
-            "put_item",
-            f"message {old.id} changed",
-            TableName=self.table,
-            Item=message_to_item(new, keys),
-            ConditionExpression="version = :v AND #st = :st",
-            ExpressionAttributeNames={"#st": "status"},
-            ExpressionAttributeValues={":v": n(old.version), ":st": s(old.status.value)},
-        )
-        return new

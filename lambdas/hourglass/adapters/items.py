@@ -132,6 +132,8 @@ def message_to_item(message: Message, sweep: SweepKeys | None = None, *, body: B
         "sweep_sk": s(sweep.sk) if sweep else None,
     }
     item.update({key: value for key, value in optional.items() if value is not None})
+    if message.redelivered:
+        item["redelivered"] = {"BOOL": True}
     return item
 
 
@@ -178,6 +180,7 @@ def message_from_item(item: Item) -> Message:
         occurrence_at=_time(item, "occurrence_at"),
         final_attempt=_final_attempt(item),
         notice=notice_of(item),
+        redelivered="redelivered" in item,
     )
 
 
@@ -412,6 +415,9 @@ def _bool(item: Item, key: str) -> bool:
 
 # schedules -----------------------------------------------------------------------------------
 SCHEDULE_PREFIX = "s#"
+# The due-index partition listing every schedule (sort key "queue#name"): the sweep's chain repair pages
+# through it. Not a number, so no sweep of a due bucket reads it.
+SCHEDULES_PK = "schedules#"
 
 
 def schedule_key(queue: str, name: str) -> Item:
@@ -435,6 +441,8 @@ def schedule_to_item(schedule: Schedule) -> Item:
         "created_at": n(to_ms(schedule.created_at)),
         "paused": {"BOOL": schedule.paused},
         "version": n(schedule.version),
+        "sweep_pk": s(SCHEDULES_PK),
+        "sweep_sk": s(f"{schedule.queue}#{schedule.name}"),
     }
     if schedule.target is not None:
         item["target"] = s(target_to_json(schedule.target))

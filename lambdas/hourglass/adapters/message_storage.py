@@ -246,9 +246,9 @@ class MessageStorage(Table):
         return messages, _encode_cursor(last) if last else None
 
     # versions -----------------------------------------------------------------------------
-    def cancel(self, change: Change) -> Message:
+    def cancel(self, change: Change, *, last_op: str | None = None) -> Message:
         """The body goes with it: an S3 object now (free), a body item by TTL at the message's own."""
-        message = self._put_version(change)
+        message = self._put_version(change, last_op=last_op)
         ref = message.body_ref
         if ref is not None and ref.placement is Placement.S3:
             self.bodies.delete(message.queue, message.id, ref.version)
@@ -256,29 +256,30 @@ class MessageStorage(Table):
             self._extend(message.queue, message.id, ref.version, change.expire_at)
         return message
 
-    def reschedule(self, change: Change, keys: SweepKeys | None, *, new_body: bool = False) -> Message:
+    def reschedule(
+        self, change: Change, keys: SweepKeys | None, *, new_body: bool = False, last_op: str | None = None
+    ) -> Message:
         """With `new_body`, the body is written as version v+1 first; the old one is removed once the
         message names the new one, the new one when the conditional write fails (no orphan either way)."""
         if not new_body:
-            self._keep_body_until(change.message, change.message.due_at)
-            return self._put_version(change, keys)
+            return self.await_retry(change, keys, last_op=last_op)
         old = change.message.body_ref
         ref = self._put_body(change.message)
         fresh = replace(
             change, message=replace(change.message, body_ref=ref if ref.placement is not Placement.INLINE else None)
         )
         try:
-            written = self._put_version(fresh, keys)
+            written = self._put_version(fresh, keys, last_op=last_op)
         except BaseException:
             self._drop_body(change.message.queue, change.message.id, ref)
             raise
         self._drop_body(change.message.queue, change.message.id, old)
         return written
 
-    def await_retry(self, change: Change, keys: SweepKeys | None) -> Message:
-        """A retry that would outlive its body item's TTL extends it first."""
+    def await_retry(self, change: Change, keys: SweepKeys | None, *, last_op: str | None = None) -> Message:
+        """Pending again (a retry, a new due time, a redelivery): a body that would go first is kept longer."""
         self._keep_body_until(change.message, change.message.due_at)
-        return self._put_version(change, keys)
+        return self._put_version(change, keys, last_op=last_op)
 
     def _keep_body_until(self, message: Message, finished_at: datetime) -> None:
         """A body that would go before a message finishing at `finished_at` is kept longer first."""
@@ -300,9 +301,9 @@ class MessageStorage(Table):
                 body_placement.body_expiry(finished_at, self.retention),
             )
 
-    def finish(self, change: Change, outbox: SweepKeys | None = None) -> Message:
+    def finish(self, change: Change, outbox: SweepKeys | None = None, *, last_op: str | None = None) -> Message:
         """The final write; `outbox`: due-index keys of a failure notice still to send, in the same write."""
-        return self._put_version(change, outbox)
+        return self._put_version(change, outbox, last_op=last_op)
 
     def clear_notice(self, queue: str, message_id: str, version: int) -> None:
         """The notice of this version is sent: its outbox entry leaves the due index (a no-op once it has)."""
@@ -344,12 +345,9 @@ class MessageStorage(Table):
             ExpressionAttributeValues=values,
         )
 
-    def put_version_for(self, operation_id: str, change: Change, keys: SweepKeys | None = None) -> Message:
-        """The same conditional write as the single-message endpoint, marked with a bulk operation's id."""
-        return self._put_version(change, keys, last_op=operation_id)
-
     def _put_version(self, change: Change, keys: SweepKeys | None = None, *, last_op: str | None = None) -> Message:
-        """Write the new version over the stored one if that one still has the expected version and status."""
+        """Write the new version over the stored one if that one still has the expected version and status;
+        `last_op`: the bulk operation writing it (how a page redone after a crash knows it is done)."""
         message = change.message
         item = message_to_item(message, keys)
         if last_op is not None:

@@ -6,8 +6,10 @@ import base64
 import json
 from typing import Any
 
+from hourglass import contract
 from hourglass.adapters.items import (
     SCHEDULE_PREFIX,
+    SCHEDULES_PK,
     message_to_item,
     n,
     s,
@@ -20,6 +22,10 @@ from hourglass.core.model import Message
 from hourglass.core.recurrence import Schedule
 from hourglass.core.schedule import SweepKeys
 from hourglass.errors import StaleVersionError, ValidationError
+
+# Where the chain repair has got to in its round of every schedule (one small item).
+REPAIR_KEY = {"pk": s("@schedules"), "sk": s("#repair")}
+BATCH_GET = 100
 
 
 class ScheduleStorage(Table):
@@ -85,6 +91,41 @@ class ScheduleStorage(Table):
         except StaleVersionError:
             return False
         return True
+
+
+    def schedule_round(self, after: str | None, limit: int) -> tuple[list[Schedule], str | None]:
+        """Up to `limit` schedules of every queue, in (queue, name) order after the round's position `after`,
+        and the position to go on from (None: the round is over). Reads the due index, then the items."""
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "IndexName": contract.DUE_INDEX,
+            "KeyConditionExpression": "sweep_pk = :p" + ("" if after is None else " AND sweep_sk > :a"),
+            "ExpressionAttributeValues": {":p": s(SCHEDULES_PK), **({} if after is None else {":a": s(after)})},
+            "Limit": limit,
+        }
+        page = self._guard("query", **request)
+        rows = page.get("Items", [])
+        keys = [{"pk": row["pk"], "sk": row["sk"]} for row in rows]
+        position = rows[-1]["sweep_sk"]["S"] if rows and page.get("LastEvaluatedKey") else None
+        return self._schedules(keys), position
+
+    def _schedules(self, keys: list[dict[str, Any]]) -> list[Schedule]:
+        found: list[Schedule] = []
+        for start in range(0, len(keys), BATCH_GET):
+            request: dict[str, Any] = {self.table: {"Keys": keys[start : start + BATCH_GET], "ConsistentRead": True}}
+            while request:
+                answer = self._guard("batch_get_item", RequestItems=request)
+                found.extend(schedule_from_item(item) for item in answer.get("Responses", {}).get(self.table, []))
+                request = answer.get("UnprocessedKeys") or {}
+        return sorted(found, key=lambda schedule: (schedule.queue, schedule.name))
+
+    def repair_position(self) -> str | None:
+        got = self._guard("get_item", TableName=self.table, Key=REPAIR_KEY, ConsistentRead=True)
+        return got.get("Item", {}).get("after", {}).get("S")
+
+    def save_repair_position(self, after: str | None) -> None:
+        item = {**REPAIR_KEY, **({} if after is None else {"after": s(after)})}
+        self._guard("put_item", TableName=self.table, Item=item)
 
 
 def _encode(key: dict[str, Any]) -> str:

@@ -1,6 +1,7 @@
 """The message status state machine: which transitions are allowed, and each one as a new version.
 
-Every transition returns a `Change`: the new message and the preconditions its write must meet.
+Every transition returns a `Change`: the new message, the preconditions its write must meet and, for one
+that ends the message, how long it is kept. `service.transitions` writes them with their side effects.
 """
 
 from __future__ import annotations
@@ -11,16 +12,18 @@ from typing import Any
 
 from hourglass.core.attempts import Attempt
 from hourglass.core.model import Message, Status
+from hourglass.errors import ConflictError
 
 S = Status
 TRANSITIONS: dict[Status, frozenset[Status]] = {
     S.PENDING: frozenset({S.DELIVERING, S.CANCELLED, S.EXPIRED, S.PENDING, S.FAILED}),
     # delivering -> delivering is a takeover after the previous attempt's lease ran out
     S.DELIVERING: frozenset({S.DELIVERED, S.FAILED, S.EXPIRED, S.PENDING, S.DELIVERING, S.CANCELLED}),
-    S.DELIVERED: frozenset(),
-    S.FAILED: frozenset(),
+    # finished -> pending is a redelivery (`redeliver`); a cancelled message stays cancelled
+    S.DELIVERED: frozenset({S.PENDING}),
+    S.FAILED: frozenset({S.PENDING}),
     S.CANCELLED: frozenset(),
-    S.EXPIRED: frozenset(),
+    S.EXPIRED: frozenset({S.PENDING}),
 }
 
 
@@ -34,6 +37,10 @@ def can_cancel(current: Status) -> bool:
 
 def can_edit(current: Status) -> bool:
     return current is S.PENDING
+
+
+def can_redeliver(current: Status) -> bool:
+    return current.finished and can_transition(current, S.PENDING)
 
 
 @dataclass(frozen=True)
@@ -60,10 +67,12 @@ class DeliveryStart:
 
 
 def _change(message: Message, retention: timedelta | None = None, now: datetime | None = None, **fields: Any) -> Change:
-    new = replace(message, version=message.version + 1, **fields)
+    # A new version owes no notice of its own yet: the outbox writes one on the version that ends.
+    new = replace(message, version=message.version + 1, notice=None, **fields)
     if not can_transition(message.status, new.status):
         raise ValueError(f"no transition from {message.status.value} to {new.status.value}")
-    expire_at = now + retention if retention is not None and now is not None else None
+    # Only a version that ends the message is kept for `retention`, then TTL removes it.
+    expire_at = now + retention if new.status.finished and retention is not None and now is not None else None
     return Change(new, message.version, message.status, expire_at)
 
 
@@ -71,10 +80,14 @@ def cancel(message: Message, now: datetime, retention: timedelta) -> Change:
     return _change(message, retention, now, status=S.CANCELLED, claimed_until=None)
 
 
-def reschedule(message: Message, *, due: datetime, body: Any) -> Change:
-    """A pending message with a new due time or body; due after its expiry, it expires instead."""
+def reschedule(
+    message: Message, *, due: datetime, body: Any, now: datetime | None = None, retention: timedelta | None = None
+) -> Change:
+    """A pending message with a new due time or body; due after its expiry, it expires instead (and is
+    kept for `retention` from `now`)."""
     expired = message.expires_at is not None and due > message.expires_at
-    return _change(message, body=body, due_at=due, status=S.EXPIRED if expired else S.PENDING, claimed_until=None)
+    status = S.EXPIRED if expired else S.PENDING
+    return _change(message, retention, now, body=body, due_at=due, status=status, claimed_until=None)
 
 
 def begin_delivery(version: int, now: datetime, lease: timedelta) -> DeliveryStart:
@@ -90,6 +103,24 @@ def put_back(message: Message) -> Change:
     """An attempt begun but not started (its pacing slot passed meanwhile): pending again, due as
     before, with the attempt it counted given back (no attempt happened, none is recorded)."""
     return _change(message, status=S.PENDING, attempts=max(0, message.attempts - 1), claimed_until=None)
+
+
+def redeliver(message: Message, due: datetime) -> Change:
+    """finished -> pending, due at `due`: no expiry, a fresh retry budget (counted from the attempts so far),
+    and delivered even if its schedule has moved on since (an explicit request); 409 unless finished."""
+    if not can_redeliver(message.status):
+        raise ConflictError(f"message is {message.status.value}; only delivered, failed or expired ones redeliver")
+    return _change(
+        message,
+        status=S.PENDING,
+        due_at=due,
+        expires_at=None,
+        delivered_at=None,
+        claimed_until=None,
+        final_attempt=None,
+        attempts_base=message.attempts,
+        redelivered=True,
+    )
 
 
 def finish(

@@ -165,3 +165,5 @@ class Message:
     final_attempt: Attempt | None = None
     # The failure notice of this version (written only by the outbox; a new version starts without).
     notice: Notice | None = field(default=None, compare=False)
+    # Made pending again by an explicit redelivery: delivered even if its schedule has moved on since.
+    redelivered: bool = False

@@ -1,16 +1,14 @@
-"""Redelivery: a finished message made pending again, with a fresh retry budget and no expiry."""
+"""Redelivery requests: the optional body of `POST .../redeliver` and when it makes the message due
+(the transition itself is `lifecycle.redeliver`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from hourglass.core import schedule, validation
-from hourglass.core.model import Message, Status
 from hourglass.core.timestamps import parse_rfc3339
-from hourglass.errors import ConflictError, ValidationError
-
-REDELIVERABLE = frozenset({Status.DELIVERED, Status.FAILED, Status.EXPIRED})
+from hourglass.errors import ValidationError
 
 
 @dataclass(frozen=True)
@@ -18,13 +16,9 @@ class RedeliverRequest:
     delay: float | None = None
     deliver_at: datetime | None = None
 
-
-@dataclass(frozen=True)
-class Redelivery:
-    """The pending message and `budget_from`: its attempts so far, after which the fresh budget counts."""
-
-    message: Message
-    budget_from: int
+    def due(self, now: datetime) -> datetime:
+        """When the redelivered message is due: now unless the request says otherwise."""
+        return schedule.due_time(now, delay=self.delay, deliver_at=self.deliver_at, default_delay=0.0)
 
 
 def redeliver_request(doc: object, now: datetime) -> RedeliverRequest:
@@ -48,25 +42,3 @@ def redeliver_request(doc: object, now: datetime) -> RedeliverRequest:
         if deliver_at > now + timedelta(seconds=validation.MAX_HORIZON):
             raise ValidationError("deliver_at", "is more than 10 years ahead")
     return RedeliverRequest(delay, deliver_at)
-
-
-def can_redeliver(status: Status) -> bool:
-    return status in REDELIVERABLE
-
-
-def redeliver(message: Message, request: RedeliverRequest, now: datetime) -> Redelivery:
-    """The new message (written conditionally on the old version and status); 409 unless finished."""
-    if not can_redeliver(message.status):
-        raise ConflictError(f"message is {message.status.value}; only delivered, failed or expired ones redeliver")
-    due = schedule.due_time(now, delay=request.delay, deliver_at=request.deliver_at, default_delay=0.0)
-    pending = replace(
-        message,
-        status=Status.PENDING,
-        due_at=due,
-        version=message.version + 1,
-        expires_at=None,
-        delivered_at=None,
-        claimed_until=None,
-        final_attempt=None,
-    )
-    return Redelivery(pending, budget_from=message.attempts)

@@ -11,7 +11,7 @@ from hourglass.adapters.fanout_invoker import FanoutInvoker
 from hourglass.core import fanout
 from hourglass.errors import StoreError
 from hourglass.logs import log
-from hourglass.service import failure_notices
+from hourglass.service import failure_notices, transitions
 from hourglass.service.context import Context
 from hourglass.service.operations import Operations
 from hourglass.service.sweep import Invoke, Sweeper
@@ -53,6 +53,7 @@ def handle(ctx: Context, event: dict[str, Any] | None, context: Any, invoke: Inv
             fanout_invoke = ctx.invoke_fanout or invoke or _self_invoke(ctx, context)
             report["operations_restarted"] = _restart_operations(ctx, fanout_invoke, time_left)
             report["notices_recovered"] = _recover_notices(ctx, time_left)
+            report["chains_repaired"] = _repair_chains(ctx, time_left)
         return report
     finally:
         ctx.metrics.flush()
@@ -73,6 +74,15 @@ def _recover_notices(ctx: Context, time_left: Callable[[], float]) -> int:
         return failure_notices.recover(ctx, time_left)
     except StoreError as exc:
         log("failure_notice_recovery_failed", error=str(exc))
+        return 0
+
+
+def _repair_chains(ctx: Context, time_left: Callable[[], float]) -> int:
+    """And stores the next occurrence of schedules left without one (a chain that failed or a writer that died)."""
+    try:
+        return transitions.repair(ctx, time_left)
+    except StoreError as exc:
+        log("chain_repair_failed", error=str(exc))
         return 0
 
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
-from hourglass.core import attempts, delivery_control, redelivery
+from hourglass.core import attempts, delivery_control, lifecycle, redelivery
 from hourglass.core.attempts import Attempt
 from hourglass.core.delivery_control import PAUSE_SETTLE
 from hourglass.core.model import Message, Queue
 from hourglass.errors import ConflictError, StaleVersionError
+from hourglass.service import transitions
 from hourglass.service.context import Context
 from hourglass.service.messages import Messages
 
@@ -42,23 +42,12 @@ class Control:
         now = self.ctx.clock()
         request = redelivery.redeliver_request(doc, now)
         message = self.messages.get(queue_name, message_id)
-        again = redelivery.redeliver(message, request, now)
-        pending = replace(again.message, attempts_base=again.budget_from)
-        handoff = self.ctx.handoff
-        placement = handoff.place(pending, now, written_first=True, rate=delivery_control.of(queue).rate_limit)
-        pending = replace(pending, claimed_until=placement.lease)
-        keep_final_attempt(self.store, message)
+        change = lifecycle.redeliver(message, request.due(now))
+        rate = delivery_control.of(queue).rate_limit
+        placement = self.ctx.handoff.place(change.message, now, written_first=True, rate=rate)
         try:
-            self.store.redeliver(message, pending, placement.keys)
+            pending = transitions.redeliver(self.ctx, message, change, placement)
         except StaleVersionError as exc:
             raise ConflictError(f"message {message_id} changed; try again") from exc
-        # The history lives as long as the message, which no longer has a TTL.
-        self.store.retain_attempts(queue_name, message_id, None)
-        handoff.written(placement, pending, now, delivery_control.of(queue).rate_limit)
+        self.ctx.handoff.written(placement, pending, now, rate)
         return pending
-
-
-def keep_final_attempt(store: Any, message: Message) -> None:
-    """Before a finished message lives again, the attempt its outcome write carried becomes a history item."""
-    if message.final_attempt is not None:
-        store.put_attempt(message.queue, message.final_attempt)

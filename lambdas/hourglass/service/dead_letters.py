@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from hourglass.adapters.timer_queue import read_timers
-from hourglass.core import lifecycle
 from hourglass.core.handoff import Timer
 from hourglass.core.model import Status
 from hourglass.errors import StaleVersionError, StoreError, ValidationError
 from hourglass.logs import log
-from hourglass.service import failure_notices
+from hourglass.service import transitions
 from hourglass.service.context import Context
 
 
@@ -60,21 +57,14 @@ class DeadLetters:
             # Moved on (delivered, cancelled, rescheduled with a timer of its own): nothing is stuck.
             return True
         reason = f"timer dead-lettered after {receives} receives"
-        change = lifecycle.finish(
-            message, Status.FAILED, now, timedelta(days=self.ctx.settings.retention_days), error=reason
-        )
-        # The queue's failure destination hears of it, as of any message that ends failed (outbox first).
-        notice = failure_notices.owed(self.ctx, change.message, now)
         try:
-            self.ctx.store.finish(change, notice.keys if notice else None)
+            # Ends as any failed message does: notice, history TTL, the schedule's next occurrence.
+            transitions.finish(self.ctx, message, Status.FAILED, now, error=reason)
         except StaleVersionError:
             return True
         self.ctx.metrics.count("TimerDeadLettered", queue=message.queue)
         if delivering:
             # Stuck past its lease for all the timer's receives: the worst case the StuckDelivering alarm sees.
             self.ctx.metrics.count("StuckDelivering", queue=message.queue)
-        self.ctx.metrics.count("Failed", queue=message.queue)
         log("dead_lettered", id=message.id, queue=message.queue, receives=receives)
-        if notice is not None:
-            failure_notices.send_owed(self.ctx, change.message, notice, now)
         return True

@@ -27,7 +27,7 @@ from hourglass.core.pacing import Slot
 from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.errors import DeliveryError, StaleVersionError, StoreError, TimerQueueError, ValidationError
 from hourglass.logs import log
-from hourglass.service import failure_notices, schedules, targets
+from hourglass.service import targets, transitions
 from hourglass.service.context import Context
 from hourglass.service.pacing import BOARD_POLL_S, StartBoard
 
@@ -241,7 +241,8 @@ class Dispatcher:
             return self._not_startable(timer, now)
         if message.queue != LATER_NAMESPACE and (queue is None or queue.created_at != message.queue_epoch):
             return self._finish(message, Status.CANCELLED, now, "queue deleted")
-        if message.schedule is not None and queue is not None and not self._chain(message, queue, now):
+        current = self._schedule(message, queue) if queue is not None else None
+        if message.schedule is not None and queue is not None and not message.redelivered and current is None:
             return self._finish(message, Status.CANCELLED, now, "schedule deleted, replaced or paused")
         if timer.slot is not None and control.rate_limit is not None:
             paced_start = self._paced_start(timer, message, control, control.rate_limit, lease_end)
@@ -252,7 +253,7 @@ class Dispatcher:
             self.ctx.sleep(schedule.seconds_until(due, self.ctx.clock()))
             now = self.ctx.clock()
         if message.expires_at is not None and now > message.expires_at:
-            return self._finish(message, Status.EXPIRED, now, "expired before delivery")
+            return self._finish(message, Status.EXPIRED, now, "expired before delivery", read=current)
         started = self.ctx.clock()
         try:
             outcome = targets.deliver(self.ctx, message, queue)
@@ -266,8 +267,10 @@ class Dispatcher:
         if outcome.delivered:
             self.ctx.metrics.lateness((done - message.due_at).total_seconds() * 1000, queue=message.queue)
             attempt = self._record(message, started, done, AttemptOutcome.DELIVERED, outcome)
-            return self._finish(message, Status.DELIVERED, done, None, delivered_at=done, attempt=attempt)
-        return self._after_failure(message, queue, outcome, started, done)
+            return self._finish(
+                message, Status.DELIVERED, done, None, delivered_at=done, attempt=attempt, read=current
+            )
+        return self._after_failure(message, queue, outcome, started, done, current)
 
     def _lease(self, timeout: float) -> timedelta:
         """How long an attempt owns its message and its concurrency slot (the same instant for both).
@@ -394,22 +397,10 @@ class Dispatcher:
 
     def _put_back(self, message: Message, rate: float, now: datetime) -> Result:
         """Begun, not started: pending again (attempt count restored) with a new slot and timer."""
-        if not self._pending_again(lifecycle.put_back(message), rate, now):
+        if not transitions.put_back(self.ctx, message, rate, now):
             return self._superseded(message)
         self.ctx.metrics.count("Repaced", queue=message.queue)
         return Result(True, "repaced")
-
-    def _pending_again(self, change: lifecycle.Change, rate: float | None, now: datetime) -> bool:
-        """A retry, or a start put back: the message pending again through the hand-off rule, its timer
-        sent. False when another version won the write."""
-        placement = self.ctx.handoff.place(change.message, now, written_first=True, rate=rate)
-        change = change.leased(placement.lease)
-        try:
-            self.store.await_retry(change, placement.keys)
-        except StaleVersionError:
-            return False
-        self.ctx.handoff.written(placement, change.message, now, rate)
-        return True
 
     def _begin(self, timer: Timer, now: datetime, lease: timedelta) -> Message:
         """pending(v) -> delivering, or take over a delivering message whose lease ran out.
@@ -428,18 +419,16 @@ class Dispatcher:
             log("taken_over", id=message.id, queue=message.queue, attempt=message.attempts)
         return message
 
-    def _chain(self, message: Message, queue: Queue, now: datetime) -> bool:
-        """An occurrence about to be delivered: store the next one first; False if this one is stale.
-
-        Runs on every attempt (the put is conditional), so a crash before the next one is stored is
-        repaired when this occurrence's lease runs out and its timer comes back.
-        """
-        current = self.store.get_schedule(message.queue, message.schedule or "")
-        if current is None or not schedules.is_current(current, message):
-            return False
-        assert message.occurrence_at is not None
-        schedules.materialize(self.ctx, current, queue, message.occurrence_at, now)
-        return True
+    def _schedule(self, message: Message, queue: Queue) -> transitions.Chained | None:
+        """The schedule an occurrence about to be delivered belongs to, read once: None if it is stale
+        (deleted, replaced or paused). A redelivered one is delivered whatever its schedule became. Its
+        next occurrence is stored after the outcome (`transitions.chain`), off the delivery's path."""
+        if message.schedule is None or message.redelivered:
+            return None
+        current = self.store.get_schedule(message.queue, message.schedule)
+        if current is None or not transitions.is_current(current, message):
+            return None
+        return transitions.Chained(current, queue)
 
     def _not_startable(self, timer: Timer, now: datetime) -> Result:
         current = self.store.get_message(timer.queue, timer.id)
@@ -473,7 +462,13 @@ class Dispatcher:
         return queue
 
     def _after_failure(
-        self, message: Message, queue: Queue | None, outcome: delivery.Outcome, started: datetime, now: datetime
+        self,
+        message: Message,
+        queue: Queue | None,
+        outcome: delivery.Outcome,
+        started: datetime,
+        now: datetime,
+        current: transitions.Chained | None = None,
     ) -> Result:
         policy = message.retry or (queue.settings.retry if queue else RetryPolicy())
         decision = next_attempt.after_failure(
@@ -487,11 +482,11 @@ class Dispatcher:
         )
         attempt = self._record(message, started, now, decision.outcome, outcome, retry_at=decision.retry_at)
         if decision.outcome is AttemptOutcome.FAILED:
-            return self._finish(message, Status.FAILED, now, outcome.error, attempt=attempt)
+            return self._finish(message, Status.FAILED, now, outcome.error, attempt=attempt, read=current)
         if decision.outcome is AttemptOutcome.EXPIRED:
-            return self._finish(message, Status.EXPIRED, now, outcome.error, attempt=attempt)
+            return self._finish(message, Status.EXPIRED, now, outcome.error, attempt=attempt, read=current)
         assert decision.retry_at is not None
-        return self._schedule_retry(message, queue, decision.retry_at, outcome.error, now)
+        return self._schedule_retry(message, queue, decision.retry_at, outcome.error, now, current)
 
     def _record(
         self,
@@ -513,10 +508,16 @@ class Dispatcher:
         return attempt
 
     def _schedule_retry(
-        self, message: Message, queue: Queue | None, retry_at: datetime, error: str | None, now: datetime
+        self,
+        message: Message,
+        queue: Queue | None,
+        retry_at: datetime,
+        error: str | None,
+        now: datetime,
+        current: transitions.Chained | None = None,
     ) -> Result:
-        change = lifecycle.await_retry(message, retry_at, error)
-        if not self._pending_again(change, delivery_control.of(queue).rate_limit, now):
+        rate = delivery_control.of(queue).rate_limit
+        if not transitions.retry(self.ctx, message, retry_at, error, rate, now, current):
             return self._superseded(message)
         self.ctx.metrics.count("Retried", queue=message.queue)
         log("retry_scheduled", id=message.id, queue=message.queue, attempt=message.attempts, error=error)
@@ -530,27 +531,20 @@ class Dispatcher:
         error: str | None,
         delivered_at: datetime | None = None,
         attempt: Attempt | None = None,
+        read: transitions.Chained | None = None,
     ) -> Result:
-        retention = timedelta(days=self.ctx.settings.retention_days)
-        change = lifecycle.finish(
-            message, status, now, retention, error=error, delivered_at=delivered_at, attempt=attempt
-        )
-        # A failure notice owed rides on the final write as an outbox entry, cleared once sent.
-        notice = failure_notices.owed(self.ctx, change.message, now)
         try:
-            self.store.finish(change, notice.keys if notice else None)
+            transitions.finish(
+                self.ctx,
+                message,
+                status,
+                now,
+                error=error,
+                delivered_at=delivered_at,
+                attempt=attempt,
+                read=read,
+            )
         except StaleVersionError:
-            # Our lease ran out and another dispatcher took over; its outcome stands, and this
-            # attempt (which happened) joins the history as an item of its own.
-            if attempt is not None:
-                self.store.put_attempt(message.queue, attempt, expire_at=change.expire_at)
+            # Our lease ran out and another dispatcher took over; its outcome stands.
             return self._superseded(message)
-        if change.expire_at is not None and message.attempts > 1:
-            # Earlier attempts go with the message too.
-            self.store.retain_attempts(message.queue, message.id, change.expire_at)
-        if notice is not None:
-            failure_notices.send_owed(self.ctx, change.message, notice, now)
-        metric = {"delivered": "Delivered", "failed": "Failed", "expired": "Expired", "cancelled": "Cancelled"}
-        self.ctx.metrics.count(metric[status.value], queue=message.queue)
-        log("finished", id=message.id, queue=message.queue, status=status.value, attempts=message.attempts, error=error)
         return Result(True, status.value)

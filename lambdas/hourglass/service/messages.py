@@ -15,10 +15,12 @@ from hourglass.core.handoff import Claim, Placement, Scheduled
 from hourglass.core.ids import is_valid_id, new_id
 from hourglass.core.lifecycle import can_cancel, can_edit
 from hourglass.core.model import LATER_NAMESPACE, Message, Status
+from hourglass.core.schedule import SweepKeys
 from hourglass.errors import ConflictError, NotFoundError, StaleVersionError
 from hourglass.logs import log
-from hourglass.service import targets
+from hourglass.service import targets, transitions
 from hourglass.service.context import Context
+from hourglass.service.failure_notices import Owed
 from hourglass.service.queues import Queues
 
 DEDUP_WINDOW = timedelta(hours=24)
@@ -69,6 +71,8 @@ class Messages:
         A rate-limited queue's timers get pacing slots: one write for the request's plain messages
         (in due order), one per dedup message."""
         handoff = self.ctx.handoff
+        # One due after its expiry is stored expired: its failure notice rides on its put.
+        notices = {m.id: transitions.owed_at_admission(self.ctx, m, now) for m in messages if m.status.finished}
         results: dict[int, tuple[Message, bool]] = {}
         plain: list[tuple[int, Message, Placement]] = []
         timers: list[Scheduled] = []
@@ -83,7 +87,7 @@ class Messages:
                 results[index] = (seen_dedup[message.dedup_id], True)
             else:
                 claimed = len(claims)
-                stored, duplicate = self._store_dedup(message, now, timers, claims, rate)
+                stored, duplicate = self._store_dedup(message, now, timers, claims, rate, notices.get(message.id))
                 if not duplicate and len(claims) == claimed:
                     waiting.append(stored)
                 seen_dedup[message.dedup_id] = stored
@@ -94,23 +98,35 @@ class Messages:
         sent = handoff.send_first(timers)
         if not sent:
             handoff.give_back(claims)
-        self.store.put_messages([(message, placement.index_keys(sent=sent)) for _, message, placement in plain])
+        self.store.put_messages(
+            [(message, placement.index_keys(sent=sent) or _outbox(notices, message)) for _, message, placement in plain]
+        )
         indexed = [message for _, message, placement in plain if placement.index_keys(sent=sent) is not None]
         handoff.catch_up(indexed + waiting, now, rate)
         for index, message, _ in plain:
             results[index] = (message, False)
             self.ctx.metrics.count("Scheduled", queue=message.queue)
+        for message, duplicate in results.values():
+            if not duplicate and message.id in notices:
+                transitions.admitted(self.ctx, message, notices[message.id], now)
         return [results[i] for i in range(len(messages))]
 
     def _store_dedup(
-        self, message: Message, now: datetime, timers: list[Scheduled], claims: list[Claim], rate: float | None
+        self,
+        message: Message,
+        now: datetime,
+        timers: list[Scheduled],
+        claims: list[Claim],
+        rate: float | None,
+        notice: Owed | None = None,
     ) -> tuple[Message, bool]:
         # Stored with due-index keys and a lease: if the timer is never sent, the recovery sweep
         # hands it off when the lease runs out.
         placement = self.ctx.handoff.place(message, now, written_first=True, rate=rate)
         if placement.lease is not None:
             message = replace(message, claimed_until=placement.lease)
-        first_id = self.store.put_with_dedup(message, placement.keys, now=now, window=DEDUP_WINDOW)
+        keys = notice.keys if notice is not None else placement.keys
+        first_id = self.store.put_with_dedup(message, keys, now=now, window=DEDUP_WINDOW)
         if first_id is not None:
             original = self.store.get_message(message.queue, first_id)
             return (original or message, True)
@@ -160,14 +176,7 @@ class Messages:
         raise ConflictError(f"message {message_id} keeps changing; try again")
 
     def _cancel_version(self, message: Message) -> Message:
-        retention = timedelta(days=self.ctx.settings.retention_days)
-        change = lifecycle.cancel(message, self.ctx.clock(), retention)
-        self.store.cancel(change)
-        if message.attempts and change.expire_at is not None:
-            # Its attempt history (retries before the cancel) goes with it.
-            self.store.retain_attempts(message.queue, message.id, change.expire_at)
-        self.ctx.metrics.count("Cancelled", queue=message.queue)
-        return change.message
+        return transitions.cancel(self.ctx, message, self.ctx.clock())
 
     def patch(self, queue_name: str, message_id: str, doc: Any) -> Message:
         queue = self.queues.get(queue_name)
@@ -193,10 +202,15 @@ class Messages:
         due = message.due_at
         if edit.delay is not None or edit.deliver_at is not None:
             due = schedule.due_time(now, delay=edit.delay, deliver_at=edit.deliver_at, default_delay=0)
-        change = lifecycle.reschedule(message, due=due, body=edit.body if edit.has_body else message.body)
+        body = edit.body if edit.has_body else message.body
+        change = lifecycle.reschedule(message, due=due, body=body, now=now, retention=transitions.retention(self.ctx))
         handoff = self.ctx.handoff
         placement = handoff.place(change.message, now, written_first=True, rate=rate)
-        change = change.leased(placement.lease)
-        self.store.reschedule(change, placement.keys, new_body=edit.has_body)
-        handoff.written(placement, change.message, now, rate)
-        return change.message
+        written = transitions.revise(self.ctx, message, change, placement, now, new_body=edit.has_body)
+        handoff.written(placement, written, now, rate)
+        return written
+
+
+def _outbox(notices: dict[str, Owed | None], message: Message) -> SweepKeys | None:
+    notice = notices.get(message.id)
+    return None if notice is None else notice.keys

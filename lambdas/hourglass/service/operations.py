@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from hourglass.core import delivery_control, fanout, handoff, lifecycle, operations, validation
@@ -13,11 +13,11 @@ from hourglass.core.handoff import Claim, Placement
 from hourglass.core.ids import is_valid_id, new_id
 from hourglass.core.model import Message
 from hourglass.core.operations import SEGMENTS, Action, MessageResult, Operation, OperationStatus, tally
-from hourglass.core.redelivery import RedeliverRequest, redeliver
-from hourglass.errors import NotFoundError, StaleVersionError, StoreError, ValidationError
+from hourglass.core.redelivery import RedeliverRequest
+from hourglass.errors import ConflictError, NotFoundError, StaleVersionError, StoreError, ValidationError
 from hourglass.logs import log
+from hourglass.service import transitions
 from hourglass.service.context import Context
-from hourglass.service.control import keep_final_attempt
 
 PAGE = 200
 INVOCATIONS = 4  # per operation, each with SEGMENTS / INVOCATIONS segments
@@ -162,7 +162,7 @@ class Operations:
         for message in messages:
             try:
                 change = self._change(operation, message, now)
-            except (ValueError, ValidationError) as exc:
+            except (ValueError, ValidationError, ConflictError) as exc:
                 log("operation_skip", id=message.id, operation=operation.id, error=str(exc))
                 skipped.append((MessageResult.SKIPPED, None))
                 continue
@@ -181,16 +181,16 @@ class Operations:
         return delivery_control.of(self.store.get_queue(queue_name)).rate_limit
 
     def _change(self, operation: Operation, message: Message, now: datetime) -> lifecycle.Change | None:
-        """The single-message transition of shift or redeliver (None for cancel, written as it is)."""
+        """The single-message transition of shift or redeliver, as its endpoint makes it (None for cancel)."""
         action = operation.request.action
         if action is Action.CANCEL:
             return None
         if action is Action.SHIFT:
             assert operation.request.seconds is not None
             due = operations.shifted_due(message.due_at, operation.request.seconds, now)
-            return lifecycle.reschedule(message, due=due, body=message.body)
-        pending = redeliver(message, RedeliverRequest(), now).message
-        return lifecycle.Change(pending, message.version, message.status)
+            retention = transitions.retention(self.ctx)
+            return lifecycle.reschedule(message, due=due, body=message.body, now=now, retention=retention)
+        return lifecycle.redeliver(message, RedeliverRequest().due(now))
 
     def _apply(
         self,
@@ -217,18 +217,17 @@ class Operations:
         placement: Placement | None,
         now: datetime,
     ) -> Claim | None:
-        """The single-message transition of the action (cancel, reschedule, redeliver), conditional on the version."""
+        """The single-message transition of the action (cancel, reschedule, redeliver) through the same home as
+        its endpoint's, conditional on the version and marked with the operation; the page's timers go together."""
         if change is None or placement is None:
-            retention = timedelta(days=self.ctx.settings.retention_days)
-            self.store.put_version_for(operation.id, lifecycle.cancel(message, now, retention))
-            self.ctx.metrics.count("Cancelled", queue=message.queue)
+            transitions.cancel(self.ctx, message, now, operation=operation.id)
             return None
         if operation.request.action is Action.REDELIVER:
-            keep_final_attempt(self.store, message)
-        change = change.leased(placement.lease)
-        self.store.put_version_for(operation.id, change, placement.keys)
+            written = transitions.redeliver(self.ctx, message, change, placement, operation=operation.id)
+        else:
+            written = transitions.revise(self.ctx, message, change, placement, now, operation=operation.id)
         if placement.timer is None and placement.keys is not None:
-            self.ctx.handoff.catch_up([change.message], now)
+            self.ctx.handoff.catch_up([written], now)
         return placement.claim()
 
     def _send(self, operation: Operation, claims: list[Claim], now: datetime) -> None:

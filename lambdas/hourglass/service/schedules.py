@@ -1,56 +1,30 @@
-"""Schedule use cases: put, read, list, delete, pause, resume, and materializing occurrences as messages.
+"""Schedule use cases: put, read, list, delete, pause, resume.
 
 Each occurrence is an ordinary message whose id is `Schedule.occurrence_id(at)`: storing it is a
-conditional put, so materializing twice stores one message. Occurrence N+1 is stored when N starts
-its delivery (before N reaches its target); every change of a schedule bumps its version, so an
-occurrence of an older version is cancelled instead of delivered.
+conditional put, so materializing twice stores one message. Occurrence N+1 is stored once N has had its
+first outcome or ended in any way (`transitions.chain`, repaired by the sweep); every change of a schedule
+bumps its version, so an occurrence of an older version is cancelled instead of delivered.
 """
 
 from __future__ import annotations
 
 import contextlib
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-from hourglass.core import delivery_control, lifecycle, validation
-from hourglass.core.admission import admit
-from hourglass.core.model import Message, NewMessage, Queue, Status
+from hourglass.core import validation
+from hourglass.core.model import Status
 from hourglass.core.recurrence import Schedule
 from hourglass.errors import ConflictError, NotFoundError, StaleVersionError, ValidationError
-from hourglass.service import targets
+from hourglass.service import targets, transitions
 from hourglass.service.context import Context
 from hourglass.service.messages import Messages
+from hourglass.service.transitions import is_current, materialize
+
+__all__ = ["Schedules", "is_current", "materialize"]
 
 WRITE_ATTEMPTS = 3
-
-
-def is_current(schedule: Schedule | None, message: Message) -> bool:
-    """Whether `message` is an occurrence of this very version of its (still existing, running) schedule."""
-    if schedule is None or schedule.paused or message.occurrence_at is None:
-        return False
-    return schedule.occurrence_id(message.occurrence_at) == message.id
-
-
-def materialize(ctx: Context, schedule: Schedule, queue: Queue, after: datetime, now: datetime) -> Message | None:
-    """Store the first occurrence after `after` (once) and hand it off like any message.
-
-    None when the schedule has ended or is paused, or the occurrence was stored already.
-    """
-    at = schedule.next_after(after)
-    if at is None or schedule.paused:
-        return None
-    request = NewMessage(body=schedule.body, deliver_at=at, target=schedule.target)
-    message = replace(admit(queue, request, now, schedule.occurrence_id(at)), schedule=schedule.name, occurrence_at=at)
-    # A rate-limited queue's occurrence takes its pacing slot here, as ingest does (one pacing write).
-    placement = ctx.handoff.place(message, now, written_first=True, rate=delivery_control.of(queue).rate_limit)
-    if placement.lease is not None:
-        message = replace(message, claimed_until=placement.lease)
-    if not ctx.store.put_occurrence(message, placement.keys):
-        return None
-    ctx.metrics.count("Scheduled", queue=queue.name)
-    ctx.handoff.written(placement, message, now)
-    return message
 
 
 class Schedules:
@@ -151,7 +125,5 @@ class Schedules:
         message = self.store.get_message(old.queue, old.occurrence_id(at))
         if message is None or message.status is not Status.PENDING:
             return
-        retention = timedelta(days=self.ctx.settings.retention_days)
         with contextlib.suppress(StaleVersionError):
-            self.store.cancel(lifecycle.cancel(message, now, retention))
-            self.ctx.metrics.count("Cancelled", queue=message.queue)
+            transitions.cancel(self.ctx, message, now)

@@ -1,0 +1,282 @@
+"""Every change of a message's state, written once with what it decides: the failure notice, the attempt
+history's TTL, and its schedule's next occurrence (chaining, with a sweep-time repair as its safety net).
+
+The dispatcher, the DLQ consumer, admission, PATCH, cancel, redeliver and bulk operations all go through here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+from hourglass.core import delivery_control, lifecycle
+from hourglass.core.admission import admit
+from hourglass.core.attempts import Attempt
+from hourglass.core.handoff import Placement
+from hourglass.core.lifecycle import Change
+from hourglass.core.model import Message, NewMessage, Queue, Status
+from hourglass.core.recurrence import Schedule
+from hourglass.core.schedule import SweepKeys
+from hourglass.errors import StaleVersionError, StoreError, TimerQueueError
+from hourglass.logs import log
+from hourglass.service import failure_notices
+from hourglass.service.context import Context
+from hourglass.service.failure_notices import Owed
+
+
+@dataclass(frozen=True)
+class Chained:
+    """An occurrence's schedule and queue as read before its attempt: chaining after it reads neither again."""
+
+    schedule: Schedule
+    queue: Queue
+
+
+METRICS = {
+    Status.DELIVERED: "Delivered",
+    Status.FAILED: "Failed",
+    Status.EXPIRED: "Expired",
+    Status.CANCELLED: "Cancelled",
+}
+# Schedules the chain repair looks at per scheduled sweep: a round of N schedules takes N / this sweeps.
+REPAIR_BATCH = 100
+
+
+def retention(ctx: Context) -> timedelta:
+    return timedelta(days=ctx.settings.retention_days)
+
+
+# endings ------------------------------------------------------------------------------------
+def finish(
+    ctx: Context,
+    message: Message,
+    status: Status,
+    now: datetime,
+    *,
+    error: str | None,
+    delivered_at: datetime | None = None,
+    attempt: Attempt | None = None,
+    read: Chained | None = None,
+) -> Message:
+    """The message ends in `status`; `attempt`, the attempt that ended it, rides on the same write. Raises
+    StaleVersionError when another version won (the attempt, which happened, then joins the history)."""
+    change = lifecycle.finish(
+        message, status, now, retention(ctx), error=error, delivered_at=delivered_at, attempt=attempt
+    )
+    try:
+        return _end(ctx, message, change, now, lambda outbox: ctx.store.finish(change, outbox), read)
+    except StaleVersionError:
+        if attempt is not None:
+            ctx.store.put_attempt(message.queue, attempt, expire_at=change.expire_at)
+        raise
+
+
+def cancel(ctx: Context, message: Message, now: datetime, *, operation: str | None = None) -> Message:
+    """pending -> cancelled (DELETE message, bulk cancel, a stale occurrence, a deleted queue's message)."""
+    change = lifecycle.cancel(message, now, retention(ctx))
+    return _end(ctx, message, change, now, lambda _: ctx.store.cancel(change, last_op=operation))
+
+
+def revise(
+    ctx: Context,
+    message: Message,
+    change: Change,
+    placement: Placement,
+    now: datetime,
+    *,
+    new_body: bool = False,
+    operation: str | None = None,
+) -> Message:
+    """A `lifecycle.reschedule` (PATCH, bulk shift): pending at its new due time, handed off by the caller
+    through `placement`; or, due after its expiry, expired like any other ending."""
+    if change.message.status is not Status.PENDING:
+
+        def write(outbox: SweepKeys | None) -> Message:
+            return ctx.store.reschedule(change, outbox, new_body=new_body, last_op=operation)
+
+        return _end(ctx, message, change, now, write)
+    leased = change.leased(placement.lease)
+    ctx.store.reschedule(leased, placement.keys, new_body=new_body, last_op=operation)
+    return leased.message
+
+
+def _end(
+    ctx: Context,
+    before: Message,
+    change: Change,
+    now: datetime,
+    write: Callable[[SweepKeys | None], Message],
+    read: Chained | None = None,
+) -> Message:
+    """Writes an ending (`write` gets the outbox keys of a notice owed), then what it decides."""
+    message = change.message
+    notice = failure_notices.owed(ctx, message, now)
+    write(notice.keys if notice else None)
+    recorded = before.attempts - (1 if message.final_attempt is not None else 0)
+    if recorded > 0 and change.expire_at is not None:
+        # Its attempt history (history items; the last attempt rides on the write) goes with it.
+        ctx.store.retain_attempts(message.queue, message.id, change.expire_at)
+    if notice is not None:
+        failure_notices.send_owed(ctx, message, notice, now)
+    ctx.metrics.count(METRICS[message.status], queue=message.queue)
+    error = None if message.status is Status.DELIVERED else message.last_error
+    log(
+        "finished",
+        id=message.id,
+        queue=message.queue,
+        status=message.status.value,
+        attempts=message.attempts,
+        error=error,
+    )
+    chain(ctx, message, now, read)
+    return message
+
+
+# ended at admission -------------------------------------------------------------------------
+def owed_at_admission(ctx: Context, message: Message, now: datetime) -> Owed | None:
+    """A message stored already ended (due after its expiry): the notice it owes, whose outbox keys ride on
+    its put (None for a pending one)."""
+    return failure_notices.owed(ctx, message, now) if message.status.finished else None
+
+
+def admitted(ctx: Context, message: Message, notice: Owed | None, now: datetime) -> None:
+    """After the put of a message stored already ended: its notice sent, counted as any ending. No
+    chaining here (an occurrence ending at admission would chain the next at once): the repair does it."""
+    if not message.status.finished:
+        return
+    if notice is not None:
+        failure_notices.send_owed(ctx, message, notice, now)
+    ctx.metrics.count(METRICS[message.status], queue=message.queue)
+
+
+# pending again ------------------------------------------------------------------------------
+def retry(
+    ctx: Context,
+    message: Message,
+    retry_at: datetime,
+    error: str | None,
+    rate: float | None,
+    now: datetime,
+    read: Chained | None = None,
+) -> bool:
+    """A failed attempt waits as pending for its retry; False when another version won the write. An
+    occurrence's next one does not wait for its retries."""
+    if not _pending_again(ctx, lifecycle.await_retry(message, retry_at, error), rate, now):
+        return False
+    chain(ctx, message, now, read)
+    return True
+
+
+def put_back(ctx: Context, message: Message, rate: float | None, now: datetime) -> bool:
+    """An attempt begun but not started: pending again with its attempt given back."""
+    return _pending_again(ctx, lifecycle.put_back(message), rate, now)
+
+
+def _pending_again(ctx: Context, change: Change, rate: float | None, now: datetime) -> bool:
+    placement = ctx.handoff.place(change.message, now, written_first=True, rate=rate)
+    change = change.leased(placement.lease)
+    try:
+        ctx.store.await_retry(change, placement.keys)
+    except StaleVersionError:
+        return False
+    ctx.handoff.written(placement, change.message, now, rate)
+    return True
+
+
+def redeliver(
+    ctx: Context, message: Message, change: Change, placement: Placement, *, operation: str | None = None
+) -> Message:
+    """A `lifecycle.redeliver` (single or bulk), handed off by the caller through `placement`: the attempt its
+    outcome write carried becomes a history item first, and the history lives as long as the message again."""
+    if message.final_attempt is not None:
+        ctx.store.put_attempt(message.queue, message.final_attempt)
+    leased = change.leased(placement.lease)
+    ctx.store.await_retry(leased, placement.keys, last_op=operation)
+    ctx.store.retain_attempts(message.queue, message.id, None)
+    return leased.message
+
+
+# schedule chaining --------------------------------------------------------------------------
+def is_current(schedule: Schedule | None, message: Message) -> bool:
+    """Whether `message` is an occurrence of this very version of its (still existing, running) schedule."""
+    if schedule is None or schedule.paused or message.occurrence_at is None:
+        return False
+    return schedule.occurrence_id(message.occurrence_at) == message.id
+
+
+def chain(ctx: Context, message: Message, now: datetime, read: Chained | None = None) -> Message | None:
+    """After an occurrence's first outcome or its end (whatever it is): its schedule's next occurrence, stored
+    once. `read`: what the dispatcher read before the attempt, if any. Never raises: what fails here (as what
+    a crash leaves undone) is done by the sweep's `repair`."""
+    if message.schedule is None or message.occurrence_at is None or message.redelivered:
+        return None
+    try:
+        if read is None:
+            schedule = ctx.store.get_schedule(message.queue, message.schedule)
+            queue = ctx.store.get_queue(message.queue, consistent=True) if is_current(schedule, message) else None
+            read = Chained(schedule, queue) if schedule is not None and queue is not None else None
+        if read is None or not is_current(read.schedule, message) or read.queue.created_at != message.queue_epoch:
+            return None
+        return materialize(ctx, read.schedule, read.queue, message.occurrence_at, now)
+    except (StoreError, TimerQueueError) as exc:
+        log("chain_failed", id=message.id, queue=message.queue, schedule=message.schedule, error=str(exc))
+        ctx.metrics.count("ChainFailed", queue=message.queue)
+        return None
+
+
+def materialize(ctx: Context, schedule: Schedule, queue: Queue, after: datetime, now: datetime) -> Message | None:
+    """Store the first occurrence after `after` (once) and hand it off like any message.
+
+    None when the schedule has ended or is paused, or the occurrence was stored already.
+    """
+    at = schedule.next_after(after)
+    if at is None or schedule.paused:
+        return None
+    request = NewMessage(body=schedule.body, deliver_at=at, target=schedule.target)
+    message = replace(admit(queue, request, now, schedule.occurrence_id(at)), schedule=schedule.name, occurrence_at=at)
+    # A rate-limited queue's occurrence takes its pacing slot here, as ingest does (one pacing write).
+    placement = ctx.handoff.place(message, now, written_first=True, rate=delivery_control.of(queue).rate_limit)
+    if placement.lease is not None:
+        message = replace(message, claimed_until=placement.lease)
+    notice = owed_at_admission(ctx, message, now)
+    if not ctx.store.put_occurrence(message, notice.keys if notice else placement.keys):
+        return None
+    ctx.metrics.count("Scheduled", queue=queue.name)
+    ctx.handoff.written(placement, message, now)
+    admitted(ctx, message, notice, now)
+    return message
+
+
+def repair(ctx: Context, time_left: Callable[[], float] = lambda: 60.0, limit: int = REPAIR_BATCH) -> int:
+    """The next occurrence of every running schedule that has none stored (its chaining failed or a writer
+    died between two writes), for the next `limit` schedules of a round through all of them. Called by every
+    scheduled sweeper run; returns how many it stored."""
+    now = ctx.clock()
+    schedules, position = ctx.store.schedule_round(ctx.store.repair_position(), limit)
+    queues: dict[str, Queue | None] = {}
+    stored = 0
+    for schedule in schedules:
+        if time_left() < 5:
+            break
+        if schedule.queue not in queues:
+            queues[schedule.queue] = ctx.store.get_queue(schedule.queue, consistent=True)
+        if _repair_one(ctx, schedule, queues[schedule.queue], now) is not None:
+            log("chain_repaired", queue=schedule.queue, schedule=schedule.name)
+            ctx.metrics.count("ChainRepaired", queue=schedule.queue)
+            stored += 1
+    ctx.store.save_repair_position(position)
+    return stored
+
+
+def _repair_one(ctx: Context, schedule: Schedule, queue: Queue | None, now: datetime) -> Message | None:
+    # A schedule older than its queue belongs to a deleted queue of the same name; a paused queue holds
+    # its occurrence pending, which chains when it is delivered.
+    if schedule.paused or queue is None or schedule.created_at < queue.created_at:
+        return None
+    if delivery_control.of(queue).paused:
+        return None
+    at = schedule.next_after(now)
+    if at is None or ctx.store.get_message(queue.name, schedule.occurrence_id(at), consistent=False) is not None:
+        return None
+    return materialize(ctx, schedule, queue, now, now)
