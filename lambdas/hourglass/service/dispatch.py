@@ -11,7 +11,17 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from hourglass.adapters.timer_queue import read_timers
-from hourglass.core import concurrency, deadline, delivery, delivery_control, handoff, lifecycle, next_attempt, schedule
+from hourglass.core import (
+    concurrency,
+    deadline,
+    delivery,
+    delivery_control,
+    epoch,
+    handoff,
+    lifecycle,
+    next_attempt,
+    schedule,
+)
 from hourglass.core.attempts import Attempt, AttemptOutcome
 from hourglass.core.concurrency import Lease
 from hourglass.core.delivery_control import DeliveryControl
@@ -239,7 +249,7 @@ class Dispatcher:
             message = self._begin(timer, now, lease)
         except StaleVersionError:
             return self._not_startable(timer, now)
-        if message.queue != LATER_NAMESPACE and (queue is None or queue.created_at != message.queue_epoch):
+        if message.queue != LATER_NAMESPACE and not epoch.belongs(queue, message.queue_epoch):
             return self._finish(message, Status.CANCELLED, now, "queue deleted")
         if message.schedule is not None and queue is not None and not self._chain(message, queue, now):
             return self._finish(message, Status.CANCELLED, now, "schedule deleted, replaced or paused")

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from itertools import islice
 
-from hourglass.core import delivery_control, failure_notice
+from hourglass.core import delivery_control, epoch, failure_notice
 from hourglass.core.model import HttpTarget, Message, SqsTarget
 from hourglass.core.schedule import SweepKeys
 from hourglass.core.timestamps import from_ms
@@ -70,7 +70,10 @@ def recover(ctx: Context, time_left: Callable[[], float] = lambda: 60.0, limit: 
         message = ctx.store.get_message(entry.queue, entry.id)
         if message is None or message.version != entry.version or not failure_notice.notifies(message.status):
             continue  # the index lags a write that already replaced (or removed) the item, and its entry
-        destination = delivery_control.of(ctx.store.get_queue(message.queue, consistent=True)).failure_destination
+        queue = ctx.store.get_queue(message.queue, consistent=True)
+        # A message of a deleted queue notifies no later queue of the same name.
+        same_life = epoch.belongs(queue, message.queue_epoch)
+        destination = delivery_control.of(queue if same_life else None).failure_destination
         finished_at = from_ms(entry.due_ms) - failure_notice.OUTBOX_GRACE
         if destination is None:
             _clear(ctx, message)  # the destination was removed since: nothing to send any more

@@ -13,7 +13,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from hourglass.core import delivery_control, lifecycle, validation
+from hourglass.core import delivery_control, epoch, lifecycle, validation
 from hourglass.core.admission import admit
 from hourglass.core.model import Message, NewMessage, Queue, Status
 from hourglass.core.recurrence import Schedule
@@ -30,6 +30,11 @@ def is_current(schedule: Schedule | None, message: Message) -> bool:
     if schedule is None or schedule.paused or message.occurrence_at is None:
         return False
     return schedule.occurrence_id(message.occurrence_at) == message.id
+
+
+def of_queue(schedule: Schedule, queue: Queue) -> bool:
+    """Whether the schedule belongs to this life of its queue (one stored before epochs were is taken to)."""
+    return schedule.queue_epoch is None or epoch.belongs(queue, schedule.queue_epoch)
 
 
 def materialize(ctx: Context, schedule: Schedule, queue: Queue, after: datetime, now: datetime) -> Message | None:
@@ -67,7 +72,9 @@ class Schedules:
         request = validation.schedule_request(doc, now)
         targets.check_allowed(self.ctx, request.target, "target")
         for _ in range(WRITE_ATTEMPTS):
-            existing = self.store.get_schedule(queue_name, name)
+            stored = self.store.get_schedule(queue_name, name)
+            # One of an earlier queue of this name (left by a DELETE that died half-way) is replaced as if absent.
+            existing = stored if stored is not None and of_queue(stored, queue) else None
             schedule = Schedule(
                 queue=queue_name,
                 name=name,
@@ -77,9 +84,10 @@ class Schedules:
                 target=request.target,
                 paused=existing.paused if existing else False,
                 version=existing.version + 1 if existing else 1,
+                queue_epoch=queue.created_at,
             )
             try:
-                self.store.put_schedule(schedule, expected_version=existing.version if existing else None)
+                self.store.put_schedule(schedule, expected_version=stored.version if stored else None)
             except StaleVersionError:
                 continue
             if existing is not None:
@@ -91,9 +99,9 @@ class Schedules:
     def get(self, queue_name: str, name: str) -> Schedule:
         validation.queue_name(queue_name)
         validation.schedule_name(name)
-        self.messages.queues.get(queue_name)
+        queue = self.messages.queues.get(queue_name)
         schedule = self.store.get_schedule(queue_name, name)
-        if schedule is None:
+        if schedule is None or not of_queue(schedule, queue):
             raise NotFoundError(f"schedule {name} does not exist in queue {queue_name}")
         return schedule
 
@@ -102,8 +110,9 @@ class Schedules:
         if unknown:
             raise ValidationError(unknown[0], "is not a known parameter")
         query = validation.list_query(params)
-        self.messages.queues.get(queue_name)
-        return self.store.list_schedules(queue_name, limit=query.limit, cursor=query.cursor)
+        queue = self.messages.queues.get(queue_name)
+        found, cursor = self.store.list_schedules(queue_name, limit=query.limit, cursor=query.cursor)
+        return [schedule for schedule in found if of_queue(schedule, queue)], cursor
 
     def delete(self, queue_name: str, name: str) -> None:
         for _ in range(WRITE_ATTEMPTS):
