@@ -187,7 +187,7 @@ def test_a_pause_answered_during_a_settings_put_is_not_undone(harness: Harness) 
     make_queue(harness, "orders")
     before = harness.ctx.store.get_queue("orders", consistent=True)
     assert harness.call("POST", "/v1/queues/orders/pause")[0] == 200
-    racing = Queues(replace(harness.ctx, store=ReadBefore(harness.ctx.store, before)))
+    racing = Queues(replace(harness.ctx, store=ReadBefore(harness.ctx.store, before)))  # type: ignore[arg-type]
     queue, _ = racing.put("orders", {"target": TARGET, "timeout": 30})
     status, doc = harness.call("GET", "/v1/queues/orders")
     assert (status, doc["paused"], doc["timeout"], queue.control and queue.control.paused) == (200, True, 30, True)
