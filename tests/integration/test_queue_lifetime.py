@@ -12,6 +12,7 @@ from hourglass.core import handoff
 from hourglass.core.concurrency import holder
 from hourglass.core.handoff import Timer
 from hourglass.core.timestamps import from_ms, to_ms
+from hourglass.service import failure_notices
 from hourglass.service.dispatch import Dispatcher
 from hourglass.service.operations import Operations
 from hourglass.service.queues import Queues
@@ -192,3 +193,19 @@ def test_a_pause_answered_during_a_settings_put_is_not_undone(harness: Harness) 
     status, doc = harness.call("GET", "/v1/queues/orders")
     assert (status, doc["paused"], doc["timeout"], queue.control and queue.control.paused) == (200, True, 30, True)
 
+
+
+def test_a_failure_notice_of_the_deleted_queue_goes_to_no_destination_of_the_queue_created_again(
+    harness: Harness,
+) -> None:
+    notices = {"url": "http://127.0.0.1:9/notices"}
+    settings = {"target": TARGET, "retry": {"max_attempts": 1}, "failure_destination": {"type": "http", **notices}}
+    assert harness.call("PUT", "/v1/queues/orders", settings)[0] == 201
+    harness.receiver.answers = [400, 503]  # the message fails; sending its notice fails: it stays in the outbox
+    post_one(harness, "orders")
+    harness.dispatch(harness.timers())
+    assert harness.call("DELETE", "/v1/queues/orders")[0] == 204
+    assert harness.call("PUT", "/v1/queues/orders", settings)[0] == 201
+    harness.clock.advance(120)
+    failure_notices.recover(harness.ctx)
+    assert [r["url"] for r in harness.receiver.requests] == [TARGET["url"], notices["url"]]
