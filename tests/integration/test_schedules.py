@@ -52,8 +52,10 @@ def test_put_materializes_the_next_occurrence_as_a_message_with_a_derived_id(har
     put(harness, "hourly", {"every": 3600, "body": {"tick": 1}})
     [pending] = occurrences(harness, "hourly")
     at = datetime(2026, 11, 21, 11, 0, tzinfo=UTC)
+    queue = harness.ctx.store.get_queue("orders")
+    assert queue is not None
     assert (pending["id"], pending["due_at"], pending["schedule"]) == (
-        occurrence_id("orders", "hourly", at, 1),
+        occurrence_id("orders", "hourly", at, 1, queue.created_at),
         "2026-11-21T11:00:00.000Z",
         "hourly",
     )

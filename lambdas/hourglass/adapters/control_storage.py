@@ -58,9 +58,10 @@ class ControlStorage(Table):
                 f"queue {name} does not exist",
                 TableName=self.table,
                 Key=queue_key(name),
-                UpdateExpression="SET paused = :p",
+                # A new version: a settings write that read the queue before this one is refused (and retried).
+                UpdateExpression="SET paused = :p, version = if_not_exists(version, :zero) + :one",
                 ConditionExpression="attribute_exists(pk)",
-                ExpressionAttributeValues={":p": {"BOOL": paused}},
+                ExpressionAttributeValues={":p": {"BOOL": paused}, ":zero": n(0), ":one": n(1)},
                 ReturnValues="ALL_NEW",
             )
         except StaleVersionError as exc:

@@ -216,6 +216,7 @@ def queue_to_item(queue: Queue) -> Item:
         "created_at": n(to_ms(queue.created_at)),
         # Top level, so pause and resume are one small conditional update.
         "paused": {"BOOL": control.paused},
+        "version": n(queue.version),
     }
 
 
@@ -232,7 +233,8 @@ def queue_from_item(item: Item) -> Queue:
     if control == DeliveryControl():
         control = None  # the default control, as a queue built without one
     created_at = from_ms(int(item["created_at"]["N"]))
-    return Queue(name=item["pk"]["S"], settings=settings, created_at=created_at, control=control)
+    version = _int(item, "version", 0)
+    return Queue(name=item["pk"]["S"], settings=settings, created_at=created_at, control=control, version=version)
 
 
 def control_to_stored(control: DeliveryControl) -> dict[str, Any]:
@@ -446,6 +448,8 @@ def schedule_to_item(schedule: Schedule) -> Item:
     }
     if schedule.target is not None:
         item["target"] = s(target_to_json(schedule.target))
+    if schedule.queue_epoch is not None:
+        item["queue_epoch"] = n(to_ms(schedule.queue_epoch))
     return item
 
 
@@ -468,4 +472,5 @@ def schedule_from_item(item: Item) -> Schedule:
         target=target_from_json(target) if target else None,
         paused=bool(item["paused"]["BOOL"]),
         version=int(item["version"]["N"]),
+        queue_epoch=_time(item, "queue_epoch"),
     )

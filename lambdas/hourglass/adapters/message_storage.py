@@ -96,17 +96,46 @@ class MessageStorage(Table):
 
     # queues -------------------------------------------------------------------------------
     def put_queue(self, queue: Queue) -> bool:
-        """Create or replace; True when it was created."""
+        """Create or replace whatever is stored (seeding); True when it was created. The API writes with
+        `write_queue`, conditional on the version it read."""
         old = self._guard("put_item", TableName=self.table, Item=queue_to_item(queue), ReturnValues="ALL_OLD")
         return "Attributes" not in old
+
+    def write_queue(self, queue: Queue, *, expected_version: int | None) -> None:
+        """Create (`expected_version` None: only if absent) or replace the version read; else StaleVersionError."""
+        if expected_version is None:
+            condition: dict[str, Any] = {"ConditionExpression": "attribute_not_exists(pk)"}
+        else:
+            # A queue stored before versions were is version 0.
+            legacy = " OR attribute_not_exists(version)" if expected_version == 0 else ""
+            condition = {
+                "ConditionExpression": f"attribute_exists(pk) AND (version = :v{legacy})",
+                "ExpressionAttributeValues": {":v": n(expected_version)},
+            }
+        self._conditional(
+            "put_item", f"queue {queue.name} changed", TableName=self.table, Item=queue_to_item(queue), **condition
+        )
 
     def get_queue(self, name: str, *, consistent: bool = False) -> Queue | None:
         got = self._guard("get_item", TableName=self.table, Key=queue_key(name), ConsistentRead=consistent)
         return queue_from_item(got["Item"]) if "Item" in got else None
 
-    def delete_queue(self, name: str) -> bool:
-        old = self._guard("delete_item", TableName=self.table, Key=queue_key(name), ReturnValues="ALL_OLD")
-        return "Attributes" in old
+    def delete_queue(self, name: str, epoch: datetime | None = None) -> bool:
+        """Deletes the queue item, with `epoch` only that life of it (never a later queue of the same
+        name); False when there was none to delete."""
+        condition: dict[str, Any] = {"ConditionExpression": "attribute_exists(pk)"}
+        if epoch is not None:
+            condition = {
+                "ConditionExpression": "created_at = :epoch",
+                "ExpressionAttributeValues": {":epoch": n(to_ms(epoch))},
+            }
+        try:
+            self._conditional(
+                "delete_item", f"queue {name} is gone", TableName=self.table, Key=queue_key(name), **condition
+            )
+        except StaleVersionError:
+            return False
+        return True
 
     # new messages -------------------------------------------------------------------------
     def put_messages(self, entries: Iterable[tuple[Message, SweepKeys | None]]) -> None:

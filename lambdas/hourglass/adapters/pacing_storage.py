@@ -37,3 +37,7 @@ class PacingStorage(Table):
                 ).get("Item")
             return False, int(item["next_us"]["N"]) if item and "next_us" in item else None
         return True, new_us
+
+    def reset_pace(self, queue: str) -> None:
+        """Forget the queue's next free slot: the next allocation starts from now."""
+        self._guard("delete_item", TableName=self.table, Key={"pk": s(queue), "sk": s(PACE_SK)})

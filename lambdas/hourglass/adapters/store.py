@@ -8,6 +8,7 @@ from hourglass.adapters.control_storage import ControlStorage
 from hourglass.adapters.message_storage import MessageStorage
 from hourglass.adapters.operation_storage import OperationStorage
 from hourglass.adapters.pacing_storage import PacingStorage
+from hourglass.adapters.queue_lifetime import QueueLifetime
 from hourglass.adapters.queue_registry import QueueRegistry
 from hourglass.adapters.schedule_storage import ScheduleStorage
 from hourglass.adapters.sweep_storage import SweepStorage
@@ -22,5 +23,6 @@ class Store(
     ControlStorage,
     ScheduleStorage,
     QueueRegistry,
+    QueueLifetime,
 ):
     """Both nouns over one table and one client, as the services and the local runtime use it."""

@@ -18,6 +18,9 @@ from hourglass.errors import ValidationError
 
 # Extra head start of a paced timer over schedule.TIMER_HEAD_START (the total stays under MAX_SLEEP).
 PACED_HEAD_START = timedelta(seconds=1)
+# A paced timer whose slot is far comes back at least this often (below the default sweep look-ahead),
+# so that a slot its queue no longer needs (its rate limit removed) holds the message back no longer.
+PACED_MAX_DELAY = 240
 
 
 @dataclass(frozen=True)
@@ -181,8 +184,9 @@ def timer_for(entry: DueEntry, now: datetime, slot: Slot | None = None) -> Sched
 def delay_of(timer: Timer, now: datetime) -> int:
     """SQS DelaySeconds of a timer. A paced one is made visible a second sooner: it must start within its
     slot's tolerance, so a slow receive costs it the slot, while the dispatcher sleeps the extra second."""
-    target = from_ms(timer.due_ms) - (PACED_HEAD_START if timer.latest_ms is not None else timedelta(0))
-    return schedule.timer_delay(target, now)
+    if timer.latest_ms is None:
+        return schedule.timer_delay(from_ms(timer.due_ms), now)
+    return min(PACED_MAX_DELAY, schedule.timer_delay(from_ms(timer.due_ms) - PACED_HEAD_START, now))
 
 
 def resend(timer: Timer, now: datetime) -> Scheduled:

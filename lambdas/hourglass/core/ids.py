@@ -20,10 +20,12 @@ def deterministic_id(queue: str, key: str) -> str:
     return uuid.uuid5(_NAMESPACE, f"{queue}\x00{key}").hex
 
 
-def occurrence_id(queue: str, schedule: str, at: datetime, version: int = 1) -> str:
-    """The id of a schedule's occurrence at `at`, so that materializing it twice stores one message."""
+def occurrence_id(queue: str, schedule: str, at: datetime, version: int = 1, epoch: datetime | None = None) -> str:
+    """The id of a schedule's occurrence at `at`, so that materializing it twice stores one message; a
+    schedule of a later queue of the same name (`epoch`) never meets the ids of an earlier one's."""
     # NUL cannot appear in a schedule name, and a bulk-load key never starts with it.
-    return deterministic_id(queue, f"\x00schedule\x00{schedule}\x00{version}\x00{to_ms(at)}")
+    life = "" if epoch is None else f"\x00{to_ms(epoch)}"
+    return deterministic_id(queue, f"\x00schedule\x00{schedule}\x00{version}\x00{to_ms(at)}{life}")
 
 
 def is_valid_id(value: object) -> bool:

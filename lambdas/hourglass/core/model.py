@@ -104,6 +104,8 @@ class Queue:
     created_at: datetime
     # Delivery control (v1.1); None is the default control (`delivery_control.of`).
     control: DeliveryControl | None = None
+    # Bumped by every write of the queue item, each conditional on the one it read (0: never stored).
+    version: int = 0
 
 
 class NoticeStatus(StrEnum):

@@ -62,6 +62,8 @@ class Schedule:
     paused: bool = False
     # Bumped on every replace, so a replaced rule's occurrence never reuses a cancelled one's id.
     version: int = 1
+    # The epoch of the queue it was created in (`core.epoch`); None for one stored before epochs were.
+    queue_epoch: datetime | None = None
 
     def next_after(self, after: datetime) -> datetime | None:
         return next_occurrence(self.recurrence, after, anchor=self.created_at)
@@ -70,7 +72,7 @@ class Schedule:
         return upcoming(self.recurrence, after, anchor=self.created_at, count=count)
 
     def occurrence_id(self, at: datetime) -> str:
-        return occurrence_id(self.queue, self.name, at, self.version)
+        return occurrence_id(self.queue, self.name, at, self.version, self.queue_epoch)
 
 
 def next_occurrence(recurrence: Recurrence, after: datetime, *, anchor: datetime) -> datetime | None:

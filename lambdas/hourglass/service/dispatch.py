@@ -11,7 +11,17 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from hourglass.adapters.timer_queue import read_timers
-from hourglass.core import concurrency, deadline, delivery, delivery_control, handoff, lifecycle, next_attempt, schedule
+from hourglass.core import (
+    concurrency,
+    deadline,
+    delivery,
+    delivery_control,
+    epoch,
+    handoff,
+    lifecycle,
+    next_attempt,
+    schedule,
+)
 from hourglass.core.attempts import Attempt, AttemptOutcome
 from hourglass.core.concurrency import Lease
 from hourglass.core.delivery_control import DeliveryControl
@@ -155,6 +165,17 @@ class Dispatcher:
             self.ctx.metrics.count("Repaced", len(indices), queue=name)
         return paced
 
+    def _unpaced(self, timer: Timer) -> Timer:
+        """A paced timer of a queue that has no rate limit any more: the slot holds the message back no
+        longer and the timer targets the message's own due time instead."""
+        if delivery_control.of(self._queue(timer.queue)).rate_limit is not None:
+            return timer
+        message = self.store.get_message(timer.queue, timer.id)
+        if message is None or message.status is not Status.PENDING or message.version != timer.version:
+            return timer  # not written yet, or moved on: its start fails as it would have
+        self.ctx.metrics.count("Unpaced", queue=timer.queue)
+        return replace(timer, due_ms=to_ms(message.due_at), latest_ms=None)
+
     def _gather(self, queue: str) -> datetime:
         """Waits until the queue's gathering instant (set by the first slot-less timer of a window)."""
         now = self.ctx.clock()
@@ -185,6 +206,9 @@ class Dispatcher:
             # Re-paced here: wait for the slot in this dispatcher rather than round the timer queue.
             self.ctx.sleep(schedule.seconds_until(due - timedelta(seconds=schedule.TIMER_HEAD_START), now))
             now = self.ctx.clock()
+        if timer.slot is not None:
+            timer = self._unpaced(timer)
+            due = from_ms(timer.due_ms)
         if schedule.is_early(due, now):
             self.ctx.handoff.resend([handoff.resend(timer, now)])
             return Result(True, "redelayed")
@@ -239,7 +263,7 @@ class Dispatcher:
             message = self._begin(timer, now, lease)
         except StaleVersionError:
             return self._not_startable(timer, now)
-        if message.queue != LATER_NAMESPACE and (queue is None or queue.created_at != message.queue_epoch):
+        if message.queue != LATER_NAMESPACE and not epoch.belongs(queue, message.queue_epoch):
             return self._finish(message, Status.CANCELLED, now, "queue deleted")
         current = self._schedule(message, queue) if queue is not None else None
         if message.schedule is not None and queue is not None and not message.redelivered and current is None:

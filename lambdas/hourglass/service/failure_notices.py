@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from itertools import islice
 
-from hourglass.core import delivery, delivery_control, failure_notice
+from hourglass.core import delivery, delivery_control, epoch, failure_notice
 from hourglass.core.model import HttpTarget, Message, NoticeStatus, SqsTarget
 from hourglass.core.schedule import SweepKeys
 from hourglass.errors import StoreError
@@ -78,7 +78,10 @@ def recover(ctx: Context, time_left: Callable[[], float] = lambda: 60.0, limit: 
         notice = message.notice if message is not None and message.version == entry.version else None
         if message is None or notice is None or notice.next_try_at is None or notice.next_try_at > now:
             continue  # the index lags a write that already replaced, moved or removed the item's entry
-        destination = delivery_control.of(ctx.store.get_queue(message.queue, consistent=True)).failure_destination
+        queue = ctx.store.get_queue(message.queue, consistent=True)
+        # A message of a deleted queue notifies no later queue of the same name.
+        same_life = epoch.belongs(queue, message.queue_epoch)
+        destination = delivery_control.of(queue if same_life else None).failure_destination
         if destination is None:
             _clear(ctx, message)  # the destination was removed since: nothing to send any more
             continue

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
-from hourglass.core import delivery_control, validation
+from hourglass.core import delivery_control, epoch, validation
 from hourglass.core.model import Queue
-from hourglass.errors import NotFoundError, ValidationError
+from hourglass.errors import ConflictError, NotFoundError, StaleVersionError, ValidationError
 from hourglass.service import targets
 from hourglass.service.context import Context
+
+WRITE_ATTEMPTS = 3
 
 
 class Queues:
@@ -17,17 +21,37 @@ class Queues:
         self.store = ctx.store
 
     def put(self, name: str, doc: Any) -> tuple[Queue, bool]:
+        """Create or replace, conditional on the version read: a pause or resume (or another PUT) between the
+        read and the write makes it read again, so a write never undoes a change that was answered."""
         validation.queue_name(name)
         settings = validation.queue_settings(doc)
         targets.check_allowed(self.ctx, settings.target, "target")
-        existing = self.store.get_queue(name, consistent=True)
         # PUT leaves the paused state as it is (only /pause and /resume change it).
-        control = validation.delivery_control(doc or {}, paused=delivery_control.of(existing).paused)
+        control = validation.delivery_control(doc or {})
         targets.check_allowed(self.ctx, control.failure_destination, "failure_destination")
-        created_at = existing.created_at if existing else self.ctx.clock()
-        queue = Queue(name=name, settings=settings, created_at=created_at, control=control)
-        self.store.register_queue(name)  # idempotent; before the queue item, so a listed name may lack one
-        return queue, self.store.put_queue(queue)
+        for _ in range(WRITE_ATTEMPTS):
+            existing = self.store.get_queue(name, consistent=True)
+            kept = replace(control, paused=delivery_control.of(existing).paused)
+            if existing is None:
+                queue = Queue(name, settings, self._new_epoch(name), kept, version=1)
+            else:
+                queue = Queue(name, settings, existing.created_at, kept, version=existing.version + 1)
+            self.store.register_queue(name)  # idempotent; before the queue item, so a listed name may lack one
+            try:
+                self.store.write_queue(queue, expected_version=existing.version if existing else None)
+            except StaleVersionError:
+                continue
+            if delivery_control.of(existing).rate_limit is not None and kept.rate_limit is None:
+                # Unpaced now: a later rate limit starts from now, not behind the backlog paced before.
+                self.store.reset_pace(name)
+            return queue, existing is None
+        raise ConflictError(f"queue {name} keeps changing; try again")
+
+    def _new_epoch(self, name: str) -> datetime:
+        """A new life of the name: what an earlier one left (a DELETE that died half-way) is removed first,
+        and its epoch is later than anything of the earlier life."""
+        self.store.clear_queue_items(name)
+        return epoch.start(self.ctx.clock(), self.store.queue_ended_at(name))
 
     def list(self, params: dict[str, str] | None) -> tuple[list[Queue], str | None]:
         unknown = sorted(set(params or {}) - {"limit", "cursor"})
@@ -44,13 +68,15 @@ class Queues:
         return queue
 
     def delete(self, name: str) -> None:
-        """Deletes the queue item (and its list entry); `Messages.cancel_pending` then cancels what waits.
+        """Deletes the queue item (and its list entry) and ends its life: its pacing cursor, concurrency
+        slots, schedules and operations go; `Messages.cancel_pending` then cancels what waits.
 
         The queue item's absence is the tombstone: the dispatcher reads it strongly consistently
         (once per batch and queue) and cancels, never delivers, a message of a deleted queue or of
         an earlier queue of the same name (its epoch differs), so nothing the cancel pass leaves
         is delivered after the 204.
         """
-        self.get(name)
-        self.store.delete_queue(name)
+        queue = self.get(name)
+        self.store.delete_queue(name, queue.created_at)
         self.store.unregister_queue(name)
+        self.store.end_queue(name, self.ctx.clock())

@@ -13,8 +13,8 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from hourglass.core import validation
-from hourglass.core.model import Status
+from hourglass.core import epoch, validation
+from hourglass.core.model import Queue, Status
 from hourglass.core.recurrence import Schedule
 from hourglass.errors import ConflictError, NotFoundError, StaleVersionError, ValidationError
 from hourglass.service import targets, transitions
@@ -25,6 +25,11 @@ from hourglass.service.transitions import is_current, materialize
 __all__ = ["Schedules", "is_current", "materialize"]
 
 WRITE_ATTEMPTS = 3
+
+
+def of_queue(schedule: Schedule, queue: Queue) -> bool:
+    """Whether the schedule belongs to this life of its queue (one stored before epochs were is taken to)."""
+    return schedule.queue_epoch is None or epoch.belongs(queue, schedule.queue_epoch)
 
 
 class Schedules:
@@ -41,7 +46,9 @@ class Schedules:
         request = validation.schedule_request(doc, now)
         targets.check_allowed(self.ctx, request.target, "target")
         for _ in range(WRITE_ATTEMPTS):
-            existing = self.store.get_schedule(queue_name, name)
+            stored = self.store.get_schedule(queue_name, name)
+            # One of an earlier queue of this name (left by a DELETE that died half-way) is replaced as if absent.
+            existing = stored if stored is not None and of_queue(stored, queue) else None
             schedule = Schedule(
                 queue=queue_name,
                 name=name,
@@ -51,9 +58,10 @@ class Schedules:
                 target=request.target,
                 paused=existing.paused if existing else False,
                 version=existing.version + 1 if existing else 1,
+                queue_epoch=queue.created_at,
             )
             try:
-                self.store.put_schedule(schedule, expected_version=existing.version if existing else None)
+                self.store.put_schedule(schedule, expected_version=stored.version if stored else None)
             except StaleVersionError:
                 continue
             if existing is not None:
@@ -65,9 +73,9 @@ class Schedules:
     def get(self, queue_name: str, name: str) -> Schedule:
         validation.queue_name(queue_name)
         validation.schedule_name(name)
-        self.messages.queues.get(queue_name)
+        queue = self.messages.queues.get(queue_name)
         schedule = self.store.get_schedule(queue_name, name)
-        if schedule is None:
+        if schedule is None or not of_queue(schedule, queue):
             raise NotFoundError(f"schedule {name} does not exist in queue {queue_name}")
         return schedule
 
@@ -76,8 +84,9 @@ class Schedules:
         if unknown:
             raise ValidationError(unknown[0], "is not a known parameter")
         query = validation.list_query(params)
-        self.messages.queues.get(queue_name)
-        return self.store.list_schedules(queue_name, limit=query.limit, cursor=query.cursor)
+        queue = self.messages.queues.get(queue_name)
+        found, cursor = self.store.list_schedules(queue_name, limit=query.limit, cursor=query.cursor)
+        return [schedule for schedule in found if of_queue(schedule, queue)], cursor
 
     def delete(self, queue_name: str, name: str) -> None:
         for _ in range(WRITE_ATTEMPTS):
