@@ -1,4 +1,5 @@
-"""Schedules in the table (pk = queue, sk = "s#<name>"), written conditionally on their version, and occurrences."""
+"""Schedules in the table (pk = queue, sk = "s#<name>"), written conditionally on their version (occurrences are
+messages: `MessageStorage.put_occurrence`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from typing import Any
 
 from hourglass.adapters.items import (
     SCHEDULE_PREFIX,
-    message_to_item,
     n,
     s,
     schedule_from_item,
@@ -16,10 +16,8 @@ from hourglass.adapters.items import (
     schedule_to_item,
 )
 from hourglass.adapters.table import Table
-from hourglass.core.model import Message
 from hourglass.core.recurrence import Schedule
-from hourglass.core.schedule import SweepKeys
-from hourglass.errors import StaleVersionError, ValidationError
+from hourglass.errors import ValidationError
 
 
 class ScheduleStorage(Table):
@@ -71,21 +69,6 @@ class ScheduleStorage(Table):
                 break
             request["Limit"] = limit - len(found)
         return found, _encode(last) if last else None
-
-    def put_occurrence(self, message: Message, keys: SweepKeys | None) -> bool:
-        """Store an occurrence unless its id is stored already; True when this call stored it."""
-        try:
-            self._conditional(
-                "put_item",
-                f"occurrence {message.id} exists",
-                TableName=self.table,
-                Item=message_to_item(message, keys),
-                ConditionExpression="attribute_not_exists(pk)",
-            )
-        except StaleVersionError:
-            return False
-        return True
-
 
 def _encode(key: dict[str, Any]) -> str:
     return base64.urlsafe_b64encode(json.dumps(key, separators=(",", ":")).encode()).decode()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from hourglass.core import attempts, delivery_control, redelivery
+from hourglass.core import admission, attempts, delivery_control, redelivery
 from hourglass.core.attempts import Attempt
 from hourglass.core.delivery_control import PAUSE_SETTLE
 from hourglass.core.model import Message, Queue
@@ -43,6 +43,7 @@ class Control:
         request = redelivery.redeliver_request(doc, now)
         message = self.messages.get(queue_name, message_id)
         again = redelivery.redeliver(message, request, now)
+        admission.check(again.message, queue)
         pending = replace(again.message, attempts_base=again.budget_from)
         handoff = self.ctx.handoff
         placement = handoff.place(pending, now, written_first=True, rate=delivery_control.of(queue).rate_limit)

@@ -13,9 +13,8 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from hourglass.core import delivery_control, lifecycle, validation
-from hourglass.core.admission import admit
-from hourglass.core.model import Message, NewMessage, Queue, Status
+from hourglass.core import admission, delivery_control, lifecycle, validation
+from hourglass.core.model import Message, Queue, Status
 from hourglass.core.recurrence import Schedule
 from hourglass.errors import ConflictError, NotFoundError, StaleVersionError, ValidationError
 from hourglass.service import targets
@@ -40,8 +39,7 @@ def materialize(ctx: Context, schedule: Schedule, queue: Queue, after: datetime,
     at = schedule.next_after(after)
     if at is None or schedule.paused:
         return None
-    request = NewMessage(body=schedule.body, deliver_at=at, target=schedule.target)
-    message = replace(admit(queue, request, now, schedule.occurrence_id(at)), schedule=schedule.name, occurrence_at=at)
+    message = admission.occurrence(schedule, queue, at, now)
     # A rate-limited queue's occurrence takes its pacing slot here, as ingest does (one pacing write).
     placement = ctx.handoff.place(message, now, written_first=True, rate=delivery_control.of(queue).rate_limit)
     if placement.lease is not None:
@@ -78,6 +76,7 @@ class Schedules:
                 paused=existing.paused if existing else False,
                 version=existing.version + 1 if existing else 1,
             )
+            admission.admit_schedule(schedule, queue, now)
             try:
                 self.store.put_schedule(schedule, expected_version=existing.version if existing else None)
             except StaleVersionError:
