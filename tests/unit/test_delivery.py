@@ -153,3 +153,8 @@ def test_sqs_envelope_shape():
         "due_at": "2026-11-21T10:00:00.250Z",
         "attempt": 2,
     }
+
+
+def test_an_outcome_error_is_bounded_whatever_a_later_callback_answers():
+    outcome = delivery.judge_later(200, json.dumps({"code": "x" * 500_000}).encode())
+    assert outcome.error is not None and len(outcome.error) == delivery.MAX_ERROR

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hourglass.core import delivery, limits
 from hourglass.core.delivery import Outcome, judge_http
 from hourglass.core.failure_notice import (
     BACKOFF_MAX,
@@ -16,12 +19,13 @@ from hourglass.core.failure_notice import (
     failure_notice,
     fair_order,
     notice_headers,
+    notice_text,
     notifies,
     outbox_keys,
     outbox_range,
 )
 from hourglass.core.handoff import DueEntry
-from hourglass.core.model import Message, NoticeStatus, Status
+from hourglass.core.model import HttpTarget, Message, NoticeStatus, SqsTarget, Status
 
 T0 = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
 
@@ -121,3 +125,35 @@ def test_the_tries_of_a_notice_span_a_few_hours():
 def test_due_entries_are_taken_in_turn_from_each_queue_earliest_first():
     entries = [DueEntry("a", f"a{i}", 2, i) for i in range(4)] + [DueEntry("b", "b0", 2, 9), DueEntry("c", "c0", 2, 10)]
     assert [e.id for e in fair_order(entries)] == ["a0", "b0", "c0", "a1", "a2", "a3"]
+SQS_DESTINATION = SqsTarget("https://sqs.us-east-1.amazonaws.com/123456789012/failures")
+FULL_BODY = "x" * (256 * 1024 - 2)
+
+
+def test_a_notice_that_fits_an_sqs_destination_carries_the_body():
+    sent = json.loads(notice_text(message(Status.FAILED), T0, SQS_DESTINATION))
+    assert (sent["body"], "body_omitted" in sent) == ({"n": 1}, False)
+
+
+def test_a_notice_too_large_for_an_sqs_destination_goes_without_the_body():
+    text = notice_text(replace(message(Status.FAILED), body=FULL_BODY), T0, SQS_DESTINATION)
+    sent = json.loads(text)
+    assert (sent["id"], sent["body"], sent["body_omitted"]) == ("m1", None, True)
+    assert limits.sqs_message_bytes(text) <= limits.SQS_MESSAGE_BYTES
+
+
+def test_an_http_destination_gets_the_whole_body():
+    text = notice_text(replace(message(Status.FAILED), body=FULL_BODY), T0, HttpTarget("https://example.com/"))
+    assert json.loads(text)["body"] == FULL_BODY
+
+
+def test_the_largest_notice_without_its_body_fits_an_sqs_destination():
+    largest = replace(
+        message(Status.EXPIRED),
+        id="f" * 64,
+        queue="q" * 64,
+        body="x" * limits.SQS_MESSAGE_BYTES,
+        attempts=10**10,
+        last_error="\x01" * delivery.MAX_ERROR,
+    )
+    text = notice_text(largest, T0, SQS_DESTINATION)
+    assert json.loads(text)["body_omitted"] and limits.sqs_message_bytes(text) <= limits.SQS_MESSAGE_BYTES

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 from hourglass.adapters.items import message_to_item
-from hourglass.core import delivery, limits, validation
-from hourglass.core.model import HttpTarget, Message, QueueSettings, RetryPolicy, SqsTarget, Status
+from hourglass.core import attempts, delivery, limits, validation
+from hourglass.core.admission import Fields, admit
+from hourglass.core.model import HttpTarget, Message, Queue, QueueSettings, RetryPolicy, SqsTarget, Status
 from hourglass.core.schedule import sweep_keys
 from hourglass.errors import ValidationError
 
@@ -28,6 +29,10 @@ def dynamodb_item_size(item: dict[str, dict[str, Any]]) -> int:
     return size
 
 
+# The largest final attempt a finished message keeps: its 500-character error escaped to 6 bytes a character.
+FINAL = attempts.Attempt("f" * 64, 10**9, NOW, NOW, attempts.AttemptOutcome.FAILED, status_code=599, error="\x01" * 500)
+
+
 def worst_message(body: Any, target: Any) -> Message:
     """Every optional attribute set, at its largest."""
     return Message(
@@ -41,13 +46,17 @@ def worst_message(body: Any, target: Any) -> Message:
         expires_at=NOW + timedelta(days=3650),
         attempts=100,
         delivered_at=NOW,
-        last_error="€" * 1000,
+        last_error="😀" * delivery.MAX_ERROR,
         dedup_id="d" * 128,
         target=target,
         queue_epoch=NOW,
         claimed_until=NOW,
-        topic=None,
+        topic="t" * 256,
         retry=RetryPolicy(max_attempts=100, backoff_base=86400.123456, backoff_max=2592000.123456),
+        attempts_base=10**9,
+        schedule="s" * 64,
+        occurrence_at=NOW,
+        final_attempt=FINAL,
     )
 
 
@@ -65,7 +74,7 @@ def test_the_estimate_bounds_the_real_item_size_closely(body, target):
     message = worst_message(body, target)
     keys = sweep_keys(message.id, message.due_at, shards=1000, bucket_seconds=60)
     real = dynamodb_item_size(message_to_item(message, keys))
-    estimate = limits.message_item_bytes(body, target, dedup_id=message.dedup_id)
+    estimate = limits.message_item_bytes(message)
     assert real <= estimate <= real + limits.FIXED_ITEM_BYTES
 
 
@@ -73,11 +82,14 @@ def test_the_estimate_bounds_the_real_item_size_closely(body, target):
 def test_the_envelope_bound_covers_the_real_sqs_envelope(body):
     message = worst_message(body, SqsTarget(SQS["queue_url"]))
     real = len(delivery.sqs_envelope(message, attempt=10**9).encode())
-    assert real <= limits.sqs_envelope_bytes(body) <= real + 16
+    assert real == limits.sqs_envelope_bytes(message)
 
 
 def batch(message: dict[str, Any], settings: QueueSettings = QueueSettings()) -> Any:
-    return validation.message_batch({"messages": [message]}, settings, NOW)
+    """A POST's requests, admitted."""
+    queue = Queue("orders", settings, NOW)
+    requests = validation.message_batch({"messages": [message]}, settings, NOW)
+    return [admit(queue, r, NOW, "f" * 32, Fields.in_batch(i)) for i, r in enumerate(requests)]
 
 
 def refused(message: dict[str, Any], settings: QueueSettings = QueueSettings()) -> ValidationError:

@@ -194,6 +194,24 @@ class MessageStorage(Table):
         self._drop_body(message.queue, message.id, body_ref_of_items(items))
         raise StoreError(f"dedup transaction for {message.dedup_id!r} cancelled {DEDUP_ATTEMPTS} times")
 
+    def put_occurrence(self, message: Message, keys: SweepKeys | None) -> bool:
+        """Store a schedule occurrence, its body placed as any new message's, unless its id is stored already;
+        True when this call stored it. The message item and its body item are written in one transaction."""
+        items = self.new_items(message, keys)
+        puts = [{"Put": {"TableName": self.table, "Item": item}} for item in items[1:]]
+        first = {"TableName": self.table, "Item": items[0], "ConditionExpression": "attribute_not_exists(pk)"}
+        try:
+            if puts:
+                self._call("transact_write_items", TransactItems=[{"Put": first}, *puts])
+            else:
+                self._call("put_item", **first)
+        except ClientError as exc:
+            reasons = [str(r.get("Code", "")) for r in exc.response.get("CancellationReasons", [])]
+            if code_of(exc) == "ConditionalCheckFailedException" or reasons[:1] == ["ConditionalCheckFailed"]:
+                return False  # stored already; an S3 body just put is the same body under the same key
+            raise StoreError(f"DynamoDB write of occurrence {message.id} failed: {exc}") from exc
+        return True
+
     def _live_dedup(self, message: Message, now: datetime, epoch: int) -> str | None:
         """The message id of the live dedup record of this queue epoch, if there is one."""
         assert message.dedup_id is not None
@@ -426,9 +444,11 @@ class MessageStorage(Table):
 
     # bodies -------------------------------------------------------------------------------
     def _with_bodies(self, items: list[Item]) -> list[Message]:
-        """The messages of `items` with their bodies: body items in one BatchGetItem (strongly
-        consistent), S3 bodies one GetObject each; inline bodies cost nothing more."""
-        messages = [message_from_item(item) for item in items]
+        return self.read_bodies([message_from_item(item) for item in items])
+
+    def read_bodies(self, messages: list[Message]) -> list[Message]:
+        """`messages` with their bodies: body items in one BatchGetItem (strongly consistent), S3 bodies one
+        GetObject each; inline bodies cost nothing more."""
         wanted = [m for m in messages if m.body_ref is not None and m.body_ref.placement is Placement.ITEM]
         bodies: dict[str, Any] = {}
         for start in range(0, len(wanted), BATCH_GET):

@@ -1,4 +1,5 @@
-"""Schedules in the table (pk = queue, sk = "s#<name>"), written conditionally on their version, and occurrences."""
+"""Schedules in the table (pk = queue, sk = "s#<name>"), written conditionally on their version (occurrences are
+messages: `MessageStorage.put_occurrence`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ from hourglass import contract
 from hourglass.adapters.items import (
     SCHEDULE_PREFIX,
     SCHEDULES_PK,
-    message_to_item,
     n,
     s,
     schedule_from_item,
@@ -18,10 +18,8 @@ from hourglass.adapters.items import (
     schedule_to_item,
 )
 from hourglass.adapters.table import Table
-from hourglass.core.model import Message
 from hourglass.core.recurrence import Schedule
-from hourglass.core.schedule import SweepKeys
-from hourglass.errors import StaleVersionError, ValidationError
+from hourglass.errors import ValidationError
 
 # Where the chain repair has got to in its round of every schedule (one small item).
 REPAIR_KEY = {"pk": s("@schedules"), "sk": s("#repair")}
@@ -77,21 +75,6 @@ class ScheduleStorage(Table):
                 break
             request["Limit"] = limit - len(found)
         return found, _encode(last) if last else None
-
-    def put_occurrence(self, message: Message, keys: SweepKeys | None) -> bool:
-        """Store an occurrence unless its id is stored already; True when this call stored it."""
-        try:
-            self._conditional(
-                "put_item",
-                f"occurrence {message.id} exists",
-                TableName=self.table,
-                Item=message_to_item(message, keys),
-                ConditionExpression="attribute_not_exists(pk)",
-            )
-        except StaleVersionError:
-            return False
-        return True
-
 
     def schedule_round(self, after: str | None, limit: int) -> tuple[list[Schedule], str | None]:
         """Up to `limit` schedules of every queue, in (queue, name) order after the round's position `after`,

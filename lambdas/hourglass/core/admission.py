@@ -1,20 +1,64 @@
-"""Admission: how a validated message request becomes a stored message (due time, expiry, status)."""
+"""Admission: the one gate of every message version (POST, `/create`, schedules and their occurrences, PATCH,
+redelivery, bulk shift and redeliver, the bulk writer): its due time, its expiry, and AWS's limits everywhere
+it can reach. A refusal is a 413 naming the field; where its body goes is the store's `place_body`."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from hourglass.core import schedule
+from hourglass.core import limits, schedule
 from hourglass.core.model import Message, NewMessage, Queue, Status
+from hourglass.core.recurrence import Schedule
 
 
-def admit(queue: Queue, request: NewMessage, now: datetime, message_id: str) -> Message:
-    """The new message; one due after its expiry is stored as expired and never delivered."""
+@dataclass(frozen=True)
+class Fields:
+    """How a refusal names the message's fields in the request that carried it."""
+
+    body: str = "body"
+    target: str = "target"
+
+    @classmethod
+    def in_batch(cls, index: int) -> Fields:
+        return cls(f"messages[{index}].body", f"messages[{index}].target")
+
+
+def check(message: Message, queue: Queue | None, fields: Fields = Fields()) -> None:
+    """Refuses (413 naming the field) a version that would not fit a place it can reach: its DynamoDB item
+    (`limits.check_message`), its target's SQS message. Its timers carry only ids, and its failure notice
+    always fits its destination: a notice too large for it goes without the body (`failure_notice.notice_text`)."""
+    queue_target = queue.settings.target if queue is not None else None
+    limits.check_message(message, queue_target=queue_target, body_field=fields.body, target_field=fields.target)
+
+
+def admit(queue: Queue, request: NewMessage, now: datetime, message_id: str, fields: Fields = Fields()) -> Message:
+    """The new message of `request`, checked; one due after its expiry is stored as expired, never delivered."""
+    message = _new(queue, request, now, message_id)
+    check(message, queue, fields)
+    return message
+
+
+def occurrence(plan: Schedule, queue: Queue, at: datetime, now: datetime) -> Message:
+    """The occurrence of `plan` at `at`: admitted with its schedule (`admit_schedule`), not again when stored."""
+    request = NewMessage(body=plan.body, deliver_at=at, target=plan.target, schedule=plan.name, occurrence_at=at)
+    return _new(queue, request, now, plan.occurrence_id(at))
+
+
+def admit_schedule(plan: Schedule, queue: Queue, now: datetime) -> None:
+    """A schedule is admitted as its occurrences will be: each has the same size (ids and times are of fixed
+    length), and the schedule item is no larger than an occurrence's (its rule is within FIXED_ITEM_BYTES)."""
+    check(occurrence(plan, queue, plan.next_after(now) or now, now), queue)
+
+
+def _new(queue: Queue, request: NewMessage, now: datetime, message_id: str) -> Message:
     due = schedule.due_time(
         now, delay=request.delay, deliver_at=request.deliver_at, default_delay=queue.settings.default_delay
     )
     ttl = request.ttl if request.ttl is not None else queue.settings.ttl
-    expires = now + timedelta(seconds=ttl) if ttl is not None else None
+    # An occurrence lives from its own time: stored one period early, it must not expire before it is due.
+    origin = request.occurrence_at or now
+    expires = origin + timedelta(seconds=ttl) if ttl is not None else None
     return Message(
         id=message_id,
         queue=queue.name,
@@ -26,4 +70,8 @@ def admit(queue: Queue, request: NewMessage, now: datetime, message_id: str) -> 
         dedup_id=request.dedup_id,
         target=request.target,
         queue_epoch=queue.created_at,
+        topic=request.topic,
+        retry=request.retry,
+        schedule=request.schedule,
+        occurrence_at=request.occurrence_at,
     )

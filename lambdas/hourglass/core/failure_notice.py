@@ -9,9 +9,10 @@ from datetime import datetime, timedelta
 from itertools import chain, zip_longest
 from typing import Any
 
-from hourglass.core.delivery import Outcome
+from hourglass.core import limits
+from hourglass.core.delivery import Outcome, compact
 from hourglass.core.handoff import DueEntry
-from hourglass.core.model import Message, Notice, NoticeStatus, Status
+from hourglass.core.model import Message, Notice, NoticeStatus, Status, Target
 from hourglass.core.schedule import SweepKeys, sort_key, sort_key_bound
 from hourglass.core.timestamps import format_rfc3339, to_ms
 
@@ -89,6 +90,18 @@ def failure_notice(message: Message, finished_at: datetime) -> dict[str, Any]:
         "last_error": message.last_error,
         "finished_at": format_rfc3339(finished_at),
     }
+
+
+def notice_text(message: Message, finished_at: datetime, destination: Target) -> str:
+    """The notice as sent to `destination`: whole when it fits the destination's payload limit, else without
+    the body (`"body": null, "body_omitted": true`; GET returns the body while the message is kept). Without
+    the body every notice fits: ids, times and a last_error of at most 500 characters."""
+    notice = failure_notice(message, finished_at)
+    text = compact(notice).decode()
+    limit = limits.payload_limit(destination)
+    if limit is not None and limits.sqs_message_bytes(text) > limit:
+        text = compact({**notice, "body": None, "body_omitted": True}).decode()
+    return text
 
 
 def notice_headers(message: Message) -> dict[str, str]:

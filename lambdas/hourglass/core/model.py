@@ -135,6 +135,11 @@ class NewMessage:
     ttl: float | None = None
     dedup_id: str | None = None
     target: Target | None = None
+    # A `later` task's topic and retry policy; a schedule occurrence's schedule and own time.
+    topic: str | None = None
+    retry: RetryPolicy | None = None
+    schedule: str | None = None
+    occurrence_at: datetime | None = None
 
 
 @dataclass(frozen=True)

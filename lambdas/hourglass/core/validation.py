@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-from hourglass.core import json_body, limits, wallclock
+from hourglass.core import json_body, wallclock
 from hourglass.core.cron import parse_cron
 from hourglass.core.delivery_control import (
     CONTROL_FIELDS,
@@ -94,6 +94,13 @@ def decode_json(raw: bytes | str | None, *, limit: int = MAX_REQUEST_BYTES) -> J
 
 def body_size(body: JSON) -> int:
     return len(json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+def body(value: JSON, field: str) -> JSON:
+    """A message body within the contract's 256 KiB (serialized); AWS's limits are admission's."""
+    if body_size(value) > MAX_BODY_BYTES:
+        raise ValidationError(field, f"is larger than {MAX_BODY_BYTES} bytes", code="too_large")
+    return value
 
 
 def queue_name(value: object) -> str:
@@ -303,9 +310,7 @@ def new_message(doc: object, index: int, settings: QueueSettings, now: datetime)
     _only(message, MESSAGE_FIELDS, f"{prefix}.")
     if "body" not in message:
         raise ValidationError(f"{prefix}.body", "is required")
-    body = message["body"]
-    if body_size(body) > MAX_BODY_BYTES:
-        raise ValidationError(f"{prefix}.body", f"is larger than {MAX_BODY_BYTES} bytes", code="too_large")
+    content = body(message["body"], f"{prefix}.body")
     if message.get("delay") is not None and message.get("deliver_at") is not None:
         raise ValidationError(f"{prefix}.delay", "delay and deliver_at are mutually exclusive")
     delay = number(message.get("delay"), f"{prefix}.delay", low=0, high=MAX_HORIZON, allow_none=True)
@@ -325,16 +330,9 @@ def new_message(doc: object, index: int, settings: QueueSettings, now: datetime)
         dedup_id = _string(dedup_id, f"{prefix}.dedup_id", max_len=MAX_DEDUP_ID)
     raw_target = message.get("target")
     own_target = None if raw_target is None else target(raw_target, f"{prefix}.target")
-    limits.check_message(
-        body,
-        own_target,
-        queue_target=settings.target,
-        dedup_id=dedup_id,
-        body_field=f"{prefix}.body",
-        target_field=f"{prefix}.target",
-    )
+    # AWS's size limits are admission's (core.admission.admit), checked on the whole message.
     return NewMessage(
-        body=body,
+        body=content,
         delay=delay,
         deliver_at=deliver_at,
         ttl=number(message.get("ttl"), f"{prefix}.ttl", low=0.001, high=MAX_TTL, allow_none=True),
@@ -359,8 +357,8 @@ def message_patch(doc: object, settings: QueueSettings, now: datetime) -> Messag
         raise ValidationError("body", "give at least one of body, delay, deliver_at")
     if patch.get("delay") is not None and patch.get("deliver_at") is not None:
         raise ValidationError("delay", "delay and deliver_at are mutually exclusive")
-    if "body" in patch and body_size(patch["body"]) > MAX_BODY_BYTES:
-        raise ValidationError("body", f"is larger than {MAX_BODY_BYTES} bytes", code="too_large")
+    if "body" in patch:
+        body(patch["body"], "body")
     delay = number(patch.get("delay"), "delay", low=0, high=MAX_HORIZON, allow_none=True)
     deliver_at = None if patch.get("deliver_at") is None else _deliver_at(patch["deliver_at"], "deliver_at")
     if deliver_at and deliver_at > now + timedelta(seconds=MAX_HORIZON):
@@ -408,7 +406,7 @@ def later_task(doc: object) -> LaterTask:
         delay=delay,
         retry=integer(task.get("retry", 0), "retry", low=0, high=MAX_ATTEMPTS - 1),
         callback=url(task.get("callback"), "callback"),
-        content=task.get("content"),
+        content=body(task.get("content"), "content"),
     )
 
 
@@ -458,8 +456,6 @@ def schedule_request(doc: object, now: datetime) -> ScheduleRequest:
         raise ValidationError("end_at", "must be later than start_at")
     if "body" not in schedule:
         raise ValidationError("body", "is required")
-    if body_size(schedule["body"]) > MAX_BODY_BYTES:
-        raise ValidationError("body", f"is larger than {MAX_BODY_BYTES} bytes", code="too_large")
     raw_target = schedule.get("target")
     recurrence = Recurrence(
         cron=cron,
@@ -470,6 +466,6 @@ def schedule_request(doc: object, now: datetime) -> ScheduleRequest:
     )
     return ScheduleRequest(
         recurrence=recurrence,
-        body=schedule["body"],
+        body=body(schedule["body"], "body"),
         target=None if raw_target is None else target(raw_target),
     )

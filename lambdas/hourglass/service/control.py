@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hourglass.core import attempts, delivery_control, lifecycle, redelivery
+from hourglass.core import admission, attempts, delivery_control, lifecycle, redelivery
 from hourglass.core.attempts import Attempt
 from hourglass.core.delivery_control import PAUSE_SETTLE
 from hourglass.core.model import Message, Queue
@@ -43,6 +43,7 @@ class Control:
         request = redelivery.redeliver_request(doc, now)
         message = self.messages.get(queue_name, message_id)
         change = lifecycle.redeliver(message, request.due(now))
+        admission.check(change.message, queue)
         rate = delivery_control.of(queue).rate_limit
         placement = self.ctx.handoff.place(change.message, now, written_first=True, rate=rate)
         try:

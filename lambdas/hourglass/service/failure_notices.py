@@ -4,7 +4,6 @@ tried again with backoff, fairly across queues, and given up visibly after a bou
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -125,7 +124,7 @@ def _clear(ctx: Context, message: Message) -> None:
 
 
 def _send(ctx: Context, destination: Destination, message: Message, finished_at: datetime) -> delivery.Outcome:
-    body = json.dumps(failure_notice.failure_notice(message, finished_at), separators=(",", ":"), ensure_ascii=False)
+    body = failure_notice.notice_text(message, finished_at, destination)
     if isinstance(destination, SqsTarget):
         dedup = f"{message.id}#{message.version}"
         ctx.targets.send(destination.queue_url, body, group=message.queue, dedup_id=dedup)

@@ -6,7 +6,7 @@ from dataclasses import replace
 from typing import Any
 
 from hourglass.core import validation
-from hourglass.core.admission import admit
+from hourglass.core.admission import Fields, admit
 from hourglass.core.ids import new_id
 from hourglass.core.model import (
     LATER_BACKOFF_BASE,
@@ -20,12 +20,13 @@ from hourglass.core.model import (
     RetryPolicy,
     Status,
 )
-from hourglass.errors import NotFoundError, ValidationError
+from hourglass.errors import NotFoundError
 from hourglass.service import targets
 from hourglass.service.context import Context
 from hourglass.service.messages import Messages
 
 LATER_SETTINGS = QueueSettings(max_delay=validation.MAX_HORIZON)
+LATER_FIELDS = Fields(body="content", target="callback")
 
 
 class Later:
@@ -35,21 +36,14 @@ class Later:
 
     def create(self, doc: Any) -> Message:
         task = validation.later_task(doc)
-        if validation.body_size(task.content) > validation.MAX_BODY_BYTES:
-            raise ValidationError("content", f"is larger than {validation.MAX_BODY_BYTES} bytes", code="too_large")
-        targets.check_allowed(self.ctx, LaterTarget(task.callback), "callback")
+        target = LaterTarget(task.callback)
+        targets.check_allowed(self.ctx, target, "callback")
         now = self.ctx.clock()
         queue = Queue(LATER_NAMESPACE, LATER_SETTINGS, created_at=now)
-        message = replace(
-            admit(queue, NewMessage(body=task.content, delay=task.delay), now, new_id()),
-            topic=task.topic,
-            target=LaterTarget(task.callback),
-            queue_epoch=None,
-            retry=RetryPolicy(
-                max_attempts=task.retry + 1, backoff_base=LATER_BACKOFF_BASE, backoff_max=LATER_BACKOFF_MAX
-            ),
-        )
-        return self.messages.store_new([message], now)[0][0]
+        retry = RetryPolicy(max_attempts=task.retry + 1, backoff_base=LATER_BACKOFF_BASE, backoff_max=LATER_BACKOFF_MAX)
+        request = NewMessage(body=task.content, delay=task.delay, target=target, topic=task.topic, retry=retry)
+        message = admit(queue, request, now, new_id(), LATER_FIELDS)
+        return self.messages.store_new([replace(message, queue_epoch=None)], now)[0][0]
 
     def delete(self, doc: Any) -> None:
         message_id = validation.later_id(doc)

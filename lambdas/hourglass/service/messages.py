@@ -8,8 +8,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from hourglass.adapters.message_storage import cursor_after
-from hourglass.core import delivery_control, lifecycle, limits, schedule, validation
-from hourglass.core.admission import admit
+from hourglass.core import admission, delivery_control, lifecycle, limits, schedule, validation
+from hourglass.core.admission import Fields, admit
 from hourglass.core.document import message_doc
 from hourglass.core.handoff import Claim, Placement, Scheduled
 from hourglass.core.ids import is_valid_id, new_id
@@ -59,7 +59,7 @@ class Messages:
         requests = validation.message_batch(doc, queue.settings, now)
         for index, request in enumerate(requests):
             targets.check_allowed(self.ctx, request.target, f"messages[{index}].target")
-        messages = [admit(queue, request, now, new_id()) for request in requests]
+        messages = [admit(queue, request, now, new_id(), Fields.in_batch(i)) for i, request in enumerate(requests)]
         return self.store_new(messages, now, rate=delivery_control.of(queue).rate_limit)
 
     def store_new(
@@ -186,10 +186,7 @@ class Messages:
                 raise ConflictError(f"message {message_id} is {message.status.value}, not pending")
             now = self.ctx.clock()
             edit = validation.message_patch(doc, queue.settings, now)
-            if edit.has_body:
-                limits.check_message(
-                    edit.body, message.target, queue_target=queue.settings.target, dedup_id=message.dedup_id
-                )
+            admission.check(replace(message, body=edit.body) if edit.has_body else message, queue)
             try:
                 return self._apply_patch(message, edit, now, delivery_control.of(queue).rate_limit)
             except StaleVersionError:

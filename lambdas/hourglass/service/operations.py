@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
 
-from hourglass.core import delivery_control, fanout, handoff, lifecycle, operations, validation
+from hourglass.core import admission, delivery_control, fanout, handoff, lifecycle, operations, validation
 from hourglass.core.handoff import Claim, Placement
 from hourglass.core.ids import is_valid_id, new_id
 from hourglass.core.model import Message
@@ -17,6 +17,7 @@ from hourglass.core.redelivery import RedeliverRequest
 from hourglass.errors import ConflictError, NotFoundError, StaleVersionError, StoreError, ValidationError
 from hourglass.logs import log
 from hourglass.service import transitions
+from hourglass.service.admission import with_bodies as admitted_bodies
 from hourglass.service.context import Context
 
 PAGE = 200
@@ -159,9 +160,16 @@ class Operations:
         the page's timers paced together in due order with one pacing write, then the conditional writes."""
         planned: list[tuple[Message, lifecycle.Change | None, Placement | None]] = []
         skipped: list[tuple[MessageResult, Claim | None]] = []
+        # Shift and redeliver write new versions: each is admitted against the queue's target as it is now.
+        admitting = messages and operation.request.action is not Action.CANCEL
+        queue = self.store.get_queue(operation.queue) if admitting else None
+        if admitting:
+            messages = admitted_bodies(self.ctx, messages, queue)
         for message in messages:
             try:
                 change = self._change(operation, message, now)
+                if change is not None:
+                    admission.check(change.message, queue)
             except (ValueError, ValidationError, ConflictError) as exc:
                 log("operation_skip", id=message.id, operation=operation.id, error=str(exc))
                 skipped.append((MessageResult.SKIPPED, None))

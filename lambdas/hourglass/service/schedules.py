@@ -13,7 +13,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from hourglass.core import epoch, validation
+from hourglass.core import admission, epoch, validation
 from hourglass.core.model import Queue, Status
 from hourglass.core.recurrence import Schedule
 from hourglass.errors import ConflictError, NotFoundError, StaleVersionError, ValidationError
@@ -60,6 +60,7 @@ class Schedules:
                 version=existing.version + 1 if existing else 1,
                 queue_epoch=queue.created_at,
             )
+            admission.admit_schedule(schedule, queue, now)
             try:
                 self.store.put_schedule(schedule, expected_version=stored.version if stored else None)
             except StaleVersionError:

@@ -10,12 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from hourglass.core import delivery_control, lifecycle
-from hourglass.core.admission import admit
+from hourglass.core import admission, delivery_control, lifecycle
 from hourglass.core.attempts import Attempt
 from hourglass.core.handoff import Placement
 from hourglass.core.lifecycle import Change
-from hourglass.core.model import Message, NewMessage, Queue, Status
+from hourglass.core.model import Message, Queue, Status
 from hourglass.core.recurrence import Schedule
 from hourglass.core.schedule import SweepKeys
 from hourglass.errors import StaleVersionError, StoreError, TimerQueueError
@@ -233,8 +232,7 @@ def materialize(ctx: Context, schedule: Schedule, queue: Queue, after: datetime,
     at = schedule.next_after(after)
     if at is None or schedule.paused:
         return None
-    request = NewMessage(body=schedule.body, deliver_at=at, target=schedule.target)
-    message = replace(admit(queue, request, now, schedule.occurrence_id(at)), schedule=schedule.name, occurrence_at=at)
+    message = admission.occurrence(schedule, queue, at, now)
     # A rate-limited queue's occurrence takes its pacing slot here, as ingest does (one pacing write).
     placement = ctx.handoff.place(message, now, written_first=True, rate=delivery_control.of(queue).rate_limit)
     if placement.lease is not None:
