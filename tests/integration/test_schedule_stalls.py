@@ -60,7 +60,7 @@ def test_a_bulk_cancel_leaves_the_next_occurrence(harness: Harness) -> None:
 
 def test_an_occurrence_expired_by_patch_leaves_the_next_one(harness: Harness) -> None:
     first = hourly(harness, {**HTTP_QUEUE, "ttl": 7200})
-    status, doc = harness.call("PATCH", f"/v1/queues/orders/messages/{first['id']}", {"delay": 9000})
+    status, doc = harness.call("PATCH", f"/v1/queues/orders/messages/{first['id']}", {"delay": 20000})
     assert (status, doc["status"]) == (200, "expired")
     assert pending(harness) == ["2026-11-21T12:00:00.000Z"]
 
