@@ -8,7 +8,6 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-import pytest
 from hourglass.core.model import Status
 from hourglass.service.schedules import is_current
 from hypothesis import HealthCheck, Phase, settings
@@ -412,6 +411,4 @@ SystemModel.TestCase.settings = settings(
     phases=list(Phase) if SHRINK else [Phase.explicit, Phase.reuse, Phase.generate],
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
 )
-test_system_model = pytest.mark.xfail(
-    strict=False, reason="issue 23 rules 1-6: the holes the fixing branches close (see test_regressions.py)"
-)(SystemModel.TestCase)
+test_system_model = SystemModel.TestCase

@@ -15,11 +15,9 @@ from hourglass.adapters.http_target import HttpReply
 from hourglass.adapters.timer_queue import read_timers
 from hourglass.core.model import Message
 from hourglass.core.timestamps import to_ms
-from hourglass.service import failure_notices
+from hourglass.handlers import sweeper
 from hourglass.service.dead_letters import DeadLetters
 from hourglass.service.dispatch import Dispatcher
-from hourglass.service.operations import Operations
-from hourglass.service.sweep import Sweeper
 from moto.core.utils import unix_time_millis
 from moto.sqs.models import sqs_backends
 
@@ -185,16 +183,12 @@ class World:
                 self.dead.append(timer)
 
     def sweep(self) -> None:
-        """One scheduled sweeper run: the sweep, the restart of stale operations, the outbox recovery."""
-        for step in (
-            lambda: Sweeper(self.h.ctx).run(),
-            lambda: Operations(self.h.ctx).restart_stale(),
-            lambda: failure_notices.recover(self.h.ctx),
-        ):
-            try:
-                step()
-            except Crash:
-                self.crashes += 1
+        """One scheduled sweeper run, as the Lambda makes it (sweep, then the upkeep: stale operations, the
+        outbox, schedule chains); a crash ends the invocation."""
+        try:
+            sweeper.handle(self.h.ctx, None, None)
+        except Crash:
+            self.crashes += 1
         self.collect()
 
     def run_for(self, seconds: float, *, step_limit: int = 400) -> None:
