@@ -47,6 +47,6 @@ def visibility_timeout(max_timeout: float) -> int:
 
 
 def heartbeat_every(hold: float) -> float:
-    """Seconds between renewals of a hold: one may come a whole interval late (a busy host) and the
-    timer still stays hidden."""
+    """Seconds between renewals of a hold: a renewal may come almost two intervals late (a busy host)
+    and the timer still stays hidden."""
     return hold / 3
