@@ -236,9 +236,12 @@ class Dispatcher:
         if control.rate_limit is not None and (timer.slot is None or timer.slot.missed(to_ms(now))):
             # A rate-limited queue's attempt starts only inside a pacing slot: take a new one.
             return self._repace(timer, control.rate_limit, now, repaces)
-        # The lease allows for a begin at most BEGIN_TO_START ahead of the start; a paced one may be earlier.
+        # The lease allows for a begin at most BEGIN_TO_START ahead of the start; a paced one may be earlier,
+        # and may wait in this dispatcher for a new slot after its begin (`_paced_start`).
         ahead = due - now - timedelta(seconds=deadline.BEGIN_TO_START)
         lease = self._lease(control.timeout) + max(timedelta(0), ahead)
+        if control.rate_limit is not None:
+            lease += REPACE_HOLD
         held = None
         if control.max_concurrency is not None:
             holder = concurrency.holder(timer.id, timer.version)
