@@ -26,6 +26,7 @@ from bench import (
     bulk_operations,
     capacity_sim,
     cost,
+    crash,
     delivery_limits,
     history_cost,
     log_bytes,
@@ -48,6 +49,7 @@ ORDER = (
     "bulk_operations",
     "throughput",
     "schedules",
+    "crash",
     "memory",
     "capacity",
 )
@@ -117,6 +119,13 @@ def run_all(*, quick: bool = False, only: tuple[str, ...] = ORDER, out: Path | N
         except Exception:
             sections["schedules"] = _failed("schedules")
         timings["schedules"] = round(time.time() - t, 1)
+    if "crash" in only:
+        t = time.time()
+        try:
+            sections["crash"] = crash.run(crash.QUICK if quick else crash.CrashConfig())
+        except Exception:
+            sections["crash"] = _failed("crash")
+        timings["crash"] = round(time.time() - t, 1)
     t = time.time()
     costs = _measured_costs(sections.get("cost"))
     running = {name: _start_child(name, quick, costs) for name in SIDE_BY_SIDE if name in only}

@@ -23,7 +23,7 @@ from hourglass.core.model import Message, Status
 
 from bench.capacity_units import CapacityMeter, Index
 from bench.cost import (
-    HOURGLASS_SQS,
+    BILLED_SQS,
     MEMORY_GB,
     PRICE_LAMBDA_GB_SECOND,
     PRICE_LAMBDA_REQUEST,
@@ -83,7 +83,7 @@ def measured_from(cost: Section, lone: Captured, batch: Captured) -> Measured:
     invocations = sum(v["invocations"] for v in lambdas.values()) / delivered
     shared = data["dynamodb"]["shared"]
     return Measured(
-        sqs_requests=sum(data["sqs_requests"].get(name, 0) for name in HOURGLASS_SQS) / delivered,
+        sqs_requests=sum(data["sqs_requests"].get(name, 0) for name in BILLED_SQS) / delivered,
         lambda_invocations=invocations,
         lambda_gb_seconds=sum(v["seconds"] * MEMORY_GB.get(k, 0.5) for k, v in lambdas.items()) / delivered,
         shared_write_units=sum(v["write"] for v in shared.values()) / delivered,

@@ -18,6 +18,7 @@ class Receiver:
     def __init__(self) -> None:
         self.arrived: dict[str, float] = {}
         self.duplicates = 0
+        self.times: dict[str, int] = {}  # requests per message id
         self._lock = threading.Lock()
         self.server = _Server(("127.0.0.1", 0), self._handler_class())
 
@@ -35,6 +36,7 @@ class Receiver:
 
     def _record(self, message_id: str, at: float) -> None:
         with self._lock:
+            self.times[message_id] = self.times.get(message_id, 0) + 1
             if message_id in self.arrived:
                 self.duplicates += 1
             else:

@@ -12,7 +12,18 @@ from hourglass import contract as c
 # tests, the sample and the benchmarks (never the timer queue, which create refuses anyway).
 LOCAL_SQS_TARGETS = "target*,hourglass-*,bench-*"
 
+# Where the crash switch stops an attempt: its timer received (before the begin write), begun (before
+# the request), delivered (before the outcome write).
+CRASH_PHASES = ("received", "begun", "delivered")
+
 DEPLOY_MODES = {"": "inprocess", "inprocess": "inprocess", "moto": "inprocess", "cdk": "cdk", "ministack": "cdk"}
+
+
+def crash_phase(value: str) -> str | None:
+    phase = value.strip().lower() or None
+    if phase is not None and phase not in CRASH_PHASES:
+        raise ValueError(f"HOURGLASS_CRASH_AT={value!r}: expected one of {', '.join(CRASH_PHASES)}")
+    return phase
 
 
 def deploy_mode(value: str) -> str:
@@ -42,6 +53,10 @@ class RuntimeConfig:
     sqs_targets: str = LOCAL_SQS_TARGETS
     # "inprocess": handlers in this process on moto; "cdk": `cdk deploy` into MiniStack, Lambdas there.
     deploy: str = "inprocess"
+    # Fault switch for the crash benchmark (devstack.crash): every attempt that reaches this phase
+    # stops there, and the process kills itself (SIGKILL) `crash_after` seconds after the first did.
+    crash_at: str | None = None
+    crash_after: float = 3.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> RuntimeConfig:
@@ -62,12 +77,19 @@ class RuntimeConfig:
             log_level=env.get(c.LOG_LEVEL) or None,
             sqs_targets=env.get(c.SQS_TARGETS, LOCAL_SQS_TARGETS),
             deploy=deploy_mode(env.get("HOURGLASS_DEPLOY", "")),
+            crash_at=crash_phase(env.get("HOURGLASS_CRASH_AT", "")),
+            crash_after=float(env.get("HOURGLASS_CRASH_AFTER", "3")),
         )
 
     @property
     def delivery_lease(self) -> float | None:
         """A delivery lease that ends well before a timer comes back after its dispatcher died."""
         return None if self.poll_visibility is None else max(1.0, self.poll_visibility / 2)
+
+    @property
+    def timer_hold(self) -> int | None:
+        """A short poll visibility is the dispatchers' hold too (a longer hold would undo it)."""
+        return self.poll_visibility
 
     def cdk_context(self) -> dict[str, object]:
         return {

@@ -26,7 +26,7 @@ from hourglass.service.dispatch import Dispatcher
 from hourglass.service.rest import Api
 from hourglass.settings import Settings
 
-from devstack import deploy
+from devstack import crash, deploy
 from devstack.config import RuntimeConfig
 from devstack.emulator import Emulator, use_dummy_credentials
 from devstack.gateway import Gateway
@@ -88,6 +88,8 @@ class Runtime:
         self._disable_emulated_event_sources()
         self.settings = Settings.from_env(self._lambda_environment())
         self.context = self._build_context(endpoint)
+        if config.crash_at is not None:
+            crash.arm(self.context, config.crash_at, config.crash_after)
         api = Api(self.context)
         dispatcher = Dispatcher(self.context)
         self.gateway = Gateway(lambda event, _: api_handler.handle(api, event), config.api_port, lambda: self.ready)
@@ -160,6 +162,8 @@ class Runtime:
             env[contract.API_KEY] = self.config.api_key
         if self.config.delivery_lease is not None:
             env[contract.DELIVERY_LEASE] = str(self.config.delivery_lease)
+        if self.config.timer_hold is not None:
+            env[contract.TIMER_HOLD] = str(self.config.timer_hold)
         if self.config.log_level:
             env[contract.LOG_LEVEL] = self.config.log_level
         return env

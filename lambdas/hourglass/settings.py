@@ -25,9 +25,12 @@ class Settings:
     api_key: str | None = None
     bucket_seconds: int = contract.DEFAULT_BUCKET_SECONDS
     handoff_safety: float = contract.DEFAULT_HANDOFF_SAFETY
-    # How long a delivery attempt owns its message; must stay below the timer queue's visibility
-    # timeout, so that a timer redelivered after a dispatcher died finds the lease over.
+    # How long a delivery attempt owns its message (a queue with a longer timeout extends it); a
+    # timer that comes back while the lease runs is handed out again when it ends.
     delivery_lease: float = contract.DEFAULT_DELIVERY_LEASE
+    # How long ahead a running dispatcher keeps its timer records hidden (its heartbeat renews it):
+    # what a dispatcher that dies held is handed out again this soon.
+    timer_hold: float = contract.DEFAULT_TIMER_HOLD
     # Due entries one sweeper invocation claims within its time limit; a scheduled sweep that
     # expects more splits the shards among fan-out invocations (docs/capacity.md).
     sweep_capacity: int = contract.DEFAULT_SWEEP_CAPACITY
@@ -61,6 +64,7 @@ class Settings:
             api_key=env.get(c.API_KEY) or None,
             handoff_safety=float(env.get(c.HANDOFF_SAFETY, str(c.DEFAULT_HANDOFF_SAFETY))),
             delivery_lease=float(env.get(c.DELIVERY_LEASE, str(c.DEFAULT_DELIVERY_LEASE))),
+            timer_hold=float(env.get(c.TIMER_HOLD, str(c.DEFAULT_TIMER_HOLD))),
             sweep_capacity=int(env.get(c.SWEEP_CAPACITY, str(c.DEFAULT_SWEEP_CAPACITY))),
             sweeper_function=env.get(c.SWEEPER_FUNCTION) or None,
             log_level=env.get(c.LOG_LEVEL) or None,
@@ -78,6 +82,8 @@ class Settings:
             raise ValidationError("HOURGLASS_SQS_TARGETS", str(exc)) from exc
         if not 0 < self.delivery_lease <= 3600:
             raise ValidationError(contract.DELIVERY_LEASE, "must be between 0 and 3600 seconds")
+        if not 1 <= self.timer_hold <= 900:
+            raise ValidationError(contract.TIMER_HOLD, "must be between 1 and 900 seconds")
         if self.sweep_capacity < 1:
             raise ValidationError(contract.SWEEP_CAPACITY, "must be at least 1")
         if not 1 <= self.shards <= 1000:

@@ -6,9 +6,10 @@ import heapq
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hourglass import contract
 from hourglass.core import deadline
 from hourglass.core.concurrency import MAX_WAIT, PROBES, busy_wait, holder, is_free, probe_order, slot_key
-from hourglass.core.delivery_control import MAX_TIMEOUT
+from hourglass.core.delivery_control import DEFAULT_TIMEOUT, MAX_TIMEOUT
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -137,3 +138,15 @@ def test_leases_keep_at_most_the_limit_in_flight_even_when_dispatchers_die(limit
 
 def test_the_default_timeout_keeps_todays_http_timeouts():
     assert deadline.http_timeouts(15) == (5.0, 10.0)
+
+
+def test_the_default_lease_is_the_default_attempts_bound():
+    # and no longer: a message whose dispatcher died mid-attempt is taken over when its lease ends
+    begin = T0
+    lease = (deadline.delivery_lease(begin, DEFAULT_TIMEOUT) - begin).total_seconds()
+    assert lease == contract.DEFAULT_DELIVERY_LEASE
+
+
+def test_a_missed_renewal_leaves_the_hold_running():
+    hold = contract.DEFAULT_TIMER_HOLD
+    assert 2 * deadline.heartbeat_every(hold) < hold

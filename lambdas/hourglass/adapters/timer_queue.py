@@ -7,7 +7,7 @@ costs one send, one receive, one delete and one dispatcher invocation instead of
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -115,3 +115,20 @@ class TimerQueue:
             failed = self.send(failed)
         if failed:
             raise TimerQueueError(f"{len(failed)} timer messages were not accepted by SQS")
+
+    def hide(self, receipts: Mapping[str, int]) -> None:
+        """Hides each received timer message (receipt handle -> seconds from now) for that long.
+
+        A handle that no longer holds its message (deleted, or received again after it showed) is
+        refused by SQS on its own: the rest of its batch still counts."""
+        items = list(receipts.items())
+        for start in range(0, len(items), SQS_BATCH):
+            entries = [
+                {"Id": str(i), "ReceiptHandle": handle, "VisibilityTimeout": seconds}
+                for i, (handle, seconds) in enumerate(items[start : start + SQS_BATCH])
+            ]
+            try:
+                self.requests += 1
+                self.client.change_message_visibility_batch(QueueUrl=self.queue_url, Entries=entries)
+            except (ClientError, BotoCoreError) as exc:
+                raise TimerQueueError(f"timer visibility not changed: {exc}") from exc

@@ -22,6 +22,12 @@ def record_pairs(event: dict[str, Any]) -> list[tuple[str, str]]:
     return [(str(r.get("messageId")), str(r.get("body", ""))) for r in event.get("Records", [])]
 
 
+def receipts(event: dict[str, Any]) -> dict[str, str]:
+    """Record id -> receipt handle, for the heartbeat that keeps the batch's records hidden."""
+    records = event.get("Records", [])
+    return {str(r.get("messageId")): str(r["receiptHandle"]) for r in records if r.get("receiptHandle")}
+
+
 def dead_letter_records(event: dict[str, Any], dlq_url: str) -> list[tuple[str, str, int]]:
     """(record id, body, receive count) of the event's records that come from the timer DLQ."""
     name = dlq_url.rstrip("/").rsplit("/", 1)[-1]
@@ -44,7 +50,7 @@ def handle(dispatcher: Dispatcher, event: dict[str, Any], context: Any = None) -
             # The timer DLQ drives this function too (one event source each; an event is one queue's).
             failed = DeadLetters(dispatcher.ctx).run_batch(dead)
         else:
-            failed = dispatcher.run_batch(record_pairs(event), deadline)
+            failed = dispatcher.run_batch(record_pairs(event), deadline, receipts(event))
     finally:
         dispatcher.ctx.metrics.flush()
     return {"batchItemFailures": [{"itemIdentifier": record_id} for record_id in failed]}

@@ -6,6 +6,7 @@ import functools
 import math
 import random
 import threading
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -39,6 +40,7 @@ from hourglass.errors import DeliveryError, StaleVersionError, StoreError, Timer
 from hourglass.logs import log
 from hourglass.service import targets, transitions
 from hourglass.service.context import Context
+from hourglass.service.heartbeat import Heartbeat
 from hourglass.service.pacing import BOARD_POLL_S, StartBoard
 
 # A timer can beat the ingest write it belongs to (the timer is sent first); give the write time.
@@ -89,6 +91,9 @@ PAUSE_READ_AHEAD = timedelta(milliseconds=500)
 class Result:
     ok: bool
     outcome: str
+    # A failed timer that can do nothing before this instant (a running lease's end): its record is
+    # handed out again then, not sooner.
+    back_at: datetime | None = None
 
 
 class Dispatcher:
@@ -101,18 +106,35 @@ class Dispatcher:
         self.board = StartBoard()
         self.deadline: datetime | None = None
 
-    def run_batch(self, bodies: list[tuple[str, str]], deadline: datetime | None = None) -> list[str]:
+    def run_batch(
+        self,
+        bodies: list[tuple[str, str]],
+        deadline: datetime | None = None,
+        receipts: Mapping[str, str] | None = None,
+    ) -> list[str]:
         """Processes (record id, body) pairs, every timer of every pack concurrently, earliest due first.
 
         Returns the ids of the records with a timer that failed: SQS redelivers the whole record and
         the timers that did succeed are then skipped (their version has moved on). No attempt starts
         that could not finish before `deadline` (the invocation's end): its timer is sent again.
+        With the records' `receipts` (record id -> receipt handle, as Lambda's event has them), they
+        stay hidden only while the batch works (service.heartbeat).
         """
+        with Heartbeat(self.ctx.timers, receipts or {}, self.ctx.settings.timer_hold, self.ctx.clock) as held:
+            failed, back_at = self._run_batch(bodies, deadline)
+        held.release({record: at for record, at in back_at.items() if record in failed})
+        return failed
+
+    def _run_batch(
+        self, bodies: list[tuple[str, str]], deadline: datetime | None
+    ) -> tuple[list[str], dict[str, datetime]]:
+        """The failed records, and when those whose every failed timer waits for an instant come back."""
         # Queues are read once per batch, strongly consistently: a queue deleted before the batch
         # started is seen as deleted (never a cached answer from an earlier invocation).
         self._queues = {}
         self.deadline = deadline
         failed: set[str] = set()
+        waits: dict[str, datetime] = {}
         work: list[tuple[str, Timer]] = []
         for record_id, body in bodies:
             try:
@@ -128,7 +150,8 @@ class Dispatcher:
             with ThreadPoolExecutor(max_workers=max(DISPATCH_THREADS, len(work))) as pool:
                 results = list(pool.map(lambda i: self.process_timer(work[i][1], int(i in repaced)), range(len(work))))
             failed.update(record_id for (record_id, _), result in zip(work, results, strict=True) if not result.ok)
-        return list(dict.fromkeys(record_id for record_id, _ in bodies if record_id in failed))
+            waits = _waits(work, results)
+        return list(dict.fromkeys(record_id for record_id, _ in bodies if record_id in failed)), waits
 
     def _poison(self, exc: ValidationError) -> Result:
         log("poison_timer", error=str(exc))
@@ -237,9 +260,12 @@ class Dispatcher:
         if control.rate_limit is not None and (timer.slot is None or timer.slot.missed(to_ms(now))):
             # A rate-limited queue's attempt starts only inside a pacing slot: take a new one.
             return self._repace(timer, control.rate_limit, now, repaces)
-        # The lease allows for a begin at most BEGIN_TO_START ahead of the start; a paced one may be earlier.
+        # The lease allows for a begin at most BEGIN_TO_START ahead of the start; a paced one may be earlier,
+        # and may wait in this dispatcher for a new slot after its begin (`_paced_start`).
         ahead = due - now - timedelta(seconds=deadline.BEGIN_TO_START)
         lease = self._lease(control.timeout) + max(timedelta(0), ahead)
+        if control.rate_limit is not None:
+            lease += REPACE_HOLD
         held = None
         if control.max_concurrency is not None:
             holder = concurrency.holder(timer.id, timer.version)
@@ -465,8 +491,9 @@ class Dispatcher:
             return Result(True, "not_yet_written")
         if current is not None and current.status is Status.DELIVERING:
             # Leased by an attempt under way. Acknowledging would lose the message if that
-            # dispatcher dies and its own timer came back before the lease ran out.
-            return Result(False, "in_flight")
+            # dispatcher dies and its own timer came back before the lease ran out; kept, the timer
+            # comes back when the lease ends, to take over from a dispatcher that died.
+            return Result(False, "in_flight", back_at=current.claimed_until)
         self.ctx.metrics.count("Skipped", queue=timer.queue)
         return Result(True, "skipped")
 
@@ -572,3 +599,18 @@ class Dispatcher:
             # Our lease ran out and another dispatcher took over; its outcome stands.
             return self._superseded(message)
         return Result(True, status.value)
+
+
+def _waits(work: list[tuple[str, Timer]], results: list[Result]) -> dict[str, datetime]:
+    """Per failed record, the earliest instant its failed timers wait for; none when one of them may
+    try again at once (an error)."""
+    waits: dict[str, list[datetime]] = {}
+    at_once: set[str] = set()
+    for (record_id, _), result in zip(work, results, strict=True):
+        if result.ok:
+            continue
+        if result.back_at is None:
+            at_once.add(record_id)
+        else:
+            waits.setdefault(record_id, []).append(result.back_at)
+    return {record: min(ats) for record, ats in waits.items() if record not in at_once}
