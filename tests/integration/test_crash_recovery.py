@@ -14,6 +14,7 @@ import pytest
 from hourglass.core import deadline
 from hourglass.core.delivery_control import MAX_TIMEOUT
 from hourglass.core.timestamps import parse_rfc3339
+from hourglass.errors import StoreError
 from hourglass.handlers import dispatcher as dispatcher_handler
 from hourglass.service.dispatch import Dispatcher
 from hourglass.service.heartbeat import Heartbeat
@@ -118,3 +119,22 @@ def test_the_heartbeat_keeps_a_working_dispatchers_timer_hidden_past_the_hold(h:
         while_held = receive(h)["Records"]
     h.clock.advance(hold)
     assert (while_held, len(receive(h)["Records"])) == ([], 1)
+
+
+def always_fails(*_: Any, **__: Any) -> Any:
+    raise StoreError("table unavailable")
+
+
+def test_a_timer_failing_with_an_error_stays_hidden_longer_with_each_receive(h: Harness) -> None:
+    # An outage of the table must not run a timer through its redrive's receives within minutes.
+    make_queue(h)
+    post(h, {"body": 1, "delay": 5})
+    event = due_timer(h)
+    event["Records"][0]["attributes"] = {"ApproximateReceiveCount": "4"}
+    h.ctx.store.begin_delivery = always_fails  # type: ignore[method-assign]
+    invoke(h, event)
+    hold = h.ctx.settings.timer_hold
+    h.clock.advance(hold * 4)
+    hidden = receive(h)["Records"]
+    h.clock.advance(hold * 4 + 1)
+    assert (hidden, len(receive(h)["Records"])) == ([], 1)

@@ -50,3 +50,14 @@ def heartbeat_every(hold: float) -> float:
     """Seconds between renewals of a hold: a renewal may come almost two intervals late (a busy host)
     and the timer still stays hidden."""
     return hold / 3
+
+
+# A record that failed with an error comes back after a backoff that doubles per receive, up to the
+# queue's own visibility: the redrive's receives then span hours (an outage of the table must not
+# dead-letter timers within minutes), while a one-off error is retried within the hold.
+ERROR_BACKOFF_CAP = 1080
+
+
+def error_backoff(hold: float, receives: int) -> int:
+    """Seconds a record that failed with an error on its `receives`-th receive stays hidden."""
+    return int(min(ERROR_BACKOFF_CAP, hold * 2 ** max(0, min(receives, 16) - 1)))

@@ -28,14 +28,22 @@ def receipts(event: dict[str, Any]) -> dict[str, str]:
     return {str(r.get("messageId")): str(r["receiptHandle"]) for r in records if r.get("receiptHandle")}
 
 
+def receive_counts(event: dict[str, Any]) -> dict[str, int]:
+    """Record id -> how many times SQS has handed it out (the error backoff doubles with it)."""
+    return {str(r.get("messageId")): _receives(r) for r in event.get("Records", [])}
+
+
+def _receives(record: dict[str, Any]) -> int:
+    return int(record.get("attributes", {}).get("ApproximateReceiveCount", 1) or 1)
+
+
 def dead_letter_records(event: dict[str, Any], dlq_url: str) -> list[tuple[str, str, int]]:
     """(record id, body, receive count) of the event's records that come from the timer DLQ."""
     name = dlq_url.rstrip("/").rsplit("/", 1)[-1]
     out = []
     for r in event.get("Records", []):
         if name and str(r.get("eventSourceARN", "")).rsplit(":", 1)[-1] == name:
-            receives = int(r.get("attributes", {}).get("ApproximateReceiveCount", 0) or 0)
-            out.append((str(r.get("messageId")), str(r.get("body", "")), receives))
+            out.append((str(r.get("messageId")), str(r.get("body", "")), _receives(r)))
     return out
 
 
@@ -50,7 +58,7 @@ def handle(dispatcher: Dispatcher, event: dict[str, Any], context: Any = None) -
             # The timer DLQ drives this function too (one event source each; an event is one queue's).
             failed = DeadLetters(dispatcher.ctx).run_batch(dead)
         else:
-            failed = dispatcher.run_batch(record_pairs(event), deadline, receipts(event))
+            failed = dispatcher.run_batch(record_pairs(event), deadline, receipts(event), receive_counts(event))
     finally:
         dispatcher.ctx.metrics.flush()
     return {"batchItemFailures": [{"itemIdentifier": record_id} for record_id in failed]}

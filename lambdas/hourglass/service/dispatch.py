@@ -111,6 +111,7 @@ class Dispatcher:
         bodies: list[tuple[str, str]],
         deadline: datetime | None = None,
         receipts: Mapping[str, str] | None = None,
+        receives: Mapping[str, int] | None = None,
     ) -> list[str]:
         """Processes (record id, body) pairs, every timer of every pack concurrently, earliest due first.
 
@@ -122,7 +123,10 @@ class Dispatcher:
         """
         with Heartbeat(self.ctx.timers, receipts or {}, self.ctx.settings.timer_hold, self.ctx.clock) as held:
             failed, back_at = self._run_batch(bodies, deadline)
-        held.release({record: at for record, at in back_at.items() if record in failed})
+        held.release(
+            {record: at for record, at in back_at.items() if record in failed},
+            {record: (receives or {}).get(record, 1) for record in failed if record not in back_at},
+        )
         return failed
 
     def _run_batch(

@@ -54,15 +54,18 @@ class Heartbeat:
         """Every record hidden for the hold from now."""
         self._hide(dict.fromkeys(self.receipts.values(), self.hold))
 
-    def release(self, back_at: Mapping[str, datetime]) -> None:
-        """After the batch: failed records that wait for an instant (a lease's end) hidden until then
-        (the other failed records come back within the hold)."""
+    def release(self, back_at: Mapping[str, datetime], errors: Mapping[str, int] | None = None) -> None:
+        """After the batch: failed records that wait for an instant (a lease's end) hidden until then;
+        those that failed with an error (record id -> its receive count) for their backoff."""
         now = self.clock()
         waits = {
             self.receipts[record]: max(1, math.ceil((at - now).total_seconds()))
             for record, at in back_at.items()
             if record in self.receipts
         }
+        for record, receives in (errors or {}).items():
+            if record in self.receipts and record not in back_at:
+                waits[self.receipts[record]] = deadline.error_backoff(self.hold, receives)
         if waits:
             self._hide(waits)
 
