@@ -122,22 +122,26 @@ class Dispatcher:
         stay hidden only while the batch works (service.heartbeat).
         """
         with Heartbeat(self.ctx.timers, receipts or {}, self.ctx.settings.timer_hold, self.ctx.clock) as held:
-            failed, back_at = self._run_batch(bodies, deadline)
+            failed, back_at, poison = self._run_batch(bodies, deadline)
+        # A poison record never succeeds: it goes on to the DLQ without a backoff.
+        errors = [record for record in failed if record not in back_at and record not in poison]
         held.release(
             {record: at for record, at in back_at.items() if record in failed},
-            {record: (receives or {}).get(record, 1) for record in failed if record not in back_at},
+            {record: (receives or {}).get(record, 1) for record in errors},
         )
         return failed
 
     def _run_batch(
         self, bodies: list[tuple[str, str]], deadline: datetime | None
-    ) -> tuple[list[str], dict[str, datetime]]:
-        """The failed records, and when those whose every failed timer waits for an instant come back."""
+    ) -> tuple[list[str], dict[str, datetime], set[str]]:
+        """The failed records, when those whose every failed timer waits for an instant come back, and the
+        records that could not be read (poison)."""
         # Queues are read once per batch, strongly consistently: a queue deleted before the batch
         # started is seen as deleted (never a cached answer from an earlier invocation).
         self._queues = {}
         self.deadline = deadline
         failed: set[str] = set()
+        poison: set[str] = set()
         waits: dict[str, datetime] = {}
         work: list[tuple[str, Timer]] = []
         for record_id, body in bodies:
@@ -145,6 +149,7 @@ class Dispatcher:
                 work.extend((record_id, timer) for timer in read_timers(body))
             except ValidationError as exc:
                 failed.add(record_id)
+                poison.add(record_id)
                 self._poison(exc)
         work.sort(key=lambda pair: pair[1].due_ms)
         repaced = self._pace_batch(work)
@@ -155,7 +160,7 @@ class Dispatcher:
                 results = list(pool.map(lambda i: self.process_timer(work[i][1], int(i in repaced)), range(len(work))))
             failed.update(record_id for (record_id, _), result in zip(work, results, strict=True) if not result.ok)
             waits = _waits(work, results)
-        return list(dict.fromkeys(record_id for record_id, _ in bodies if record_id in failed)), waits
+        return list(dict.fromkeys(record_id for record_id, _ in bodies if record_id in failed)), waits, poison
 
     def _poison(self, exc: ValidationError) -> Result:
         log("poison_timer", error=str(exc))
