@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -82,50 +83,22 @@ def run_all(*, quick: bool = False, only: tuple[str, ...] = ORDER, out: Path | N
         except Exception:
             sections["precision"], sections["cost"] = _failed("precision"), _failed("cost")
         timings["precision+cost"] = round(time.time() - t, 1)
-        t = time.time()
-        try:
-            sections["body_cost"] = _body_cost(sections["cost"])
-        except Exception:
-            sections["body_cost"] = _failed("body_cost")
-        timings["body_cost"] = round(time.time() - t, 1)
+        sections["body_cost"] = _timed("body_cost", timings, lambda: _body_cost(sections["cost"]))
     if "history_cost" in only:
         sections["history_cost"] = history_cost.section()
     if "delivery_limits" in only:
-        t = time.time()
-        try:
-            sections["delivery_limits"] = delivery_limits.section(quick=quick)
-        except Exception:
-            sections["delivery_limits"] = _failed("delivery_limits")
-        timings["delivery_limits"] = round(time.time() - t, 1)
+        sections["delivery_limits"] = _timed("delivery_limits", timings, lambda: delivery_limits.section(quick=quick))
     if "bulk_operations" in only:
-        t = time.time()
-        try:
-            sections["bulk_operations"] = bulk_operations.section(quick=quick)
-        except Exception:
-            sections["bulk_operations"] = _failed("bulk_operations")
-        timings["bulk_operations"] = round(time.time() - t, 1)
+        sections["bulk_operations"] = _timed("bulk_operations", timings, lambda: bulk_operations.section(quick=quick))
     if "throughput" in only:
-        t = time.time()
         sizes = {"ingest_posts": 2, "swept": 40, "delivered": 30} if quick else {}
-        try:
-            sections["throughput"] = throughput.run(**sizes)
-        except Exception:
-            sections["throughput"] = _failed("throughput")
-        timings["throughput"] = round(time.time() - t, 1)
+        sections["throughput"] = _timed("throughput", timings, lambda: throughput.run(**sizes))
     if "schedules" in only:
-        t = time.time()
-        try:
-            sections["schedules"] = schedules.run(schedules.QUICK if quick else schedules.SchedulesConfig())
-        except Exception:
-            sections["schedules"] = _failed("schedules")
-        timings["schedules"] = round(time.time() - t, 1)
+        config = schedules.QUICK if quick else schedules.SchedulesConfig()
+        sections["schedules"] = _timed("schedules", timings, lambda: schedules.run(config))
     if "crash" in only:
-        t = time.time()
-        try:
-            sections["crash"] = crash.run(crash.QUICK if quick else crash.CrashConfig())
-        except Exception:
-            sections["crash"] = _failed("crash")
-        timings["crash"] = round(time.time() - t, 1)
+        crash_config = crash.QUICK if quick else crash.CrashConfig()
+        sections["crash"] = _timed("crash", timings, lambda: crash.run(crash_config))
     t = time.time()
     costs = _measured_costs(sections.get("cost"))
     running = {name: _start_child(name, quick, costs) for name in SIDE_BY_SIDE if name in only}
@@ -152,6 +125,17 @@ def run_all(*, quick: bool = False, only: tuple[str, ...] = ORDER, out: Path | N
     print(f"bench: {'all budgets met' if meta['passed'] else 'SOME BUDGETS MISSED'} in {meta['seconds']:.0f} s; "
           f"results in {path}", flush=True)
     return json.loads(path.read_text())
+
+
+def _timed(name: str, timings: dict[str, float], target: Callable[[], Section]) -> Section:
+    """`target`'s section, its seconds in `timings`; a target that raises is a failed section."""
+    started = time.time()
+    try:
+        return target()
+    except Exception:
+        return _failed(name)
+    finally:
+        timings[name] = round(time.time() - started, 1)
 
 
 def _body_cost(cost_section: Section) -> Section:

@@ -4,14 +4,10 @@ the write units a limited queue adds per message (DynamoDB's rules, `CapacityMet
 
 from __future__ import annotations
 
-import json
-import threading
 import time
-import urllib.request
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import boto3
@@ -32,7 +28,9 @@ from moto import mock_aws
 
 from bench import inprocess
 from bench.capacity_units import CapacityMeter, Index
+from bench.receiver import Counting
 from bench.report import Section
+from devstack.api_call import document
 from devstack.config import RuntimeConfig
 from devstack.emulator import free_port
 from devstack.runtime import Runtime
@@ -133,80 +131,13 @@ def _lift_delays() -> None:
 
 
 # through the local runtime ----------------------------------------------------------------------
-class _Server(ThreadingHTTPServer):
-    # The default listen backlog (5) refuses connections when a burst arrives at once.
-    request_queue_size = 256
-    daemon_threads = True
-
-
-@dataclass
-class _Receiver:
-    """A loopback target: arrival time and body of each request, and the most in flight at once."""
-
-    hold: float = 0.0
-    arrivals: list[tuple[float, Any]] = field(default_factory=list)
-    in_flight: int = 0
-    peak: int = 0
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    server: ThreadingHTTPServer | None = None
-
-    def start(self) -> _Receiver:
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                at = time.time()
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"null")
-                with receiver.lock:
-                    receiver.arrivals.append((at, body))
-                    receiver.in_flight += 1
-                    receiver.peak = max(receiver.peak, receiver.in_flight)
-                time.sleep(receiver.hold)
-                with receiver.lock:
-                    receiver.in_flight -= 1
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                return
-
-        self.server = _Server(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        if self.server is not None:
-            self.server.shutdown()
-            self.server.server_close()
-
-    def url(self) -> str:
-        assert self.server is not None
-        return f"http://127.0.0.1:{self.server.server_address[1]}/hit"
-
-    def wait_for(self, count: int, timeout: float) -> list[tuple[float, Any]]:
-        end = time.time() + timeout
-        while time.time() < end and len(self.arrivals) < count:
-            time.sleep(0.05)
-        time.sleep(1.0)
-        return list(self.arrivals)
-
-
-def _call(base: str, method: str, path: str, body: Any) -> Any:
-    request = urllib.request.Request(base + path, json.dumps(body).encode(), method=method)
-    request.add_header("Content-Type", "application/json")
-    with urllib.request.urlopen(request, timeout=60) as response:
-        return json.loads(response.read() or b"null")
-
-
-def _burst(api: str, receiver: _Receiver, name: str, count: int, lead: float, **control: Any) -> dict[int, float]:
-    _call(api, "PUT", f"/v1/queues/{name}", {"target": {"type": "http", "url": receiver.url()}, **control})
+def _burst(api: str, receiver: Counting, name: str, count: int, lead: float, **control: Any) -> dict[int, float]:
+    document(api, "PUT", f"/v1/queues/{name}", {"target": {"type": "http", "url": receiver.url()}, **control})
     first_ms = int((time.time() + lead) * 1000)
     due: dict[int, float] = {}
     for start in range(0, count, 100):
         batch = [{"body": i, "deliver_at": _iso(first_ms + i)} for i in range(start, min(count, start + 100))]
-        _call(api, "POST", f"/v1/queues/{name}/messages", {"messages": batch})
+        document(api, "POST", f"/v1/queues/{name}/messages", {"messages": batch})
         due.update({i: (first_ms + i) / 1000 for i in range(start, min(count, start + 100))})
     return due
 
@@ -225,7 +156,7 @@ class RateRun:
 
 
 def measure_rate(api: str, rate: float, count: int) -> RateRun:
-    receiver = _Receiver().start()
+    receiver = Counting().start()
     try:
         due = _burst(api, receiver, f"rate{int(rate)}x{count}", count, 10.0, rate_limit=rate)
         got = receiver.wait_for(count, timeout=count / rate + 60)
@@ -235,15 +166,7 @@ def measure_rate(api: str, rate: float, count: int) -> RateRun:
     first, last = starts[0], starts[-1]
     seconds = int(last - first)
     by_second = [sum(1 for t in starts if first + s <= t < first + s + 1) / rate for s in range(seconds)]
-    worst = {
-        w: max(sum(1 for t in starts[i:] if t <= start + w) for i, start in enumerate(starts)) / window_bound(rate, w)
-        for w in WINDOWS
-    }
-    by_due = [at for at, _ in sorted(got, key=lambda pair: pair[1])]
-    lag, earliest_later = 0.0, float("inf")
-    for at in reversed(by_due):
-        lag = max(lag, at - earliest_later)
-        earliest_later = min(earliest_later, at)
+    worst = {w: window_ratio(starts, rate, w) for w in WINDOWS}
     bodies = [body for _, body in got]
     return RateRun(
         rate,
@@ -254,12 +177,29 @@ def measure_rate(api: str, rate: float, count: int) -> RateRun:
         (len(starts) - 1) / (last - first) / rate if last > first else 0.0,
         by_second,
         worst,
-        lag,
+        order_lag(got),
     )
 
 
+def window_ratio(starts: list[float], rate: float, window: float) -> float:
+    """The most starts in a window of `window` seconds from any start, over the contract's bound for it."""
+    ordered = sorted(starts)
+    most = max((sum(1 for t in ordered[i:] if t <= first + window) for i, first in enumerate(ordered)), default=0)
+    return most / window_bound(rate, window)
+
+
+def order_lag(got: list[tuple[float, Any]]) -> float:
+    """How long after a later-due message (body = due rank) an earlier-due one arrived, at most."""
+    by_due = [at for at, _ in sorted(got, key=lambda pair: pair[1])]
+    lag, earliest_later = 0.0, float("inf")
+    for at in reversed(by_due):
+        lag = max(lag, at - earliest_later)
+        earliest_later = min(earliest_later, at)
+    return lag
+
+
 def measure_concurrency(api: str, limit: int | None, count: int, hold: float) -> int:
-    receiver = _Receiver(hold=hold).start()
+    receiver = Counting(hold=hold).start()
     try:
         control = {} if limit is None else {"max_concurrency": limit}
         _burst(api, receiver, f"conc{limit}x{count}", count, 2.0, **control)

@@ -9,27 +9,21 @@ other items (`other`); SQS requests and Lambda invocations are the run's, per de
 
 from __future__ import annotations
 
-import json
 import random
 import time
 import urllib.parse
-import urllib.request
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from bench import cost
 from bench.capacity_units import Units
-from bench.precision import BATCH
+from bench.precision import BATCH, check_lateness, local_runtime
 from bench.receiver import Receiver
-from bench.report import Section, percentile
+from bench.report import Section
 from bench.runtime_meter import RuntimeMeter
-from devstack.config import RuntimeConfig
-from devstack.emulator import free_port
+from devstack.api_call import document
 from devstack.runtime import Runtime
-
-P99_BUDGET = 0.200
-MAX_BUDGET = 1.0
 
 
 @dataclass(frozen=True)
@@ -60,38 +54,21 @@ class Measured:
 
 
 def run(config: SchedulesConfig) -> Section:
-    runtime = Runtime(
-        RuntimeConfig(
-            api_port=0,
-            emulator_port=free_port(),
-            sweep_interval=config.sweep_interval,
-            lookahead=config.lookahead,
-            handoff_safety=config.handoff_safety,
-            shards=config.shards,
-            dispatcher_threads=8,
-            allow_private_callbacks=True,
-        )
-    )
-    receiver = Receiver().start()
-    try:
-        runtime.start()
+    with local_runtime(config, dispatcher_threads=8) as (runtime, receiver):
         return _measure(config, runtime, receiver)
-    finally:
-        runtime.stop()
-        receiver.stop()
 
 
 def _measure(config: SchedulesConfig, runtime: Runtime, receiver: Receiver) -> Section:
     meter = RuntimeMeter(runtime).attach()
     api = runtime.api_url
     for queue in ("scheduled", "oneoff"):
-        _call(api, "PUT", f"/v1/queues/{queue}", {"target": {"type": "http", "url": receiver.url}})
+        document(api, "PUT", f"/v1/queues/{queue}", {"target": {"type": "http", "url": receiver.url}})
     baseline = meter.counts()
     started = time.time()
     starts = [started + config.lead + i * config.spread / config.schedules for i in range(config.schedules)]
     for i, start in enumerate(starts):
         doc = {"every": config.every, "start_at": _rfc3339(start), "body": {"schedule": i}}
-        _call(api, "PUT", f"/v1/queues/scheduled/schedules/s{i}", doc)
+        document(api, "PUT", f"/v1/queues/scheduled/schedules/s{i}", doc)
     created = meter.counts()
     last_due = starts[-1] + config.every * (config.rounds - 1)
     oneoff = _post_oneoffs(config, api, starts[0], last_due)
@@ -103,7 +80,7 @@ def _measure(config: SchedulesConfig, runtime: Runtime, receiver: Receiver) -> S
     keys, _ = meter.capacity.snapshot()
     listed = _list(api, "scheduled")
     for i in range(config.schedules):
-        _call(api, "DELETE", f"/v1/queues/scheduled/schedules/s{i}", None)
+        document(api, "DELETE", f"/v1/queues/scheduled/schedules/s{i}", None)
     occurrences = {m["id"]: _epoch(m["due_at"]) for m in listed if _epoch(m["due_at"]) <= last_due + 0.001}
     measured = {
         "occurrences": Measured(occurrences, receiver.arrived),
@@ -127,7 +104,7 @@ def _post_oneoffs(config: SchedulesConfig, api: str, first: float, last: float) 
     posted: dict[str, float] = {}
     for chunk in range(0, len(dues), BATCH):
         messages = [{"body": {"n": n}, "deliver_at": _rfc3339(d)} for n, d in enumerate(dues[chunk : chunk + BATCH])]
-        doc = _call(api, "POST", "/v1/queues/oneoff/messages", {"messages": messages})
+        doc = document(api, "POST", "/v1/queues/oneoff/messages", {"messages": messages})
         posted.update({m["id"]: _epoch(m["due_at"]) for m in doc["messages"]})
     return posted
 
@@ -146,36 +123,8 @@ def _section(
     section = Section("schedules", "4b. Schedules: occurrences beside one-off messages (local runtime)")
     figures: dict[str, Any] = {}
     for kind, m in measured.items():
-        late = m.lateness()
-        missing = len(m.due) - len(late)
-        early = sum(1 for x in late if x < 0)
-        p99, worst = percentile(late, 99), max(late, default=float("nan"))
         judged = kind == "occurrences"  # one-off messages have their budgets in the precision target
-        section.check(f"{kind}: delivered", len(late), f"of {len(m.due):,}", budget="all", passed=missing == 0)
-        section.check(f"{kind}: early deliveries", early, budget="0", passed=early == 0)
-        section.check(
-            f"{kind}: p99 lateness",
-            p99 * 1000,
-            "ms",
-            budget="≤ 200 ms" if judged else "",
-            passed=p99 <= P99_BUDGET if judged else None,
-        )
-        section.check(
-            f"{kind}: max lateness",
-            worst * 1000,
-            "ms",
-            budget="≤ 1000 ms" if judged else "",
-            passed=worst <= MAX_BUDGET if judged else None,
-        )
-        section.check(f"{kind}: p50 lateness", percentile(late, 50) * 1000, "ms")
-        figures[kind] = {
-            "count": len(late),
-            "missing": missing,
-            "early": early,
-            "p50_ms": round(percentile(late, 50) * 1000, 1),
-            "p99_ms": round(p99 * 1000, 1),
-            "max_ms": round(worst * 1000, 1),
-        }
+        figures[kind] = check_lateness(section, kind, m.lateness(), len(m.due), judged=judged)
     section.check("duplicate deliveries", duplicates, budget="0", passed=duplicates == 0)
     for kind, u in units.items():
         label = "occurrence" if kind == "occurrences" else "one-off message, sweep path"
@@ -260,7 +209,7 @@ def _list(api: str, queue: str) -> list[dict[str, Any]]:
     cursor = None
     while True:
         query = {"limit": "100", **({"cursor": cursor} if cursor else {})}
-        doc = _call(api, "GET", f"/v1/queues/{queue}/messages?{urllib.parse.urlencode(query)}", None)
+        doc = document(api, "GET", f"/v1/queues/{queue}/messages?{urllib.parse.urlencode(query)}", None)
         found += doc["messages"]
         cursor = doc.get("next_cursor")
         if not cursor:
@@ -273,13 +222,3 @@ def _rfc3339(epoch: float) -> str:
 
 def _epoch(text: str) -> float:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-
-
-def _call(base: str, method: str, path: str, body: Any) -> Any:
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(base + path, data=data, method=method)
-    if data is not None:
-        request.add_header("Content-Type", "application/json")
-    with urllib.request.urlopen(request, timeout=60) as response:
-        text = response.read()
-    return json.loads(text) if text else None

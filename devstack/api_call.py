@@ -32,6 +32,14 @@ def call(
         return exc.code, _document(exc.read())
 
 
+def document(base_url: str, method: str, path: str, body: Any = None, *, timeout: float = 60.0) -> Any:
+    """The answer's document of `call`; an HTTP error status raises."""
+    status, doc = call(base_url, method, path, body, timeout=timeout)
+    if status >= 400:
+        raise RuntimeError(f"{method} {path}: {status} {doc}")
+    return doc
+
+
 def _document(text: bytes) -> Any:
     """JSON when the body is JSON, its text otherwise, None when it is empty."""
     if not text:

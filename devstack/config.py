@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from hourglass import contract as c
+from hourglass.settings import Settings
 
 # SQS targets `make dev` allows unless HOURGLASS_SQS_TARGETS says otherwise: queues named for the
 # tests, the sample and the benchmarks (never the timer queue, which create refuses anyway).
@@ -15,6 +16,11 @@ LOCAL_SQS_TARGETS = "target*,hourglass-*,bench-*"
 # Where the crash switch stops an attempt: its timer received (before the begin write), begun (before
 # the request), delivered (before the outcome write).
 CRASH_PHASES = ("received", "begun", "delivered")
+# The fields that are the functions' own settings (hourglass.settings), read from the same variables.
+FUNCTION_SETTINGS = (
+    "sweep_interval", "lookahead", "allow_private_callbacks", "api_key", "handoff_safety", "shards", "log_level",
+    "sqs_targets",
+)
 
 DEPLOY_MODES = {"": "inprocess", "inprocess": "inprocess", "moto": "inprocess", "cdk": "cdk", "ministack": "cdk"}
 
@@ -61,24 +67,19 @@ class RuntimeConfig:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> RuntimeConfig:
         env = os.environ if env is None else env
+        # The functions' settings are read as the functions read them; only the local defaults differ.
+        engine = Settings.from_env({c.ALLOW_PRIVATE_CALLBACKS: "1", c.SQS_TARGETS: LOCAL_SQS_TARGETS, **env})
         return cls(
             api_port=int(env.get("HOURGLASS_API_PORT", "8080")),
             emulator_port=int(env.get("HOURGLASS_EMULATOR_PORT", "4566")),
             endpoint_url=env.get("AWS_ENDPOINT_URL") or None,
-            sweep_interval=float(env.get(c.SWEEP_INTERVAL, str(c.DEFAULT_SWEEP_INTERVAL))),
-            lookahead=float(env.get(c.LOOKAHEAD, str(c.DEFAULT_LOOKAHEAD))),
-            allow_private_callbacks=env.get(c.ALLOW_PRIVATE_CALLBACKS, "1") == "1",
-            api_key=env.get(c.API_KEY) or None,
-            handoff_safety=float(env.get(c.HANDOFF_SAFETY, str(c.DEFAULT_HANDOFF_SAFETY))),
-            shards=int(env.get(c.SHARDS, str(c.DEFAULT_SHARDS))),
             region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1",
             dispatcher_threads=int(env.get("HOURGLASS_DISPATCHER_WORKERS", "4")),  # poller threads
             poll_visibility=int(env["HOURGLASS_POLL_VISIBILITY"]) if env.get("HOURGLASS_POLL_VISIBILITY") else None,
-            log_level=env.get(c.LOG_LEVEL) or None,
-            sqs_targets=env.get(c.SQS_TARGETS, LOCAL_SQS_TARGETS),
             deploy=deploy_mode(env.get("HOURGLASS_DEPLOY", "")),
             crash_at=crash_phase(env.get("HOURGLASS_CRASH_AT", "")),
             crash_after=float(env.get("HOURGLASS_CRASH_AFTER", "3")),
+            **{name: getattr(engine, name) for name in FUNCTION_SETTINGS},
         )
 
     @property

@@ -4,49 +4,13 @@ every request and answers as scripted."""
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
-
-class QuietHandler(BaseHTTPRequestHandler):
-    """A request handler that does not log each request to stderr."""
-
-    def log_message(self, *args: Any) -> None:
-        return
-
-    def body(self) -> bytes:
-        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
-
-    def answer(self, status: int, payload: bytes = b"", headers: dict[str, str] | None = None) -> None:
-        reply(self, status, payload, headers)
-
-
-def reply(
-    handler: BaseHTTPRequestHandler, status: int, payload: bytes = b"", headers: dict[str, str] | None = None
-) -> None:
-    """`status` with `headers` and `payload` (its Content-Length set)."""
-    handler.send_response(status)
-    for name, value in (headers or {}).items():
-        handler.send_header(name, value)
-    handler.send_header("Content-Length", str(len(payload)))
-    handler.end_headers()
-    handler.wfile.write(payload)
-
-
-def serve(handler: type[BaseHTTPRequestHandler]) -> ThreadingHTTPServer:
-    """`handler` served on a free loopback port, from a daemon thread."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
-
-
-def base_url(server: ThreadingHTTPServer | None) -> str:
-    assert server is not None
-    return f"http://127.0.0.1:{server.server_address[1]}"
+from devstack.loopback import QuietHandler, base_url, serve
 
 
 @dataclass(frozen=True)

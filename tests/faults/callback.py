@@ -6,8 +6,10 @@ import json
 import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
+
+from devstack.loopback import QuietHandler, base_url, serve, shut
 
 
 @dataclass(frozen=True)
@@ -34,11 +36,10 @@ class Callback:
     def start(self) -> Callback:
         callback = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
                 at = time.time()
-                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                body = json.loads(raw or b"null")
+                body = json.loads(self.body() or b"null")
                 message_id = str(self.headers.get("Hourglass-Message-Id"))
                 script = body if isinstance(body, dict) else {}
                 answers = script.get("answers") or []
@@ -50,28 +51,18 @@ class Callback:
                     callback.requests.append(request)
                 if seen == 0 and script.get("hold"):
                     time.sleep(float(script["hold"]))
-                self.send_response(status)
-                self.send_header("Content-Length", "2")
-                self.end_headers()
-                self.wfile.write(b"{}")
+                self.answer(status, b"{}")
 
-            def log_message(self, *args: Any) -> None:
-                return
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.server = serve(Handler)
         return self
 
     def stop(self) -> None:
         if self.server is not None:
-            self.server.shutdown()
-            self.server.server_close()
+            shut(self.server)
 
     @property
     def url(self) -> str:
-        assert self.server is not None
-        return f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        return base_url(self.server) + "/hook"
 
     def snapshot(self) -> list[Request]:
         with self.lock:

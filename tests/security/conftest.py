@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from hourglass.adapters import http_target
 
+from devstack.loopback import reply
 from tests.conftest import FakeClock
 from tests.integration.conftest import Harness, harness_for
-from tests.loopback import reply
 
 
 @pytest.fixture
