@@ -38,10 +38,16 @@ def reply(
 
 
 def serve(handler: type[BaseHTTPRequestHandler]) -> ThreadingHTTPServer:
-    """`handler` served on a free loopback port, from a daemon thread."""
+    """`handler` served on a free loopback port, from a daemon thread; `shut` stops it."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, name="loopback", daemon=True).start()
     return server
+
+
+def shut(server: ThreadingHTTPServer) -> None:
+    """Stops serving (its thread ends) and closes the port; a request in progress finishes on its own."""
+    server.shutdown()
+    server.server_close()
 
 
 def base_url(server: ThreadingHTTPServer | None) -> str:
@@ -104,7 +110,7 @@ class CallbackReceiver:
 
     def stop(self) -> None:
         assert self.server is not None
-        self.server.shutdown()
+        shut(self.server)
 
     def url(self, path: str = "") -> str:
         return base_url(self.server) + path

@@ -16,6 +16,7 @@ from hourglass.core.pacing import pace
 
 from tests.e2e.conftest import Client
 from tests.e2e.test_delivery_control import epoch
+from tests.loopback import shut
 
 RATE = 20
 
@@ -60,8 +61,12 @@ class Counting:
                 return
 
         self.server = _Server(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        threading.Thread(target=self.server.serve_forever, name="loopback", daemon=True).start()
         return self
+
+    def stop(self) -> None:
+        assert self.server is not None
+        shut(self.server)
 
     def url(self) -> str:
         assert self.server is not None
@@ -79,8 +84,7 @@ class Counting:
 def counting() -> Iterator[Counting]:
     started = Counting().start()
     yield started
-    assert started.server is not None
-    started.server.shutdown()
+    started.stop()
 
 
 def limited_queue(api: Client, receiver: Counting, **control: Any) -> str:
@@ -153,6 +157,5 @@ def test_max_concurrency_3_never_sees_a_4th_request_in_flight(api: Client) -> No
         due = burst(api, name, 9, lead=2.0)
         got = receiver.wait_for(9, timeout=60)
     finally:
-        assert receiver.server is not None
-        receiver.server.shutdown()
+        receiver.stop()
     assert sorted(body for _, body in got) == sorted(due) and receiver.peak == 3

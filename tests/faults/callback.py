@@ -60,7 +60,7 @@ class Callback:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        threading.Thread(target=self.server.serve_forever, name="loopback", daemon=True).start()
         return self
 
     def stop(self) -> None:

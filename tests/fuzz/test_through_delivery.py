@@ -90,7 +90,7 @@ class Receivers:
 
             server = Listening(("127.0.0.1", 0), Handler)
             server.daemon_threads = True
-            threading.Thread(target=server.serve_forever, daemon=True).start()
+            threading.Thread(target=server.serve_forever, name="loopback", daemon=True).start()
             self.servers[behaviour] = server
         with socket.socket() as probe:  # a port nothing listens on: connection refused
             probe.bind(("127.0.0.1", 0))
