@@ -52,7 +52,7 @@ class Stack:
         return queue
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """The Hourglass stack synthesized and deployed through CloudFormation into a 127.0.0.1 moto server."""
     with embedded_moto() as endpoint:
