@@ -62,16 +62,12 @@ check-chromium:
 dev: $(STAMP) check-node $(if $(filter cdk ministack,$(DEPLOY)),tools)
 	HOURGLASS_DEPLOY=$(DEPLOY) $(BIN)/python -m devstack
 
-# Suites that run a local runtime against real time, each in a process of its own: in one process
-# with the rest, threads the earlier suites leave behind (and moto's shared state) starve their timing.
+# One process: every fixture stops the runtime, servers and threads it started, and moto's in-process
+# state is emptied between modules (tests/conftest.py), so no suite runs behind another's leftovers.
 # The total-queue run under every quick fault ends with its liveness check (every message ended or has a
 # way forward); `make total-queue` runs it alone, `make soak` its long form with SIGKILLs.
-ISOLATED := tests/e2e/test_rate_limits.py tests/e2e/test_schedules.py tests/fuzz/test_through_delivery.py \
-	tests/faults/test_total_queue.py
-
 test: $(STAMP) check-node check-java check-chromium
-	$(BIN)/python -m pytest -q -p no:cacheprovider $(ISOLATED:%=--ignore=%)
-	$(foreach suite,$(ISOLATED),$(BIN)/python -m pytest -q -p no:cacheprovider -rA $(suite) &&) true
+	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 # The end-to-end suite and the smoke test against the stack as deployed: `cdk deploy` into MiniStack,
 # API Gateway with its key, the Lambdas, the SQS mapping and the EventBridge schedule; a later

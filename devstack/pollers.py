@@ -13,13 +13,25 @@ Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
 
 class LambdaContext:
-    """Just enough of the Lambda context object: how much time the invocation has left."""
+    """Just enough of the Lambda context object: how much time the invocation has left.
 
-    def __init__(self, timeout: float) -> None:
+    None once the runtime stops: the handler winds down as at its timeout, so `Runtime.stop` can join it.
+    """
+
+    def __init__(self, timeout: float, stop: threading.Event | None = None) -> None:
         self.deadline = time.monotonic() + timeout
+        self.stop = stop
 
     def get_remaining_time_in_millis(self) -> int:
+        if self.stop is not None and self.stop.is_set():
+            return 0
         return int(max(0.0, self.deadline - time.monotonic()) * 1000)
+
+
+def join_all(threads: list[threading.Thread], deadline: float) -> None:
+    """Waits for each of `threads` until the monotonic `deadline` at the latest."""
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
 
 
 class QueuePoller:
@@ -47,9 +59,8 @@ class QueuePoller:
         for thread in self.threads:
             thread.start()
 
-    def join(self, timeout: float) -> None:
-        for thread in self.threads:
-            thread.join(timeout)
+    def join(self, deadline: float) -> None:
+        join_all(self.threads, deadline)
 
     def _loop(self) -> None:
         while not self.stop.is_set():
@@ -82,7 +93,7 @@ class QueuePoller:
             ]
         }
         self.invocations += 1
-        result = self.handler(event, LambdaContext(60))
+        result = self.handler(event, LambdaContext(60, self.stop))
         failed = {f["itemIdentifier"] for f in result.get("batchItemFailures", [])}
         done = [
             {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
@@ -108,11 +119,14 @@ class Schedule:
     def start(self) -> None:
         self.thread.start()
 
+    def join(self, deadline: float) -> None:
+        join_all([self.thread], deadline)
+
     def _loop(self) -> None:
         while not self.stop.is_set():
             started = time.monotonic()
             try:
-                self.handler({"source": "aws.events"}, LambdaContext(self.timeout))
+                self.handler({"source": "aws.events"}, LambdaContext(self.timeout, self.stop))
                 self.runs += 1
             except Exception as exc:
                 log("schedule_error", error=str(exc))
@@ -122,19 +136,32 @@ class Schedule:
 class ThreadInvoker:
     """Lambda's asynchronous Invoke (InvocationType=Event): each event runs the handler in a new thread."""
 
-    def __init__(self, handler: Handler, *, timeout: float = 60.0) -> None:
+    def __init__(self, handler: Handler, *, timeout: float = 60.0, stop: threading.Event | None = None) -> None:
         self.handler = handler
         self.timeout = timeout
+        self.stop = stop
         self.invocations = 0
         self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
 
     def invoke(self, event: dict[str, Any]) -> None:
+        thread = threading.Thread(target=self._run, args=(event,), name="invoke", daemon=True)
         with self._lock:
             self.invocations += 1
-        threading.Thread(target=self._run, args=(event,), name="invoke", daemon=True).start()
+            self._threads = [t for t in self._threads if t.is_alive()] + [thread]
+            thread.start()  # under the lock: `join` never sees it registered but not yet alive
+
+    def join(self, deadline: float) -> None:
+        """Waits for the invocations running now (and any they start) until `deadline` at the latest."""
+        while time.monotonic() < deadline:
+            with self._lock:
+                running = [t for t in self._threads if t.is_alive()]
+            if not running:
+                return
+            join_all(running, deadline)
 
     def _run(self, event: dict[str, Any]) -> None:
         try:
-            self.handler(event, LambdaContext(self.timeout))
+            self.handler(event, LambdaContext(self.timeout, self.stop))
         except Exception as exc:
             log("invoke_error", error=str(exc))

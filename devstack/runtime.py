@@ -6,6 +6,7 @@ import hashlib
 import importlib.metadata
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,9 @@ from devstack.pollers import QueuePoller, Schedule, ThreadInvoker
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / ".hourglass"
 SOURCES = ("app.py", "cdk.json", "stacks", "lambdas")
+# How long `Runtime.stop` waits for its threads: an invocation in progress sees no time left and winds
+# down, but an attempt it already started runs to its own timeout.
+STOP_TIMEOUT = 60.0
 
 
 def source_digest(context: dict[str, object]) -> str:
@@ -116,7 +120,9 @@ class Runtime:
             self.dlq_poller.start()
         context = self.context
         # Fan-out invocations of a busy sweep run the same handler, in threads.
-        self.invoker = ThreadInvoker(lambda event, ctx: sweeper_handler.handle(context, event, ctx))
+        self.invoker = ThreadInvoker(
+            lambda event, ctx: sweeper_handler.handle(context, event, ctx), stop=self.stop_event
+        )
         invoke = self.invoker.invoke
         context.invoke_fanout = invoke  # bulk operations fan out as the sweeper function's async invokes
         self.schedule = Schedule(
@@ -187,16 +193,16 @@ class Runtime:
         assert self.gateway is not None
         return self.gateway.url
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = STOP_TIMEOUT) -> None:
+        """Stops taking requests, then waits for every poller, sweep and invocation to end before the
+        emulator goes: a thread left running would log into (and take the CPU from) whatever runs next."""
         self.ready = False
         self.stop_event.set()
-        if self.pollers is not None:
-            self.pollers.join(5)
-        if self.dlq_poller is not None:
-            self.dlq_poller.join(5)
-        if self.schedule is not None:
-            self.schedule.thread.join(5)
         if self.gateway is not None:
             self.gateway.stop()
+        deadline = time.monotonic() + timeout
+        for worker in (self.pollers, self.dlq_poller, self.schedule, self.invoker):
+            if worker is not None:
+                worker.join(deadline)
         if self.emulator is not None:
             self.emulator.stop()

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
 from typing import Any
 
-from devstack.loopback import QuietHandler, base_url, serve
+from devstack.loopback import QuietHandler, base_url, serve, shut
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ class CallbackReceiver:
 
     def stop(self) -> None:
         assert self.server is not None
-        self.server.shutdown()
+        shut(self.server)
 
     def url(self, path: str = "") -> str:
         return base_url(self.server) + path

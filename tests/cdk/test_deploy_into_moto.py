@@ -14,9 +14,9 @@ from typing import Any
 import boto3
 import pytest
 from hourglass.core import deadline, delivery_control
-from moto.server import ThreadedMotoServer
 
 from devstack.deploy import DeployError, deploy, synth
+from tests.local_stack import embedded_moto
 
 REGION = "us-east-1"
 # moto's CloudFormation skips resource types it does not model (API Gateway stage, key, usage plan).
@@ -25,13 +25,8 @@ pytestmark = pytest.mark.filterwarnings("ignore:Tried to parse:UserWarning")
 
 @pytest.fixture(scope="module")
 def endpoint() -> Iterator[str]:
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    try:
-        assert server._server is not None
-        yield f"http://127.0.0.1:{server._server.server_port}"  # the bound port
-    finally:
-        server.stop()
+    with embedded_moto() as started:
+        yield started
 
 
 @pytest.fixture(scope="module")

@@ -15,10 +15,12 @@ from hourglass_client import Client
 
 from devstack.runtime import Runtime
 from tests.local_stack import local_runtime
-from tests.loopback import CallbackReceiver, QuietHandler, base_url, serve
+from tests.loopback import CallbackReceiver, QuietHandler, base_url, serve, shut
 
 API_KEY = "client-tests-key"
 T = TypeVar("T")
+# Fake APIs `scripted` started during the running test: `stop_scripted` shuts them after it.
+_SCRIPTED: list[Scripted] = []
 
 
 # The SDK tests read each callback's raw body (`Received.raw`).
@@ -104,4 +106,15 @@ class Scripted:
 
 
 def scripted(*answers: tuple[int, dict[str, str], Any]) -> Scripted:
-    return Scripted(list(answers)).start()
+    fake = Scripted(list(answers)).start()
+    _SCRIPTED.append(fake)
+    return fake
+
+
+@pytest.fixture(autouse=True)
+def stop_scripted() -> Iterator[None]:
+    yield
+    while _SCRIPTED:
+        server = _SCRIPTED.pop().server
+        assert server is not None
+        shut(server)

@@ -14,7 +14,7 @@ from hourglass_client import Client, Conflict, RateLimited, RetryPolicy, Unavail
 from hourglass_client.transport import retry_after_seconds
 
 from tests.clients.conftest import API_KEY, scripted
-from tests.loopback import QuietHandler, base_url, serve
+from tests.loopback import QuietHandler, base_url, serve, shut
 
 
 @dataclass
@@ -64,7 +64,7 @@ def proxy(api_url: str) -> Iterator[Proxy]:
     started = Proxy(api_url).start()
     yield started
     assert started.server is not None
-    started.server.shutdown()
+    shut(started.server)
 
 
 UNAVAILABLE = {"error": {"code": "unavailable", "message": "retry"}}

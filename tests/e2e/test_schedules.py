@@ -17,12 +17,10 @@ from hourglass.adapters.store import Store
 from hourglass.core import schedule
 from hourglass.core.sweep_state import SweepState
 from hourglass.core.timestamps import to_ms
-from moto.server import ThreadedMotoServer
 
-from devstack.config import RuntimeConfig
-from devstack.emulator import prepare_embedded_moto
 from tests.e2e.conftest import API_KEY, Client, Receiver
 from tests.faults.clocked import ClockedRuntime, MovableClock
+from tests.local_stack import embedded_moto, short_timing
 from tests.loopback import Received
 
 # Jumps land this far before an occurrence: past the sweep interval + hand-off safety, inside the lookahead.
@@ -46,34 +44,20 @@ class Clocked:
 
 @pytest.fixture(scope="module")
 def clocked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Clocked]:
-    prepare_embedded_moto()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
     clock = MovableClock(tmp_path_factory.mktemp("clock") / "offset")
     # Set before the first sweep, which starts its watermark from the clock: no hours of buckets to catch up.
     clock.jump_to(EPOCH)
     receiver = Receiver(clock=lambda: clock().timestamp()).start()
-    config = RuntimeConfig(
-        api_port=0,
-        endpoint_url=f"http://{host}:{port}",
-        sweep_interval=1.0,
-        lookahead=4.0,
-        handoff_safety=1.0,
-        allow_private_callbacks=True,
-        api_key=API_KEY,
-    )
-    runtime = ClockedRuntime(config)
-    runtime.clock = clock
-    runtime.start()
-    assert runtime.context is not None
-    try:
-        yield Clocked(Client(runtime.api_url, API_KEY), clock, receiver, runtime.context.store)
-    finally:
-        runtime.stop()
-        assert receiver.server is not None
-        receiver.server.shutdown()
-        server.stop()
+    with embedded_moto() as endpoint:
+        runtime = ClockedRuntime(short_timing(endpoint, API_KEY))
+        runtime.clock = clock
+        try:
+            runtime.start()
+            assert runtime.context is not None
+            yield Clocked(Client(runtime.api_url, API_KEY), clock, receiver, runtime.context.store)
+        finally:
+            runtime.stop()
+            receiver.stop()
 
 
 @pytest.fixture(autouse=True)

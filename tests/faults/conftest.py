@@ -8,13 +8,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from moto.server import ThreadedMotoServer
 
-from devstack.emulator import prepare_embedded_moto
 from tests.conftest import FakeClock
 from tests.faults.callback import Callback
 from tests.faults.proxies import FaultyClient
 from tests.integration.conftest import Harness, harness_for
+from tests.local_stack import embedded_moto
 
 
 @dataclass
@@ -41,15 +40,11 @@ def callback() -> Iterator[Callback]:
     started.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def moto_endpoint() -> Iterator[str]:
-    """An AWS emulator over HTTP on loopback, shared by the tests that need a real endpoint."""
-    prepare_embedded_moto()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
+    """An AWS emulator over HTTP on loopback, shared by a module's tests that need a real endpoint."""
+    with embedded_moto() as endpoint:
+        yield endpoint
 
 
 @pytest.fixture

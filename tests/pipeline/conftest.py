@@ -11,13 +11,12 @@ import pytest
 from hourglass.adapters.store import Store
 from hourglass.core import validation
 from hourglass.core.model import Queue
-from moto.server import ThreadedMotoServer
 from pyspark.sql import SparkSession
 
 from devstack.deploy import deploy, synth
-from devstack.emulator import prepare_embedded_moto
 from pipeline.deployment import Deployment
 from pipeline.session import spark_session
+from tests.local_stack import embedded_moto
 
 REGION = "us-east-1"
 
@@ -53,15 +52,10 @@ class Stack:
         return queue
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """The Hourglass stack synthesized and deployed through CloudFormation into a 127.0.0.1 moto server."""
-    prepare_embedded_moto()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    try:
-        assert server._server is not None
-        endpoint = f"http://127.0.0.1:{server._server.server_port}"
+    with embedded_moto() as endpoint:
         outputs = deploy(synth(tmp_path_factory.mktemp("cdk.out"), {}), endpoint_url=endpoint, region=REGION)
         # As `make dev` does: moto's own SQS event source would try to run the dispatcher in Docker
         # on every send and take the timer messages this suite looks at.
@@ -72,5 +66,3 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             table=outputs["TableName"], timer_queue_url=outputs["TimerQueueUrl"], endpoint_url=endpoint, region=REGION
         )
         yield Stack(endpoint, located, outputs)
-    finally:
-        server.stop()

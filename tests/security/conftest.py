@@ -99,7 +99,7 @@ def serve() -> Iterator[Callable[[Callable[[BaseHTTPRequestHandler], None]], Ser
 
         server.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         server.httpd.daemon_threads = True
-        threading.Thread(target=server.httpd.serve_forever, daemon=True).start()
+        threading.Thread(target=server.httpd.serve_forever, name="loopback", daemon=True).start()
         started.append(server)
         return server
 
