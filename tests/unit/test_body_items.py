@@ -6,6 +6,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from hourglass.adapters import items
+from hourglass.core import keys
 from hourglass.core.body_placement import Placement
 from hourglass.core.model import HttpTarget, Message, Status
 from hourglass.core.schedule import SweepKeys
@@ -42,8 +43,8 @@ def test_each_body_version_has_its_own_key() -> None:
 
 def test_body_keys_are_in_the_queue_partition_and_not_message_keys() -> None:
     key = items.body_key("orders", "ab12", 1)
-    assert key["pk"]["S"] == "orders" and key["sk"]["S"].startswith(items.BODY_PREFIX)
-    assert not key["sk"]["S"].startswith(items.MESSAGE_PREFIX)
+    assert key["pk"]["S"] == "orders" and key["sk"]["S"].startswith(keys.BODY_PREFIX)
+    assert not key["sk"]["S"].startswith(keys.MESSAGE_PREFIX)
 
 
 def test_a_body_item_has_a_ttl() -> None:

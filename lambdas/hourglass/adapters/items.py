@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from hourglass.core import attempts, delivery_control, failure_notice
+from hourglass.core import attempts, delivery_control, keys
 from hourglass.core.body_placement import DEFAULT_LIMITS, BodyLimits, BodyRef, Placement, body_expiry, place
 from hourglass.core.cron import parse_cron
 from hourglass.core.document import control_doc
@@ -39,22 +39,18 @@ from hourglass.core.sweep_state import ShardProgress, SweepState
 from hourglass.core.timestamps import from_ms, to_ms
 
 Item = dict[str, dict[str, Any]]
-QUEUE_SK = "#queue"
-MESSAGE_PREFIX = "m#"
-DEDUP_PREFIX = "d#"
-BODY_PREFIX = "b#"
 
 
 def message_key(queue: str, message_id: str) -> Item:
-    return {"pk": {"S": queue}, "sk": {"S": MESSAGE_PREFIX + message_id}}
+    return {"pk": {"S": queue}, "sk": {"S": keys.message_sk(message_id)}}
 
 
 def queue_key(name: str) -> Item:
-    return {"pk": {"S": name}, "sk": {"S": QUEUE_SK}}
+    return {"pk": {"S": name}, "sk": {"S": keys.QUEUE_SK}}
 
 
 def dedup_key(queue: str, dedup_id: str) -> Item:
-    return {"pk": {"S": queue}, "sk": {"S": DEDUP_PREFIX + dedup_id}}
+    return {"pk": {"S": queue}, "sk": {"S": keys.dedup_sk(dedup_id)}}
 
 
 def dedup_to_item(queue: str, dedup_id: str, message_id: str, until: datetime) -> Item:
@@ -189,8 +185,8 @@ def notice_of(item: Item) -> Notice | None:
     the entry's sort key), abandoned once the outbox gave it up; None otherwise (none owed, or sent)."""
     finished = _time(item, "notice_finished")
     tries, error = _int(item, "notice_tries", 0), _str(item, "notice_error") or None
-    if _str(item, "sweep_pk") == failure_notice.OUTBOX_PK:
-        next_try = from_ms(int(item["sweep_sk"]["S"].partition("#")[0]))
+    if _str(item, "sweep_pk") == keys.OUTBOX_PK:
+        next_try = from_ms(keys.split_sort_key(item["sweep_sk"]["S"])[0])
         return Notice(NoticeStatus.PENDING, tries, error, next_try, finished)
     if _str(item, "notice_status") == NoticeStatus.ABANDONED.value:
         return Notice(NoticeStatus.ABANDONED, tries, error, None, finished)
@@ -300,9 +296,7 @@ def new_message_items(
 
 
 def body_key(queue: str, message_id: str, version: int) -> Item:
-    """A body item's key: each version of a body is an item of its own, so a PATCH never overwrites
-    the body an attempt under way is reading."""
-    return {"pk": {"S": queue}, "sk": {"S": f"{BODY_PREFIX}{message_id}#{version}"}}
+    return {"pk": {"S": queue}, "sk": {"S": keys.body_sk(message_id, version)}}
 
 
 def body_to_item(queue: str, message_id: str, version: int, body: Any, *, expire_at: datetime) -> Item:
@@ -364,32 +358,30 @@ def item_size(item: Mapping[str, Mapping[str, Any]] | None) -> int:
 
 
 # sweeper bookkeeping ------------------------------------------------------------------------
-SWEEPER_PK = "@sweeper"
-STATE_KEY: Item = {"pk": {"S": SWEEPER_PK}, "sk": {"S": "#state"}}
-SHARD_PREFIX = "#shard#"
+STATE_KEY: Item = {"pk": {"S": keys.SWEEPER_PK}, "sk": {"S": keys.SWEEPER_STATE_SK}}
 
 
 def shard_key(shard: int) -> Item:
-    return {"pk": s(SWEEPER_PK), "sk": s(f"{SHARD_PREFIX}{shard}")}
+    return {"pk": s(keys.SWEEPER_PK), "sk": s(keys.shard_sk(shard))}
 
 
 def due_entry_from_item(item: Item) -> DueEntry:
     """A due-index row (keys-only projection plus version)."""
-    due_ms, _, message_id = item["sweep_sk"]["S"].partition("#")
-    return DueEntry(queue=item["pk"]["S"], id=message_id, version=int(item["version"]["N"]), due_ms=int(due_ms))
+    due_ms, message_id = keys.split_sort_key(item["sweep_sk"]["S"])
+    return DueEntry(queue=item["pk"]["S"], id=message_id, version=int(item["version"]["N"]), due_ms=due_ms)
 
 
 def sweep_state_from_items(items: list[Item], default: SweepState) -> SweepState:
     """The state item and the shard items of fan-out invocations; `default` when there is no state item yet."""
     shards = {
-        int(item["sk"]["S"].removeprefix(SHARD_PREFIX)): ShardProgress(
+        int(item["sk"]["S"].removeprefix(keys.SHARD_PREFIX)): ShardProgress(
             watermark=int(item["watermark"]["N"]),
             due=_int(item, "due", 0),
             run=_int(item, "run", 0),
             complete=_bool(item, "complete"),
         )
         for item in items
-        if item["sk"]["S"].startswith(SHARD_PREFIX)
+        if item["sk"]["S"].startswith(keys.SHARD_PREFIX)
     }
     state = next((item for item in items if item["sk"] == STATE_KEY["sk"]), None)
     if state is None:
@@ -416,14 +408,8 @@ def _bool(item: Item, key: str) -> bool:
 
 
 # schedules -----------------------------------------------------------------------------------
-SCHEDULE_PREFIX = "s#"
-# The due-index partition listing every schedule (sort key "queue#name"): the sweep's chain repair pages
-# through it. Not a number, so no sweep of a due bucket reads it.
-SCHEDULES_PK = "schedules#"
-
-
 def schedule_key(queue: str, name: str) -> Item:
-    return {"pk": {"S": queue}, "sk": {"S": SCHEDULE_PREFIX + name}}
+    return {"pk": {"S": queue}, "sk": {"S": keys.schedule_sk(name)}}
 
 
 def schedule_to_item(schedule: Schedule) -> Item:
@@ -443,8 +429,9 @@ def schedule_to_item(schedule: Schedule) -> Item:
         "created_at": n(to_ms(schedule.created_at)),
         "paused": {"BOOL": schedule.paused},
         "version": n(schedule.version),
-        "sweep_pk": s(SCHEDULES_PK),
-        "sweep_sk": s(f"{schedule.queue}#{schedule.name}"),
+        # Listed in the due index, so the sweep's chain repair pages through every schedule.
+        "sweep_pk": s(keys.SCHEDULES_PK),
+        "sweep_sk": s(keys.schedules_sk(schedule.queue, schedule.name)),
     }
     if schedule.target is not None:
         item["target"] = s(target_to_json(schedule.target))

@@ -16,7 +16,6 @@ from botocore.exceptions import ClientError
 from hourglass import contract
 from hourglass.adapters.body_store import BodyStore
 from hourglass.adapters.items import (
-    MESSAGE_PREFIX,
     Item,
     body_from_item,
     body_item_expiry,
@@ -38,6 +37,7 @@ from hourglass.adapters.items import (
 from hourglass.adapters.table import Table, code_of
 from hourglass.core import body_placement, failure_notice
 from hourglass.core.body_placement import BodyLimits, BodyRef, Placement
+from hourglass.core.keys import MESSAGE_PREFIX, OUTBOX_PK
 from hourglass.core.lifecycle import Change, DeliveryStart
 from hourglass.core.model import Message, Notice, NoticeStatus, Queue, Status
 from hourglass.core.schedule import SweepKeys
@@ -269,7 +269,7 @@ class MessageStorage(Table):
             pending = notice is NoticeStatus.PENDING
             filters.append("sweep_pk = :outbox" if pending else "notice_status = :notice")
             request["ExpressionAttributeValues"][":outbox" if pending else ":notice"] = s(
-                failure_notice.OUTBOX_PK if pending else notice.value
+                OUTBOX_PK if pending else notice.value
             )
             request["Limit"] = max(limit, LIST_PAGE)
         if filters:
@@ -369,18 +369,18 @@ class MessageStorage(Table):
         """A failed try of the notice of `message` (this version): a pending notice moves its outbox entry to
         its next try, an abandoned one leaves the outbox; both keep its tries and error on the item. False
         when the item has moved on (a newer version, or the entry is gone): nothing is written then."""
-        keys = failure_notice.entry_keys(message.id, notice.next_try_at) if notice.next_try_at else None
+        entry = failure_notice.entry_keys(message.id, notice.next_try_at) if notice.next_try_at else None
         values = {
             ":v": n(message.version),
-            ":outbox": s(failure_notice.OUTBOX_PK),
+            ":outbox": s(OUTBOX_PK),
             ":tries": n(notice.tries),
             ":error": s(notice.last_error or ""),
             ":finished": n(to_ms(notice.finished_at)) if notice.finished_at else n(0),
         }
         kept = "notice_tries = :tries, notice_error = :error, notice_finished = :finished"
-        if keys is not None:
+        if entry is not None:
             update = f"SET sweep_sk = :sk, {kept}"
-            values[":sk"] = s(keys.sk)
+            values[":sk"] = s(entry.sk)
         else:
             update = f"SET notice_status = :abandoned, {kept} REMOVE sweep_pk, sweep_sk"
             values[":abandoned"] = s(NoticeStatus.ABANDONED.value)

@@ -8,21 +8,14 @@ import json
 from typing import Any
 
 from hourglass import contract
-from hourglass.adapters.items import (
-    SCHEDULE_PREFIX,
-    SCHEDULES_PK,
-    n,
-    s,
-    schedule_from_item,
-    schedule_key,
-    schedule_to_item,
-)
+from hourglass.adapters.items import n, s, schedule_from_item, schedule_key, schedule_to_item
 from hourglass.adapters.table import Table
+from hourglass.core.keys import REPAIR_PK, REPAIR_SK, SCHEDULE_PREFIX, SCHEDULES_PK
 from hourglass.core.recurrence import Schedule
 from hourglass.errors import ValidationError
 
 # Where the chain repair has got to in its round of every schedule (one small item).
-REPAIR_KEY = {"pk": s("@schedules"), "sk": s("#repair")}
+REPAIR_KEY = {"pk": s(REPAIR_PK), "sk": s(REPAIR_SK)}
 BATCH_GET = 100
 
 
