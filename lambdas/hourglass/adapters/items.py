@@ -16,12 +16,13 @@ from decimal import Decimal
 from typing import Any
 
 from hourglass import contract
-from hourglass.core import attempts, delivery_control, keys
+from hourglass.core import attempts, delivery_control, json_body, keys
 from hourglass.core.body_placement import DEFAULT_LIMITS, BodyLimits, BodyRef, Placement, body_expiry, keep_days, place
 from hourglass.core.cron import parse_cron
 from hourglass.core.document import control_doc
 from hourglass.core.handoff import DueEntry
 from hourglass.core.lifecycle import Change
+from hourglass.core.limits import json_bytes
 from hourglass.core.model import (
     DeliveryControl,
     HttpTarget,
@@ -74,8 +75,7 @@ def n(value: int | float) -> dict[str, str]:
     return {"N": str(value)}
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+_dumps = json_body.encode
 
 
 def target_to_json(target: Target) -> str:
@@ -260,13 +260,8 @@ def control_from_stored(doc: Mapping[str, Any], *, paused: bool) -> DeliveryCont
 
 
 # message bodies ------------------------------------------------------------------------------
-def body_text(body: Any) -> str:
-    """A body as stored and delivered: compact JSON text."""
-    return _dumps(body)
-
-
-def body_size(body: Any) -> int:
-    return len(body_text(body).encode("utf-8"))
+body_text = json_body.encode  # a body as stored and delivered
+body_size = json_bytes  # its size, as placement measures it
 
 
 def body_ref_of(item: Item) -> BodyRef | None:

@@ -3,9 +3,7 @@ the DynamoDB and S3 calls, with the items that `adapters.items` builds for each 
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import json
 import time
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
@@ -34,7 +32,7 @@ from hourglass.adapters.items import (
     version_write_with_body,
     with_bodies,
 )
-from hourglass.adapters.table import Table, code_of
+from hourglass.adapters.table import Table, code_of, decode_cursor, encode_cursor
 from hourglass.core import body_placement, failure_notice
 from hourglass.core.body_placement import BodyLimits, Placement
 from hourglass.core.keys import MESSAGE_PREFIX, OUTBOX_PK
@@ -42,7 +40,7 @@ from hourglass.core.lifecycle import Change, DeliveryStart
 from hourglass.core.model import Message, Notice, NoticeStatus, Queue, Status
 from hourglass.core.schedule import SweepKeys
 from hourglass.core.timestamps import to_ms
-from hourglass.errors import StaleVersionError, StoreError, ValidationError
+from hourglass.errors import StaleVersionError, StoreError
 
 # A dedup transaction cancelled by throttling or a conflicting transaction is tried this often.
 DEDUP_ATTEMPTS = 4
@@ -268,7 +266,8 @@ class MessageStorage(Table):
             request["FilterExpression"] = " AND ".join(filters)
         messages: list[Message] = []
         last = None
-        for reads, page in enumerate(self._pages(request, _decode_cursor(cursor, queue) if cursor else None), 1):
+        start = decode_cursor(cursor, queue, MESSAGE_PREFIX) if cursor else None
+        for reads, page in enumerate(self._pages(request, start), 1):
             items = page.get("Items", [])
             last = page.get("LastEvaluatedKey")
             for index, message in enumerate(self._with_bodies(items)):
@@ -282,7 +281,7 @@ class MessageStorage(Table):
                 break
             if reads >= LIST_READ_PAGES:
                 break
-        return messages, _encode_cursor(last) if last else None
+        return messages, encode_cursor(last) if last else None
 
     # versions -----------------------------------------------------------------------------
     def cancel(self, change: Change, *, last_op: str | None = None) -> Message:
@@ -477,18 +476,4 @@ class MessageStorage(Table):
 
 def cursor_after(message: Message) -> str:
     """The `next_cursor` of a list page that ends with `message`."""
-    return _encode_cursor(message_key(message.queue, message.id))
-
-
-def _encode_cursor(key: dict[str, Any]) -> str:
-    return base64.urlsafe_b64encode(json.dumps(key, separators=(",", ":")).encode()).decode()
-
-
-def _decode_cursor(cursor: str, queue: str) -> dict[str, Any]:
-    try:
-        key = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-        if key["pk"]["S"] != queue or not key["sk"]["S"].startswith(MESSAGE_PREFIX) or len(key) != 2:
-            raise ValueError("cursor is for another queue")
-        return {"pk": s(key["pk"]["S"]), "sk": s(key["sk"]["S"])}
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise ValidationError("cursor", "is not a valid cursor") from exc
+    return encode_cursor(message_key(message.queue, message.id))
