@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from hourglass.adapters.items import BodyRef, body_key, item_size, message_to_item, new_message_items
+from hourglass.adapters.items import BodyRef, body_key, item_size, message_to_item, new_message_write
 from hourglass.core import delivery, schedule
 from hourglass.core.attempts import Attempt, AttemptOutcome
 from hourglass.core.body_placement import Placement, body_expiry, keep_days
@@ -126,7 +126,8 @@ def layout_units(size: int, *, path: str, delay: timedelta, inline_always: bool 
     if inline_always:
         ref, written = BodyRef(Placement.INLINE, 1), [message_to_item(first, first_keys)]
     else:
-        ref, written = new_message_items(first, first_keys, retention=RETENTION)
+        new = new_message_write(first, first_keys, retention=RETENTION)
+        ref, written = new.body.ref, new.items
     meter = CapacityMeter("messages", [DUE_INDEX])
     for item in written:
         meter("put_item", {"Item": item})

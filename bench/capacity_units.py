@@ -30,7 +30,17 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from hourglass.adapters.items import SCHEDULE_PREFIX, item_size
+from hourglass.adapters.items import item_size
+from hourglass.core.keys import (
+    BODY_PREFIX,
+    MESSAGE_PREFIX,
+    PACE_SK,
+    QUEUE_SK,
+    SCHEDULE_PREFIX,
+    SLOT_PREFIX,
+    SWEEPER_PK,
+    message_sk,
+)
 
 Item = dict[str, dict[str, Any]]
 Key = tuple[str, str]
@@ -130,7 +140,7 @@ class CapacityMeter:
 
     def _write(self, key: Key, after: Item | None, failed: bool, factor: int) -> None:
         before = self.items.get(key)
-        if key[1].startswith("m#"):
+        if key[1].startswith(MESSAGE_PREFIX):
             status = (after or {}).get("status", {}).get("S", "")
             self.trail[key].append("failed write" if failed else f"write {status}".strip())
         if failed or after is None:
@@ -179,7 +189,7 @@ class CapacityMeter:
         units = read_units(sum(item_size(i) for i in read), consistent=bool(kwargs.get("ConsistentRead")))
         index = kwargs.get("IndexName")
         partition = _condition_values(kwargs)[0]
-        use = f"query {index}" if index else ("sweeper state" if partition == "@sweeper" else "query table")
+        use = f"query {index}" if index else ("sweeper state" if partition == SWEEPER_PK else "query table")
         self.by_use[use].add(read=units)
 
     def _scan(self, kwargs: dict[str, Any]) -> None:
@@ -215,13 +225,13 @@ class CapacityMeter:
 
     # accounting ---------------------------------------------------------------------------------
     def _charge(self, key: Key, write: float = 0.0, read: float = 0.0) -> None:
-        if key[1].startswith("b#"):
+        if key[1].startswith(BODY_PREFIX):
             # A body item (b#<id>#<version>) is part of its message's cost.
-            key = (key[0], "m#" + key[1][2:].rpartition("#")[0])
-        if key[1].startswith("m#"):
+            key = (key[0], message_sk(key[1].removeprefix(BODY_PREFIX).rpartition("#")[0]))
+        if key[1].startswith(MESSAGE_PREFIX):
             self.by_key[key].add(write, read)
         else:
-            use = {"@sweeper": "sweeper state"}.get(key[0]) or _use_of(key[1])
+            use = {SWEEPER_PK: "sweeper state"}.get(key[0]) or _use_of(key[1])
             self.by_use[use].add(write, read)
 
     def snapshot(self) -> tuple[dict[Key, Units], dict[str, Units]]:
@@ -233,11 +243,11 @@ class CapacityMeter:
 
 def _use_of(sort_key: str) -> str:
     """A queue partition's shared items: its settings, its pacing item, its concurrency slots, its schedules."""
-    if sort_key == "#queue":
+    if sort_key == QUEUE_SK:
         return "queue settings"
-    if sort_key == "#pace":
+    if sort_key == PACE_SK:
         return "pacing"
-    if sort_key.startswith("#slot#"):
+    if sort_key.startswith(SLOT_PREFIX):
         return "concurrency slots"
     return "schedule items" if sort_key.startswith(SCHEDULE_PREFIX) else "other"
 

@@ -12,6 +12,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from hourglass.core.keys import MESSAGE_PREFIX
+
 from bench.precision import Run
 from bench.report import Section
 from stacks.constructs.functions import DISPATCHER, INGEST, SWEEPER
@@ -146,8 +148,8 @@ def _paths(run: Run) -> dict[str, PathUnits]:
     keys, _ = run.meter.capacity.snapshot()
     paths: dict[str, PathUnits] = defaultdict(PathUnits)
     for key, units in keys.items():
-        sort_key = key[1]
-        posted = run.posted.get(sort_key[2:])
+        message_id = key[1].removeprefix(MESSAGE_PREFIX)
+        posted = run.posted.get(message_id)
         if posted is None:
             continue
         path = paths[posted.path]
@@ -156,7 +158,7 @@ def _paths(run: Run) -> dict[str, PathUnits]:
         path.read += units.read
         if units.write > BASE_WRITES.get(posted.path, units.write):
             trail = ", ".join(run.meter.capacity.trail.get(key, []))
-            path.over_base.append(f"{sort_key[2:]}: {units.write:g} WU ({trail})")
+            path.over_base.append(f"{message_id}: {units.write:g} WU ({trail})")
     return paths
 
 

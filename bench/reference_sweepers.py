@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from hourglass.core import schedule
+from hourglass.core import keys, schedule
 
 
 def scan_sweep(ddb: Any, table: str, low_ms: int, high_ms: int) -> list[str]:
@@ -43,13 +43,13 @@ def dense_index_sweep(
                 "FilterExpression": "#st = :pending",
                 "ExpressionAttributeNames": {"#st": "status"},
                 "ExpressionAttributeValues": {
-                    ":p": {"S": schedule.bucket_pk(bucket, shard)},
-                    ":lo": {"S": schedule.sort_key_bound(low_ms + 1, upper=False)},
-                    ":hi": {"S": schedule.sort_key_bound(high_ms, upper=True)},
+                    ":p": {"S": keys.bucket_pk(bucket, shard)},
+                    ":lo": {"S": keys.sort_key_bound(low_ms + 1, upper=False)},
+                    ":hi": {"S": keys.sort_key_bound(high_ms, upper=True)},
                     ":pending": {"S": "pending"},
                 },
             }
-            found += [item["sweep_sk"]["S"].partition("#")[2] for item in _pages(ddb.query, kwargs)]
+            found += [keys.split_sort_key(item["sweep_sk"]["S"])[1] for item in _pages(ddb.query, kwargs)]
     return found
 
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from hourglass.adapters.items import MESSAGE_PREFIX
 from hourglass.adapters.timer_queue import read_timers
+from hourglass.core.keys import MESSAGE_PREFIX
 from hourglass.core.model import Status
 from hourglass.core.timestamps import to_ms
 from hourglass.errors import ValidationError

@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from hourglass.adapters.items import MESSAGE_PREFIX, Item, message_from_item
+from hourglass.adapters.items import Item, message_from_item
+from hourglass.core.keys import MESSAGE_PREFIX
 from pyspark.sql import types as T
 
 SCHEMA = T.StructType(

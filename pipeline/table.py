@@ -18,13 +18,14 @@ from typing import Any
 from botocore.exceptions import ClientError
 from hourglass import contract
 from hourglass.adapters.body_store import BodyStore
-from hourglass.adapters.items import MESSAGE_PREFIX, Item, dedup_key, dedup_to_item, message_from_item, message_key, s
+from hourglass.adapters.items import Item, dedup_key, dedup_to_item, message_from_item, message_key, s
 from hourglass.adapters.message_storage import MessageStorage
 from hourglass.adapters.store import Store
 from hourglass.adapters.table import BATCH_WRITE
 from hourglass.adapters.timer_queue import TimerQueue
 from hourglass.core import handoff, validation
 from hourglass.core.handoff import DueEntry, Placement, Timing
+from hourglass.core.keys import MESSAGE_PREFIX
 from hourglass.core.model import Queue, Status
 from hourglass.core.timestamps import to_ms
 from hourglass.errors import StoreError, ValidationError

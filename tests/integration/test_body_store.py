@@ -7,7 +7,8 @@ from collections.abc import Iterator
 
 import boto3
 import pytest
-from hourglass.adapters.body_store import BodyStore, body_object_key
+from hourglass.adapters.body_store import BodyStore
+from hourglass.core.keys import body_object_key
 from hourglass.errors import BodyStoreError, StoreError
 from moto import mock_aws
 

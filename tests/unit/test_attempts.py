@@ -11,9 +11,8 @@ from hourglass.core.attempts import (
     Attempt,
     AttemptOutcome,
     history_doc,
-    history_key,
-    history_prefix,
 )
+from hourglass.core.keys import MESSAGE_PREFIX, history_key, history_prefix
 
 T0 = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
 
@@ -25,7 +24,7 @@ def test_history_keys_sort_attempts_numerically_and_share_the_message_prefix():
 
 
 def test_history_keys_never_fall_in_the_message_range():
-    assert not history_key("abc", 1).startswith("m#")
+    assert not history_key("abc", 1).startswith(MESSAGE_PREFIX)
 
 
 def test_history_prefix_of_one_message_does_not_match_another_with_a_longer_id():

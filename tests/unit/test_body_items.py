@@ -6,6 +6,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from hourglass.adapters import items
+from hourglass.core import keys
 from hourglass.core.body_placement import Placement
 from hourglass.core.model import HttpTarget, Message, Status
 from hourglass.core.schedule import SweepKeys
@@ -42,8 +43,8 @@ def test_each_body_version_has_its_own_key() -> None:
 
 def test_body_keys_are_in_the_queue_partition_and_not_message_keys() -> None:
     key = items.body_key("orders", "ab12", 1)
-    assert key["pk"]["S"] == "orders" and key["sk"]["S"].startswith(items.BODY_PREFIX)
-    assert not key["sk"]["S"].startswith(items.MESSAGE_PREFIX)
+    assert key["pk"]["S"] == "orders" and key["sk"]["S"].startswith(keys.BODY_PREFIX)
+    assert not key["sk"]["S"].startswith(keys.MESSAGE_PREFIX)
 
 
 def test_a_body_item_has_a_ttl() -> None:
@@ -88,22 +89,25 @@ def test_a_body_items_expiry_reads_back() -> None:
 
 
 def test_a_new_message_with_a_small_body_is_one_item() -> None:
-    ref, written = items.new_message_items(MESSAGE, KEYS, retention=timedelta(days=7))
+    write = items.new_message_write(MESSAGE, KEYS, retention=timedelta(days=7))
+    ref, written = write.body.ref, write.items
     assert ref.placement is Placement.INLINE and [w["sk"]["S"] for w in written] == ["m#ab12"]
 
 
 def test_a_new_message_with_a_mid_sized_body_is_two_items_naming_each_other() -> None:
     message = replace(MESSAGE, body="x" * 4094)
-    ref, (item, body) = items.new_message_items(message, KEYS, retention=timedelta(days=7))
+    write = items.new_message_write(message, KEYS, retention=timedelta(days=7))
+    ref, (item, body) = write.body.ref, write.items
     assert items.body_ref_of(item) == ref and body["sk"] == items.body_key("orders", "ab12", ref.version)["sk"]
     assert items.body_from_item(body) == message.body and "body" not in item
 
 
 def test_a_new_body_item_lives_until_a_day_after_retention_from_the_due_time() -> None:
-    _, (_, body) = items.new_message_items(replace(MESSAGE, body="x" * 4094), KEYS, retention=timedelta(days=7))
+    _, body = items.new_message_write(replace(MESSAGE, body="x" * 4094), KEYS, retention=timedelta(days=7)).items
     assert items.body_item_expiry(body) == NOW + timedelta(days=8)
 
 
 def test_a_new_message_with_a_large_body_writes_only_its_item() -> None:
-    ref, written = items.new_message_items(replace(MESSAGE, body="x" * 65534), KEYS, retention=timedelta(days=7))
+    write = items.new_message_write(replace(MESSAGE, body="x" * 65534), KEYS, retention=timedelta(days=7))
+    ref, written = write.body.ref, write.items
     assert ref.placement is Placement.S3 and len(written) == 1 and "body" not in written[0]

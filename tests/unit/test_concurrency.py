@@ -8,8 +8,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from hourglass import contract
 from hourglass.core import deadline
-from hourglass.core.concurrency import MAX_WAIT, PROBES, busy_wait, holder, is_free, probe_order, slot_key
+from hourglass.core.concurrency import MAX_WAIT, PROBES, busy_wait, holder, is_free, probe_order
 from hourglass.core.delivery_control import DEFAULT_TIMEOUT, MAX_TIMEOUT
+from hourglass.core.keys import slot_key
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -9,16 +9,10 @@ from botocore.exceptions import BotoCoreError, ClientError
 from hourglass.adapters import aws
 from hourglass.adapters.items import body_text
 from hourglass.core.body_placement import KEEP_TAG
+from hourglass.core.keys import body_object_key
 from hourglass.errors import BodyStoreError
 
 MISSING = ("NoSuchKey", "404", "NotFound")
-
-
-def body_object_key(queue: str, message_id: str, version: int) -> str:
-    """`<2 hex of the id>/<queue>/<id>/<version>`: the id's random head spreads objects over prefixes
-    (S3 scales per prefix), and each body version is an object of its own, so a PATCH never
-    overwrites a body an attempt under way is reading."""
-    return f"{message_id[:2]}/{queue}/{message_id}/{version}"
 
 
 class BodyStore:

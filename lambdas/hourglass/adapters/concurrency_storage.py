@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from hourglass.adapters.items import n, s
 from hourglass.adapters.table import Table
-from hourglass.core.concurrency import Lease, probe_order, slot_key
+from hourglass.core.concurrency import Lease, probe_order
+from hourglass.core.keys import slot_key
 from hourglass.errors import StaleVersionError
 
 

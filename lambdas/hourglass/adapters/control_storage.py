@@ -8,7 +8,8 @@ from typing import Any
 from hourglass import contract
 from hourglass.adapters.items import Item, n, queue_from_item, queue_key, s
 from hourglass.adapters.table import Table
-from hourglass.core.attempts import Attempt, AttemptOutcome, history_key, history_prefix
+from hourglass.core.attempts import Attempt, AttemptOutcome
+from hourglass.core.keys import history_key, history_prefix
 from hourglass.core.model import Queue
 from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.errors import NotFoundError, StaleVersionError

@@ -1,4 +1,5 @@
-"""DynamoDB item layout of queues, messages, bodies, dedup records, schedules and sweeper state (DynamoDB JSON).
+"""DynamoDB item layout of queues, messages, bodies, dedup records, schedules and sweeper state (DynamoDB JSON),
+and what one write of a message takes (its items, its body placed, its dedup record), built in one call.
 
 Shared by the store adapter, the bulk-scheduling job and the report job's export reader.
 """
@@ -9,16 +10,19 @@ import base64
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from hourglass.core import attempts, delivery_control, failure_notice
-from hourglass.core.body_placement import DEFAULT_LIMITS, BodyLimits, BodyRef, Placement, body_expiry, place
+from hourglass import contract
+from hourglass.core import attempts, delivery_control, json_body, keys
+from hourglass.core.body_placement import DEFAULT_LIMITS, BodyLimits, BodyRef, Placement, body_expiry, keep_days, place
 from hourglass.core.cron import parse_cron
 from hourglass.core.document import control_doc
 from hourglass.core.handoff import DueEntry
+from hourglass.core.lifecycle import Change
+from hourglass.core.limits import json_bytes
 from hourglass.core.model import (
     DeliveryControl,
     HttpTarget,
@@ -39,22 +43,18 @@ from hourglass.core.sweep_state import ShardProgress, SweepState
 from hourglass.core.timestamps import from_ms, to_ms
 
 Item = dict[str, dict[str, Any]]
-QUEUE_SK = "#queue"
-MESSAGE_PREFIX = "m#"
-DEDUP_PREFIX = "d#"
-BODY_PREFIX = "b#"
 
 
 def message_key(queue: str, message_id: str) -> Item:
-    return {"pk": {"S": queue}, "sk": {"S": MESSAGE_PREFIX + message_id}}
+    return {"pk": {"S": queue}, "sk": {"S": keys.message_sk(message_id)}}
 
 
 def queue_key(name: str) -> Item:
-    return {"pk": {"S": name}, "sk": {"S": QUEUE_SK}}
+    return {"pk": {"S": name}, "sk": {"S": keys.QUEUE_SK}}
 
 
 def dedup_key(queue: str, dedup_id: str) -> Item:
-    return {"pk": {"S": queue}, "sk": {"S": DEDUP_PREFIX + dedup_id}}
+    return {"pk": {"S": queue}, "sk": {"S": keys.dedup_sk(dedup_id)}}
 
 
 def dedup_to_item(queue: str, dedup_id: str, message_id: str, until: datetime) -> Item:
@@ -75,8 +75,7 @@ def n(value: int | float) -> dict[str, str]:
     return {"N": str(value)}
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+_dumps = json_body.encode
 
 
 def target_to_json(target: Target) -> str:
@@ -189,8 +188,8 @@ def notice_of(item: Item) -> Notice | None:
     the entry's sort key), abandoned once the outbox gave it up; None otherwise (none owed, or sent)."""
     finished = _time(item, "notice_finished")
     tries, error = _int(item, "notice_tries", 0), _str(item, "notice_error") or None
-    if _str(item, "sweep_pk") == failure_notice.OUTBOX_PK:
-        next_try = from_ms(int(item["sweep_sk"]["S"].partition("#")[0]))
+    if _str(item, "sweep_pk") == keys.OUTBOX_PK:
+        next_try = from_ms(keys.split_sort_key(item["sweep_sk"]["S"])[0])
         return Notice(NoticeStatus.PENDING, tries, error, next_try, finished)
     if _str(item, "notice_status") == NoticeStatus.ABANDONED.value:
         return Notice(NoticeStatus.ABANDONED, tries, error, None, finished)
@@ -261,13 +260,8 @@ def control_from_stored(doc: Mapping[str, Any], *, paused: bool) -> DeliveryCont
 
 
 # message bodies ------------------------------------------------------------------------------
-def body_text(body: Any) -> str:
-    """A body as stored and delivered: compact JSON text."""
-    return _dumps(body)
-
-
-def body_size(body: Any) -> int:
-    return len(body_text(body).encode("utf-8"))
+body_text = json_body.encode  # a body as stored and delivered
+body_size = json_bytes  # its size, as placement measures it
 
 
 def body_ref_of(item: Item) -> BodyRef | None:
@@ -285,24 +279,8 @@ def place_body(message: Message, sweep: SweepKeys | None = None, limits: BodyLim
     return BodyRef(place(body_size(message.body), rest, limits), message.version)
 
 
-def new_message_items(
-    message: Message, sweep: SweepKeys | None = None, *, retention: timedelta, limits: BodyLimits = DEFAULT_LIMITS
-) -> tuple[BodyRef, list[Item]]:
-    """What storing a new message writes to the table: its item and, when its body goes to a body item,
-    that item (TTL from the due time). An S3 body (ref.placement is S3) is the caller's to put first
-    (adapters.body_store), so no message item ever names a body that is not there."""
-    ref = place_body(message, sweep, limits)
-    written = [message_to_item(message, sweep, body=ref)]
-    if ref.placement is Placement.ITEM:
-        expire_at = body_expiry(message.due_at, retention)
-        written.append(body_to_item(message.queue, message.id, ref.version, message.body, expire_at=expire_at))
-    return ref, written
-
-
 def body_key(queue: str, message_id: str, version: int) -> Item:
-    """A body item's key: each version of a body is an item of its own, so a PATCH never overwrites
-    the body an attempt under way is reading."""
-    return {"pk": {"S": queue}, "sk": {"S": f"{BODY_PREFIX}{message_id}#{version}"}}
+    return {"pk": {"S": queue}, "sk": {"S": keys.body_sk(message_id, version)}}
 
 
 def body_to_item(queue: str, message_id: str, version: int, body: Any, *, expire_at: datetime) -> Item:
@@ -323,6 +301,152 @@ def body_item_expiry(item: Item) -> datetime:
     """When the table's TTL removes a body item (the dispatcher has it from its read: a retry that
     would outlive it extends it first, see core.body_placement.outlives)."""
     return datetime.fromtimestamp(int(item["expire_at"]["N"]), tz=UTC)
+
+
+# what one write or read of a message takes -----------------------------------------------------
+BodyId = tuple[str, str, int]  # queue, message id, body version
+
+
+@dataclass(frozen=True)
+class BodyVersion:
+    """One version of a message's body where the table or the bucket keeps it (`ref`; inline: nowhere
+    apart). Being written, it carries its body item (`item`) or its S3 object's body and lifecycle tag
+    (`keep_days`)."""
+
+    queue: str
+    message_id: str
+    ref: BodyRef
+    key: Item  # its body item's key
+    item: Item | None = None
+    body: Any = None
+    keep_days: int | None = None
+
+    @property
+    def ident(self) -> BodyId:
+        return self.queue, self.message_id, self.ref.version
+
+
+@dataclass(frozen=True)
+class NewMessageWrite:
+    """What storing a new message writes: an S3 body first (so that no message item ever names a body that
+    is not there), then `items` in one write (the message item, then its body item). With a dedup id:
+    the dedup record, its key, and the queue epoch that the record's condition compares."""
+
+    items: list[Item]
+    body: BodyVersion
+    dedup: Item | None = None
+    dedup_key: Item | None = None
+    epoch_ms: int = 0
+
+
+@dataclass(frozen=True)
+class VersionWrite:
+    """A new version of a stored message: the message as written, its item, the body the stored version
+    names (`body`, None inline) and, when the version brings a body of its own (a PATCH), that body,
+    written first (`new_body`)."""
+
+    message: Message
+    item: Item
+    body: BodyVersion | None
+    new_body: BodyVersion | None = None
+
+
+def new_message_write(
+    message: Message,
+    sweep: SweepKeys | None = None,
+    *,
+    retention: timedelta,
+    limits: BodyLimits = DEFAULT_LIMITS,
+    dedup_until: datetime | None = None,
+) -> NewMessageWrite:
+    """Storing `message` with `sweep` keys: its body placed (a body item's TTL from the due time), and with
+    `dedup_until` its dedup record, which carries the queue's epoch (a re-created queue has no history)."""
+    ref = place_body(message, sweep, limits)
+    body = _placed_body(message, ref, retention)
+    written = [message_to_item(message, sweep, body=ref), *([body.item] if body.item else [])]
+    if dedup_until is None or message.dedup_id is None:
+        return NewMessageWrite(written, body)
+    epoch = to_ms(message.queue_epoch) if message.queue_epoch is not None else 0
+    dedup = {**dedup_to_item(message.queue, message.dedup_id, message.id, dedup_until), "queue_epoch": n(epoch)}
+    return NewMessageWrite(written, body, dedup, dedup_key(message.queue, message.dedup_id), epoch)
+
+
+def version_write(change: Change, sweep: SweepKeys | None = None, *, last_op: str | None = None) -> VersionWrite:
+    """The item of `change`'s new version with `sweep` keys; `last_op`: the bulk operation writing it (how
+    a page redone after a crash knows it is done). A finished version carries its TTL."""
+    message = change.message
+    item = message_to_item(message, sweep)
+    if last_op is not None:
+        item["last_op"] = s(last_op)
+    if change.expire_at is not None:
+        item[contract.TTL_ATTRIBUTE] = n(int(change.expire_at.timestamp()))
+    return VersionWrite(message, item, _stored_body(message))
+
+
+def version_write_with_body(
+    change: Change, sweep: SweepKeys | None, *, last_op: str | None, retention: timedelta, limits: BodyLimits
+) -> VersionWrite:
+    """`version_write` for a version whose body is new: placed as a body version of its own (v + 1 of the
+    stored one), which the written item names instead of the stored body."""
+    message = change.message
+    ref = place_body(replace(message, body_ref=None), None, limits)
+    named = replace(message, body_ref=ref if ref.placement is not Placement.INLINE else None)
+    write = version_write(replace(change, message=named), sweep, last_op=last_op)
+    return replace(write, body=_stored_body(message), new_body=_placed_body(message, ref, retention))
+
+
+def bodies_to_read(messages: list[Message]) -> list[BodyVersion]:
+    """The bodies of `messages` kept apart from their items (in body items or S3)."""
+    return [body for body in map(_stored_body, messages) if body is not None]
+
+
+def with_bodies(
+    messages: list[Message], body_items: Mapping[BodyId, Item], s3_texts: Mapping[BodyId, str | None]
+) -> list[Message]:
+    """`messages` with the bodies read for them (by `BodyVersion.ident`); a body that is gone reads as None."""
+    result = []
+    for message in messages:
+        body = _stored_body(message)
+        if body is None:
+            result.append(message)
+        elif body.ref.placement is Placement.ITEM:
+            item = body_items.get(body.ident)
+            result.append(replace(message, body=body_from_item(item) if item else None))
+        else:
+            text = s3_texts.get(body.ident)
+            result.append(replace(message, body=json.loads(text) if text is not None else None))
+    return result
+
+
+def live_dedup_owner(item: Item | None, now: datetime, epoch_ms: int) -> str | None:
+    """The message id a dedup record points at while it is live in this queue epoch. Records written before
+    epochs were stored have none and keep their meaning."""
+    if item is None or int(item["dedup_until"]["N"]) < to_ms(now):
+        return None
+    if "queue_epoch" in item and int(item["queue_epoch"]["N"]) != epoch_ms:
+        return None
+    return str(item["message_id"]["S"])
+
+
+def _stored_body(message: Message) -> BodyVersion | None:
+    ref = message.body_ref
+    if ref is None or ref.placement is Placement.INLINE:
+        return None
+    return BodyVersion(message.queue, message.id, ref, body_key(message.queue, message.id, ref.version))
+
+
+def _placed_body(message: Message, ref: BodyRef, retention: timedelta) -> BodyVersion:
+    """`message`'s body written now at `ref`: a body item, or an S3 object tagged to be kept as long as its
+    message (see core.body_placement.keep_days)."""
+    key = body_key(message.queue, message.id, ref.version)
+    until = body_expiry(message.due_at, retention)
+    if ref.placement is Placement.ITEM:
+        item = body_to_item(message.queue, message.id, ref.version, message.body, expire_at=until)
+        return BodyVersion(message.queue, message.id, ref, key, item=item)
+    if ref.placement is Placement.S3:
+        keep = keep_days(message.created_at, until)
+        return BodyVersion(message.queue, message.id, ref, key, body=message.body, keep_days=keep)
+    return BodyVersion(message.queue, message.id, ref, key)
 
 
 # sizes, by DynamoDB's published rules -------------------------------------------------------
@@ -364,32 +488,30 @@ def item_size(item: Mapping[str, Mapping[str, Any]] | None) -> int:
 
 
 # sweeper bookkeeping ------------------------------------------------------------------------
-SWEEPER_PK = "@sweeper"
-STATE_KEY: Item = {"pk": {"S": SWEEPER_PK}, "sk": {"S": "#state"}}
-SHARD_PREFIX = "#shard#"
+STATE_KEY: Item = {"pk": {"S": keys.SWEEPER_PK}, "sk": {"S": keys.SWEEPER_STATE_SK}}
 
 
 def shard_key(shard: int) -> Item:
-    return {"pk": s(SWEEPER_PK), "sk": s(f"{SHARD_PREFIX}{shard}")}
+    return {"pk": s(keys.SWEEPER_PK), "sk": s(keys.shard_sk(shard))}
 
 
 def due_entry_from_item(item: Item) -> DueEntry:
     """A due-index row (keys-only projection plus version)."""
-    due_ms, _, message_id = item["sweep_sk"]["S"].partition("#")
-    return DueEntry(queue=item["pk"]["S"], id=message_id, version=int(item["version"]["N"]), due_ms=int(due_ms))
+    due_ms, message_id = keys.split_sort_key(item["sweep_sk"]["S"])
+    return DueEntry(queue=item["pk"]["S"], id=message_id, version=int(item["version"]["N"]), due_ms=due_ms)
 
 
 def sweep_state_from_items(items: list[Item], default: SweepState) -> SweepState:
     """The state item and the shard items of fan-out invocations; `default` when there is no state item yet."""
     shards = {
-        int(item["sk"]["S"].removeprefix(SHARD_PREFIX)): ShardProgress(
+        int(item["sk"]["S"].removeprefix(keys.SHARD_PREFIX)): ShardProgress(
             watermark=int(item["watermark"]["N"]),
             due=_int(item, "due", 0),
             run=_int(item, "run", 0),
             complete=_bool(item, "complete"),
         )
         for item in items
-        if item["sk"]["S"].startswith(SHARD_PREFIX)
+        if item["sk"]["S"].startswith(keys.SHARD_PREFIX)
     }
     state = next((item for item in items if item["sk"] == STATE_KEY["sk"]), None)
     if state is None:
@@ -416,14 +538,8 @@ def _bool(item: Item, key: str) -> bool:
 
 
 # schedules -----------------------------------------------------------------------------------
-SCHEDULE_PREFIX = "s#"
-# The due-index partition listing every schedule (sort key "queue#name"): the sweep's chain repair pages
-# through it. Not a number, so no sweep of a due bucket reads it.
-SCHEDULES_PK = "schedules#"
-
-
 def schedule_key(queue: str, name: str) -> Item:
-    return {"pk": {"S": queue}, "sk": {"S": SCHEDULE_PREFIX + name}}
+    return {"pk": {"S": queue}, "sk": {"S": keys.schedule_sk(name)}}
 
 
 def schedule_to_item(schedule: Schedule) -> Item:
@@ -443,8 +559,9 @@ def schedule_to_item(schedule: Schedule) -> Item:
         "created_at": n(to_ms(schedule.created_at)),
         "paused": {"BOOL": schedule.paused},
         "version": n(schedule.version),
-        "sweep_pk": s(SCHEDULES_PK),
-        "sweep_sk": s(f"{schedule.queue}#{schedule.name}"),
+        # Listed in the due index, so the sweep's chain repair pages through every schedule.
+        "sweep_pk": s(keys.SCHEDULES_PK),
+        "sweep_sk": s(keys.schedules_sk(schedule.queue, schedule.name)),
     }
     if schedule.target is not None:
         item["target"] = s(target_to_json(schedule.target))

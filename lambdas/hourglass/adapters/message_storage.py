@@ -1,48 +1,46 @@
-"""Queues, messages and dedup records in the table, and every conditional write of a message version."""
+"""Queues, messages and dedup records in the table and bucket, and every conditional write of a message version:
+the DynamoDB and S3 calls, with the items that `adapters.items` builds for each write."""
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import json
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from botocore.exceptions import ClientError
 
-from hourglass import contract
 from hourglass.adapters.body_store import BodyStore
 from hourglass.adapters.items import (
-    MESSAGE_PREFIX,
+    BodyId,
+    BodyVersion,
     Item,
-    body_from_item,
+    NewMessageWrite,
+    bodies_to_read,
     body_item_expiry,
-    body_key,
-    body_to_item,
-    dedup_key,
-    dedup_to_item,
+    live_dedup_owner,
     message_from_item,
     message_key,
-    message_to_item,
     n,
-    new_message_items,
-    place_body,
+    new_message_write,
     queue_from_item,
     queue_key,
     queue_to_item,
     s,
+    version_write,
+    version_write_with_body,
+    with_bodies,
 )
-from hourglass.adapters.table import Table, code_of
+from hourglass.adapters.table import Table, code_of, decode_cursor, encode_cursor
 from hourglass.core import body_placement, failure_notice
-from hourglass.core.body_placement import BodyLimits, BodyRef, Placement
+from hourglass.core.body_placement import BodyLimits, Placement
+from hourglass.core.keys import MESSAGE_PREFIX, OUTBOX_PK
 from hourglass.core.lifecycle import Change, DeliveryStart
 from hourglass.core.model import Message, Notice, NoticeStatus, Queue, Status
 from hourglass.core.schedule import SweepKeys
 from hourglass.core.timestamps import to_ms
-from hourglass.errors import StaleVersionError, StoreError, ValidationError
+from hourglass.errors import StaleVersionError, StoreError
 
 # A dedup transaction cancelled by throttling or a conflicting transaction is tried this often.
 DEDUP_ATTEMPTS = 4
@@ -83,16 +81,17 @@ class MessageStorage(Table):
 
     def new_items(self, message: Message, keys: SweepKeys | None) -> list[Item]:
         """The items storing a new message writes; an S3 body is put first, so no item names a missing body."""
-        ref, items = new_message_items(message, keys, retention=self.retention, limits=self.body_limits)
-        if ref.placement is Placement.S3:
-            self._put_s3(message, ref)
-        return items
+        return self._new_write(message, keys).items
 
-    def _put_s3(self, message: Message, ref: BodyRef) -> None:
-        """An S3 body, tagged to be kept as long as its message (see core.body_placement.keep_days)."""
-        until = body_placement.body_expiry(message.due_at, self.retention)
-        keep = body_placement.keep_days(message.created_at, until)
-        self.bodies.put(message.queue, message.id, ref.version, message.body, keep_days=keep)
+    def _new_write(self, message: Message, keys: SweepKeys | None, until: datetime | None = None) -> NewMessageWrite:
+        """`until`: the dedup window's end, for a message with a dedup id."""
+        write = new_message_write(message, keys, retention=self.retention, limits=self.body_limits, dedup_until=until)
+        self._put_s3(write.body)
+        return write
+
+    def _put_s3(self, body: BodyVersion) -> None:
+        if body.keep_days is not None:
+            self.bodies.put(body.queue, body.message_id, body.ref.version, body.body, keep_days=body.keep_days)
 
     # queues -------------------------------------------------------------------------------
     def put_queue(self, queue: Queue) -> bool:
@@ -157,12 +156,11 @@ class MessageStorage(Table):
         again a few times with backoff, then raises StoreError (503): never a false duplicate.
         """
         assert message.dedup_id is not None
-        epoch = to_ms(message.queue_epoch) if message.queue_epoch is not None else 0
-        dedup = {**dedup_to_item(message.queue, message.dedup_id, message.id, now + window), "queue_epoch": n(epoch)}
+        write = self._new_write(message, keys, now + window)
         # A re-created queue (a new epoch) starts with no dedup history: its records of the old epoch
         # are overwritten. Records written before epochs were stored have none and keep their meaning.
         condition = "attribute_not_exists(pk) OR dedup_until < :now OR queue_epoch <> :epoch"
-        items = self.new_items(message, keys)
+        values = {":now": n(to_ms(now)), ":epoch": n(write.epoch_ms)}
         for attempt in range(DEDUP_ATTEMPTS):
             try:
                 self._call(
@@ -171,12 +169,12 @@ class MessageStorage(Table):
                         {
                             "Put": {
                                 "TableName": self.table,
-                                "Item": dedup,
+                                "Item": write.dedup,
                                 "ConditionExpression": condition,
-                                "ExpressionAttributeValues": {":now": n(to_ms(now)), ":epoch": n(epoch)},
+                                "ExpressionAttributeValues": values,
                             }
                         },
-                        *({"Put": {"TableName": self.table, "Item": item}} for item in items),
+                        *({"Put": {"TableName": self.table, "Item": item}} for item in write.items),
                     ],
                 )
                 return None
@@ -185,19 +183,19 @@ class MessageStorage(Table):
                     raise StoreError(f"DynamoDB transact_write_items failed: {exc}") from exc
                 reasons = [str(r.get("Code", "")) for r in exc.response.get("CancellationReasons", [])]
                 if reasons and reasons[0] == "ConditionalCheckFailed":
-                    first = self._live_dedup(message, now, epoch)
+                    first = self._live_dedup(write, now)
                     if first is not None:
-                        self._drop_body(message.queue, message.id, body_ref_of_items(items))
+                        self._drop_body(write.body)
                         return first
             if attempt + 1 < DEDUP_ATTEMPTS:
                 sleep(DEDUP_BACKOFF * 2**attempt)
-        self._drop_body(message.queue, message.id, body_ref_of_items(items))
+        self._drop_body(write.body)
         raise StoreError(f"dedup transaction for {message.dedup_id!r} cancelled {DEDUP_ATTEMPTS} times")
 
     def put_occurrence(self, message: Message, keys: SweepKeys | None) -> bool:
         """Store a schedule occurrence, its body placed as any new message's, unless its id is stored already;
         True when this call stored it. The message item and its body item are written in one transaction."""
-        items = self.new_items(message, keys)
+        items = self._new_write(message, keys).items
         puts = [{"Put": {"TableName": self.table, "Item": item}} for item in items[1:]]
         first = {"TableName": self.table, "Item": items[0], "ConditionExpression": "attribute_not_exists(pk)"}
         try:
@@ -212,18 +210,10 @@ class MessageStorage(Table):
             raise StoreError(f"DynamoDB write of occurrence {message.id} failed: {exc}") from exc
         return True
 
-    def _live_dedup(self, message: Message, now: datetime, epoch: int) -> str | None:
+    def _live_dedup(self, write: NewMessageWrite, now: datetime) -> str | None:
         """The message id of the live dedup record of this queue epoch, if there is one."""
-        assert message.dedup_id is not None
-        got = self._guard(
-            "get_item", TableName=self.table, Key=dedup_key(message.queue, message.dedup_id), ConsistentRead=True
-        )
-        item = got.get("Item")
-        if item is None or int(item["dedup_until"]["N"]) < to_ms(now):
-            return None
-        if "queue_epoch" in item and int(item["queue_epoch"]["N"]) != epoch:
-            return None
-        return str(item["message_id"]["S"])
+        got = self._guard("get_item", TableName=self.table, Key=write.dedup_key, ConsistentRead=True)
+        return live_dedup_owner(got.get("Item"), now, write.epoch_ms)
 
     # reads --------------------------------------------------------------------------------
     def get_message(self, queue: str, message_id: str, *, consistent: bool = True) -> Message | None:
@@ -269,14 +259,15 @@ class MessageStorage(Table):
             pending = notice is NoticeStatus.PENDING
             filters.append("sweep_pk = :outbox" if pending else "notice_status = :notice")
             request["ExpressionAttributeValues"][":outbox" if pending else ":notice"] = s(
-                failure_notice.OUTBOX_PK if pending else notice.value
+                OUTBOX_PK if pending else notice.value
             )
             request["Limit"] = max(limit, LIST_PAGE)
         if filters:
             request["FilterExpression"] = " AND ".join(filters)
         messages: list[Message] = []
         last = None
-        for reads, page in enumerate(self._pages(request, _decode_cursor(cursor, queue) if cursor else None), 1):
+        start = decode_cursor(cursor, queue, MESSAGE_PREFIX) if cursor else None
+        for reads, page in enumerate(self._pages(request, start), 1):
             items = page.get("Items", [])
             last = page.get("LastEvaluatedKey")
             for index, message in enumerate(self._with_bodies(items)):
@@ -290,18 +281,19 @@ class MessageStorage(Table):
                 break
             if reads >= LIST_READ_PAGES:
                 break
-        return messages, _encode_cursor(last) if last else None
+        return messages, encode_cursor(last) if last else None
 
     # versions -----------------------------------------------------------------------------
     def cancel(self, change: Change, *, last_op: str | None = None) -> Message:
         """The body goes with it: an S3 object now (free), a body item by TTL at the message's own."""
-        message = self._put_version(change, last_op=last_op)
-        ref = message.body_ref
-        if ref is not None and ref.placement is Placement.S3:
-            self.bodies.delete(message.queue, message.id, ref.version)
-        elif ref is not None and change.expire_at is not None:
-            self._extend(message.queue, message.id, ref.version, change.expire_at)
-        return message
+        write = version_write(change, last_op=last_op)
+        self._put_version(change, write.item)
+        body = write.body
+        if body is not None and body.ref.placement is Placement.S3:
+            self.bodies.delete(body.queue, body.message_id, body.ref.version)
+        elif body is not None and change.expire_at is not None:
+            self._extend(body, change.expire_at)
+        return write.message
 
     def reschedule(
         self, change: Change, keys: SweepKeys | None, *, new_body: bool = False, last_op: str | None = None
@@ -310,47 +302,48 @@ class MessageStorage(Table):
         message names the new one, the new one when the conditional write fails (no orphan either way)."""
         if not new_body:
             return self.await_retry(change, keys, last_op=last_op)
-        old = change.message.body_ref
-        ref = self._put_body(change.message)
-        fresh = replace(
-            change, message=replace(change.message, body_ref=ref if ref.placement is not Placement.INLINE else None)
+        write = version_write_with_body(
+            change, keys, last_op=last_op, retention=self.retention, limits=self.body_limits
         )
+        assert write.new_body is not None
+        self._put_s3(write.new_body)
+        if write.new_body.item is not None:
+            self._guard("put_item", TableName=self.table, Item=write.new_body.item)
         try:
-            written = self._put_version(fresh, keys, last_op=last_op)
+            self._put_version(change, write.item)
         except BaseException:
-            self._drop_body(change.message.queue, change.message.id, ref)
+            self._drop_body(write.new_body)
             raise
-        self._drop_body(change.message.queue, change.message.id, old)
-        return written
+        self._drop_body(write.body)
+        return write.message
 
     def await_retry(self, change: Change, keys: SweepKeys | None, *, last_op: str | None = None) -> Message:
         """Pending again (a retry, a new due time, a redelivery): a body that would go first is kept longer."""
-        self._keep_body_until(change.message, change.message.due_at)
-        return self._put_version(change, keys, last_op=last_op)
+        write = version_write(change, keys, last_op=last_op)
+        if write.body is not None:
+            self._keep_body_until(write.body, change.message.created_at, change.message.due_at)
+        self._put_version(change, write.item)
+        return write.message
 
-    def _keep_body_until(self, message: Message, finished_at: datetime) -> None:
+    def _keep_body_until(self, body: BodyVersion, created_at: datetime, finished_at: datetime) -> None:
         """A body that would go before a message finishing at `finished_at` is kept longer first."""
-        ref = message.body_ref
-        if ref is not None and ref.placement is Placement.S3:
-            needed = body_placement.keep_days(
-                message.created_at, body_placement.body_expiry(finished_at, self.retention)
-            )
-            kept = self.bodies.kept_days(message.queue, message.id, ref.version)
+        until = body_placement.body_expiry(finished_at, self.retention)
+        if body.ref.placement is Placement.S3:
+            needed = body_placement.keep_days(created_at, until)
+            kept = self.bodies.kept_days(body.queue, body.message_id, body.ref.version)
             if kept is not None and kept < needed:
-                self.bodies.keep(message.queue, message.id, ref.version, needed)
+                self.bodies.keep(body.queue, body.message_id, body.ref.version, needed)
             return
-        expires = self.body_expiry(message)
+        got = self._guard("get_item", TableName=self.table, Key=body.key, ConsistentRead=True)
+        expires = body_item_expiry(got["Item"]) if "Item" in got else None
         if expires is not None and not body_placement.outlives(expires, finished_at, self.retention):
-            self._extend(
-                message.queue,
-                message.id,
-                message.body_ref.version if message.body_ref else 0,
-                body_placement.body_expiry(finished_at, self.retention),
-            )
+            self._extend(body, until)
 
     def finish(self, change: Change, outbox: SweepKeys | None = None, *, last_op: str | None = None) -> Message:
         """The final write; `outbox`: due-index keys of a failure notice still to send, in the same write."""
-        return self._put_version(change, outbox, last_op=last_op)
+        write = version_write(change, outbox, last_op=last_op)
+        self._put_version(change, write.item)
+        return write.message
 
     def clear_notice(self, queue: str, message_id: str, version: int) -> None:
         """The notice of this version is sent: its outbox entry leaves the due index (a no-op once it has)."""
@@ -369,18 +362,18 @@ class MessageStorage(Table):
         """A failed try of the notice of `message` (this version): a pending notice moves its outbox entry to
         its next try, an abandoned one leaves the outbox; both keep its tries and error on the item. False
         when the item has moved on (a newer version, or the entry is gone): nothing is written then."""
-        keys = failure_notice.entry_keys(message.id, notice.next_try_at) if notice.next_try_at else None
+        entry = failure_notice.entry_keys(message.id, notice.next_try_at) if notice.next_try_at else None
         values = {
             ":v": n(message.version),
-            ":outbox": s(failure_notice.OUTBOX_PK),
+            ":outbox": s(OUTBOX_PK),
             ":tries": n(notice.tries),
             ":error": s(notice.last_error or ""),
             ":finished": n(to_ms(notice.finished_at)) if notice.finished_at else n(0),
         }
         kept = "notice_tries = :tries, notice_error = :error, notice_finished = :finished"
-        if keys is not None:
+        if entry is not None:
             update = f"SET sweep_sk = :sk, {kept}"
-            values[":sk"] = s(keys.sk)
+            values[":sk"] = s(entry.sk)
         else:
             update = f"SET notice_status = :abandoned, {kept} REMOVE sweep_pk, sweep_sk"
             values[":abandoned"] = s(NoticeStatus.ABANDONED.value)
@@ -392,25 +385,17 @@ class MessageStorage(Table):
             ExpressionAttributeValues=values,
         )
 
-    def _put_version(self, change: Change, keys: SweepKeys | None = None, *, last_op: str | None = None) -> Message:
-        """Write the new version over the stored one if that one still has the expected version and status;
-        `last_op`: the bulk operation writing it (how a page redone after a crash knows it is done)."""
-        message = change.message
-        item = message_to_item(message, keys)
-        if last_op is not None:
-            item["last_op"] = s(last_op)
-        if change.expire_at is not None:
-            item[contract.TTL_ATTRIBUTE] = n(int(change.expire_at.timestamp()))
+    def _put_version(self, change: Change, item: Item) -> None:
+        """Write the new version's item over the stored one if that one still has the expected version and status."""
         self._conditional(
             "put_item",
-            f"message {message.id} changed",
+            f"message {change.message.id} changed",
             TableName=self.table,
             Item=item,
             ConditionExpression="version = :v AND #st = :st",
             ExpressionAttributeNames={"#st": "status"},
             ExpressionAttributeValues={":v": n(change.expected_version), ":st": s(change.expected_status.value)},
         )
-        return message
 
     def begin_delivery(self, queue: str, message_id: str, start: DeliveryStart) -> Message:
         """pending(v) -> delivering with a lease and one more attempt, or take over an expired lease.
@@ -449,93 +434,46 @@ class MessageStorage(Table):
     def read_bodies(self, messages: list[Message]) -> list[Message]:
         """`messages` with their bodies: body items in one BatchGetItem (strongly consistent), S3 bodies one
         GetObject each; inline bodies cost nothing more."""
-        wanted = [m for m in messages if m.body_ref is not None and m.body_ref.placement is Placement.ITEM]
-        bodies: dict[str, Any] = {}
-        for start in range(0, len(wanted), BATCH_GET):
-            keys = [
-                body_key(m.queue, m.id, m.body_ref.version) for m in wanted[start : start + BATCH_GET] if m.body_ref
-            ]
-            request: dict[str, Any] = {self.table: {"Keys": keys, "ConsistentRead": True}}
+        wanted = bodies_to_read(messages)
+        in_items = {(b.key["pk"]["S"], b.key["sk"]["S"]): b for b in wanted if b.ref.placement is Placement.ITEM}
+        found: dict[BodyId, Item] = {}
+        keys = [body.key for body in in_items.values()]
+        for start in range(0, len(keys), BATCH_GET):
+            request: dict[str, Any] = {self.table: {"Keys": keys[start : start + BATCH_GET], "ConsistentRead": True}}
             while request:
                 answer = self._guard("batch_get_item", RequestItems=request)
                 for item in answer.get("Responses", {}).get(self.table, []):
-                    bodies[item["sk"]["S"]] = item
+                    found[in_items[(item["pk"]["S"], item["sk"]["S"])].ident] = item
                 request = answer.get("UnprocessedKeys") or {}
-        result = []
-        for message in messages:
-            ref = message.body_ref
-            if ref is None:
-                result.append(message)
-            elif ref.placement is Placement.ITEM:
-                item = bodies.get(body_key(message.queue, message.id, ref.version)["sk"]["S"])
-                result.append(replace(message, body=body_from_item(item) if item else None))
-            else:
-                text = self.bodies.get_text(message.queue, message.id, ref.version)
-                result.append(replace(message, body=json.loads(text) if text is not None else None))
-        return result
+        texts = {
+            b.ident: self.bodies.get_text(b.queue, b.message_id, b.ref.version)
+            for b in wanted
+            if b.ref.placement is Placement.S3
+        }
+        return with_bodies(messages, found, texts)
 
-    def body_expiry(self, message: Message) -> datetime | None:
-        """When the TTL removes the body item of `message` (None: it has none, or it is gone)."""
-        ref = message.body_ref
-        if ref is None or ref.placement is not Placement.ITEM:
-            return None
-        got = self._guard(
-            "get_item", TableName=self.table, Key=body_key(message.queue, message.id, ref.version), ConsistentRead=True
-        )
-        return body_item_expiry(got["Item"]) if "Item" in got else None
-
-    def _extend(self, queue: str, message_id: str, version: int, until: datetime) -> None:
+    def _extend(self, body: BodyVersion, until: datetime) -> None:
         with contextlib.suppress(StaleVersionError):
             self._conditional(
                 "update_item",
                 "body item is gone",
                 TableName=self.table,
-                Key=body_key(queue, message_id, version),
+                Key=body.key,
                 UpdateExpression="SET expire_at = :e",
                 ConditionExpression="attribute_exists(pk)",
                 ExpressionAttributeValues={":e": n(int(until.timestamp()))},
             )
 
-    def _put_body(self, message: Message) -> BodyRef:
-        """Writes `message`'s body as a new version of its own (a PATCH); returns where it went."""
-        ref = place_body(replace(message, body_ref=None), None, self.body_limits)
-        if ref.placement is Placement.S3:
-            self._put_s3(message, ref)
-        elif ref.placement is Placement.ITEM:
-            until = body_placement.body_expiry(message.due_at, self.retention)
-            item = body_to_item(message.queue, message.id, ref.version, message.body, expire_at=until)
-            self._guard("put_item", TableName=self.table, Item=item)
-        return ref
-
-    def _drop_body(self, queue: str, message_id: str, ref: BodyRef | None) -> None:
+    def _drop_body(self, body: BodyVersion | None) -> None:
         """Removes one body version (S3 DeleteObject is free; a body item goes by DeleteItem)."""
-        if ref is None or ref.placement is Placement.INLINE:
+        if body is None or body.ref.placement is Placement.INLINE:
             return
-        if ref.placement is Placement.S3:
-            self.bodies.delete(queue, message_id, ref.version)
+        if body.ref.placement is Placement.S3:
+            self.bodies.delete(body.queue, body.message_id, body.ref.version)
         else:
-            self._guard("delete_item", TableName=self.table, Key=body_key(queue, message_id, ref.version))
-
-
-def body_ref_of_items(items: list[Item]) -> BodyRef | None:
-    """The body ref of the message item among the items `new_items` wrote."""
-    return message_from_item(items[0]).body_ref
+            self._guard("delete_item", TableName=self.table, Key=body.key)
 
 
 def cursor_after(message: Message) -> str:
     """The `next_cursor` of a list page that ends with `message`."""
-    return _encode_cursor(message_key(message.queue, message.id))
-
-
-def _encode_cursor(key: dict[str, Any]) -> str:
-    return base64.urlsafe_b64encode(json.dumps(key, separators=(",", ":")).encode()).decode()
-
-
-def _decode_cursor(cursor: str, queue: str) -> dict[str, Any]:
-    try:
-        key = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-        if key["pk"]["S"] != queue or not key["sk"]["S"].startswith(MESSAGE_PREFIX) or len(key) != 2:
-            raise ValueError("cursor is for another queue")
-        return {"pk": s(key["pk"]["S"]), "sk": s(key["sk"]["S"])}
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise ValidationError("cursor", "is not a valid cursor") from exc
+    return encode_cursor(message_key(message.queue, message.id))

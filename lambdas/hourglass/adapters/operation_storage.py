@@ -11,6 +11,7 @@ from typing import Any
 from hourglass import contract
 from hourglass.adapters.items import message_from_item, message_key, n, s
 from hourglass.adapters.table import Table
+from hourglass.core.keys import OPERATION_PREFIX, RUNNING_OPERATIONS_PK, operation_sk, running_operation_sk
 from hourglass.core.model import Message, Status
 from hourglass.core.operations import (
     SEGMENTS,
@@ -22,7 +23,6 @@ from hourglass.core.operations import (
     Progress,
     Workers,
     filter_doc,
-    operation_key,
     segment_bounds,
 )
 from hourglass.core.timestamps import from_ms, parse_rfc3339, to_ms
@@ -30,13 +30,12 @@ from hourglass.errors import StaleVersionError
 
 Item = dict[str, Any]
 Cursor = dict[str, Any] | None
-# Queue names never start with "@" (validation.QUEUE_NAME): one small item per running operation, so that
-# the sweeper finds the ones whose worker died with one Query (usually of nothing).
-RUNNING_PK = "@operations"
 
 
 def running_key(queue: str, operation_id: str) -> Item:
-    return {"pk": s(RUNNING_PK), "sk": s(f"{queue}/{operation_id}")}
+    """One small item per running operation, so that the sweeper finds the ones whose worker died with
+    one Query (usually of nothing)."""
+    return {"pk": s(RUNNING_OPERATIONS_PK), "sk": s(running_operation_sk(queue, operation_id))}
 
 
 def _cursor_text(cursor: Cursor) -> str:
@@ -61,7 +60,7 @@ def _request_of(text: str) -> OperationRequest:
 def operation_from_item(item: Item) -> Operation:
     finished = item.get("finished_at")
     return Operation(
-        id=item["sk"]["S"].removeprefix("o#"),
+        id=item["sk"]["S"].removeprefix(OPERATION_PREFIX),
         queue=item["pk"]["S"],
         request=_request_of(item["request"]["S"]),
         created_at=from_ms(int(item["created_at"]["N"])),
@@ -83,7 +82,7 @@ class OperationStorage(Table):
             TableName=self.table,
             Item={
                 "pk": s(operation.queue),
-                "sk": s(operation_key(operation.id)),
+                "sk": s(operation_sk(operation.id)),
                 "request": s(_request_json(operation.request)),
                 "op_status": s(operation.status.value),
                 "matched": n(0),
@@ -98,13 +97,13 @@ class OperationStorage(Table):
         )
 
     def get_operation(self, queue: str, operation_id: str) -> Operation | None:
-        key = {"pk": s(queue), "sk": s(operation_key(operation_id))}
+        key = {"pk": s(queue), "sk": s(operation_sk(operation_id))}
         got = self._guard("get_item", TableName=self.table, Key=key, ConsistentRead=True)
         return operation_from_item(got["Item"]) if "Item" in got else None
 
     def operation_cursor(self, queue: str, operation_id: str, segment: int) -> tuple[bool, Cursor]:
         """Whether `segment` is still to do, and where its last recorded page ended (None: from the start)."""
-        key = {"pk": s(queue), "sk": s(operation_key(operation_id))}
+        key = {"pk": s(queue), "sk": s(operation_sk(operation_id))}
         got = self._guard("get_item", TableName=self.table, Key=key, ConsistentRead=True)
         item = got.get("Item")
         if item is None or str(segment) not in item.get("remaining", {}).get("SS", []):
@@ -161,7 +160,7 @@ class OperationStorage(Table):
         worker and one thought dead), which then owns the segment; so each page is counted once.
         """
         previous, cursor = pages
-        key = {"pk": s(queue), "sk": s(operation_key(operation_id))}
+        key = {"pk": s(queue), "sk": s(operation_sk(operation_id))}
         values: dict[str, Any] = {
             ":m": n(progress.matched),
             ":a": n(progress.applied),
@@ -206,7 +205,7 @@ class OperationStorage(Table):
         request: dict[str, Any] = {
             "TableName": self.table,
             "KeyConditionExpression": "pk = :r",
-            "ExpressionAttributeValues": {":r": s(RUNNING_PK)},
+            "ExpressionAttributeValues": {":r": s(RUNNING_OPERATIONS_PK)},
             "ConsistentRead": True,
         }
         listed: list[tuple[str, str]] = []
@@ -221,7 +220,7 @@ class OperationStorage(Table):
         self._guard("delete_item", TableName=self.table, Key=running_key(queue, operation_id))
 
     def operation_workers(self, queue: str, operation_id: str) -> tuple[Operation, Workers] | None:
-        key = {"pk": s(queue), "sk": s(operation_key(operation_id))}
+        key = {"pk": s(queue), "sk": s(operation_sk(operation_id))}
         got = self._guard("get_item", TableName=self.table, Key=key, ConsistentRead=True)
         item = got.get("Item")
         if item is None:
@@ -252,7 +251,7 @@ class OperationStorage(Table):
                 "update_item",
                 f"operation {operation_id} was restarted by another sweeper",
                 TableName=self.table,
-                Key={"pk": s(queue), "sk": s(operation_key(operation_id))},
+                Key={"pk": s(queue), "sk": s(operation_sk(operation_id))},
                 UpdateExpression="SET " + ", ".join(sets),
                 ConditionExpression=" AND ".join(conditions),
                 ExpressionAttributeNames=names,
@@ -266,7 +265,7 @@ class OperationStorage(Table):
         self, queue: str, operation_id: str, now: datetime, retention: timedelta = timedelta(days=7)
     ) -> None:
         """Mark the operation succeeded once no segment remains, and drop it from the running list."""
-        key = {"pk": s(queue), "sk": s(operation_key(operation_id))}
+        key = {"pk": s(queue), "sk": s(operation_sk(operation_id))}
         # DynamoDB drops a string set that DELETE empties: that is when every segment is done.
         with contextlib.suppress(StaleVersionError):
             self._conditional(

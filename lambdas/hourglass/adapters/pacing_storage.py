@@ -6,9 +6,8 @@ from botocore.exceptions import ClientError
 
 from hourglass.adapters.items import n, s
 from hourglass.adapters.table import Table, code_of
+from hourglass.core.keys import PACE_SK
 from hourglass.errors import StoreError
-
-PACE_SK = "#pace"
 
 
 class PacingStorage(Table):

@@ -6,18 +6,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from hourglass.adapters.items import SCHEDULE_PREFIX, n, s
+from hourglass.adapters.items import n, s
 from hourglass.adapters.operation_storage import running_key
-from hourglass.adapters.pacing_storage import PACE_SK
 from hourglass.adapters.table import Table
-from hourglass.core.concurrency import SLOT_PREFIX
-from hourglass.core.operations import OPERATION_PREFIX
+from hourglass.core.keys import ENDED_SK, OPERATION_PREFIX, QUEUE_SCOPED_PREFIXES
 from hourglass.core.timestamps import from_ms, to_ms
-
-ENDED_SK = "#ended"
-# Messages, bodies, attempt history and dedup records are not here: each carries its queue's epoch or
-# goes with its message.
-SCOPED_PREFIXES = (PACE_SK, SLOT_PREFIX, SCHEDULE_PREFIX, OPERATION_PREFIX)
 
 
 class QueueLifetime(Table):
@@ -35,10 +28,10 @@ class QueueLifetime(Table):
         return None if item is None else from_ms(int(item["ended_at"]["N"]))
 
     def clear_queue_items(self, name: str) -> None:
-        """Deletes the items of SCOPED_PREFIXES under the queue's name (and running operations' list entries):
+        """Deletes the items of QUEUE_SCOPED_PREFIXES under the queue's name (and running operations' list entries):
         a deleted operation's worker stops at its next page, an occurrence of a deleted schedule is cancelled."""
         deletes: list[dict[str, Any]] = []
-        for prefix in SCOPED_PREFIXES:
+        for prefix in QUEUE_SCOPED_PREFIXES:
             request: dict[str, Any] = {
                 "TableName": self.table,
                 "KeyConditionExpression": "pk = :q AND begins_with(sk, :p)",

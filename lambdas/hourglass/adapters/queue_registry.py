@@ -8,12 +8,11 @@ from typing import Any
 
 from hourglass.adapters.items import queue_from_item, queue_key, s
 from hourglass.adapters.table import Table
+from hourglass.core.keys import REGISTRY_PK
 from hourglass.core.model import Queue
 from hourglass.core.validation import QUEUE_NAME
 from hourglass.errors import ValidationError
 
-# Queue names never start with "@" (validation.QUEUE_NAME), so this partition is no queue's.
-REGISTRY_PK = "@queues"
 BATCH_GET = 100
 
 

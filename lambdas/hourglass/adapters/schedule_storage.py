@@ -3,26 +3,16 @@ messages: `MessageStorage.put_occurrence`)."""
 
 from __future__ import annotations
 
-import base64
-import json
 from typing import Any
 
 from hourglass import contract
-from hourglass.adapters.items import (
-    SCHEDULE_PREFIX,
-    SCHEDULES_PK,
-    n,
-    s,
-    schedule_from_item,
-    schedule_key,
-    schedule_to_item,
-)
-from hourglass.adapters.table import Table
+from hourglass.adapters.items import n, s, schedule_from_item, schedule_key, schedule_to_item
+from hourglass.adapters.table import Table, decode_cursor, encode_cursor
+from hourglass.core.keys import REPAIR_PK, REPAIR_SK, SCHEDULE_PREFIX, SCHEDULES_PK
 from hourglass.core.recurrence import Schedule
-from hourglass.errors import ValidationError
 
 # Where the chain repair has got to in its round of every schedule (one small item).
-REPAIR_KEY = {"pk": s("@schedules"), "sk": s("#repair")}
+REPAIR_KEY = {"pk": s(REPAIR_PK), "sk": s(REPAIR_SK)}
 BATCH_GET = 100
 
 
@@ -68,13 +58,13 @@ class ScheduleStorage(Table):
         }
         found: list[Schedule] = []
         last = None
-        for page in self._pages(request, _decode(cursor, queue) if cursor else None):
+        for page in self._pages(request, decode_cursor(cursor, queue, SCHEDULE_PREFIX) if cursor else None):
             found.extend(schedule_from_item(item) for item in page.get("Items", []))
             last = page.get("LastEvaluatedKey")
             if len(found) >= limit:
                 break
             request["Limit"] = limit - len(found)
-        return found, _encode(last) if last else None
+        return found, encode_cursor(last) if last else None
 
     def schedule_round(self, after: str | None, limit: int) -> tuple[list[Schedule], str | None]:
         """Up to `limit` schedules of every queue, in (queue, name) order after the round's position `after`,
@@ -109,17 +99,3 @@ class ScheduleStorage(Table):
     def save_repair_position(self, after: str | None) -> None:
         item = {**REPAIR_KEY, **({} if after is None else {"after": s(after)})}
         self._guard("put_item", TableName=self.table, Item=item)
-
-
-def _encode(key: dict[str, Any]) -> str:
-    return base64.urlsafe_b64encode(json.dumps(key, separators=(",", ":")).encode()).decode()
-
-
-def _decode(cursor: str, queue: str) -> dict[str, Any]:
-    try:
-        key = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-        if key["pk"]["S"] != queue or not key["sk"]["S"].startswith(SCHEDULE_PREFIX) or len(key) != 2:
-            raise ValueError("cursor is for another queue")
-        return {"pk": s(key["pk"]["S"]), "sk": s(key["sk"]["S"])}
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise ValidationError("cursor", "is not a valid cursor") from exc

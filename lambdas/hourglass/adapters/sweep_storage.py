@@ -10,7 +10,6 @@ from typing import Any
 from hourglass import contract
 from hourglass.adapters.items import (
     STATE_KEY,
-    SWEEPER_PK,
     due_entry_from_item,
     message_key,
     n,
@@ -20,6 +19,7 @@ from hourglass.adapters.items import (
 )
 from hourglass.adapters.table import Table
 from hourglass.core.handoff import Claim, DueEntry
+from hourglass.core.keys import SWEEPER_PK, bucket_of_pk
 from hourglass.core.model import Status
 from hourglass.core.schedule import SweepKeys
 from hourglass.core.sweep_state import ShardProgress, SweepState
@@ -53,9 +53,8 @@ class SweepStorage(Table):
         buckets: set[int] = set()
         while True:
             page = self._guard("scan", **request)
-            prefixes = (item["sweep_pk"]["S"].split("#", 1)[0] for item in page.get("Items", []))
-            # The outbox partition ("notice#") is no due bucket.
-            buckets.update(int(prefix) for prefix in prefixes if prefix.isdigit())
+            found = (bucket_of_pk(item["sweep_pk"]["S"]) for item in page.get("Items", []))
+            buckets.update(bucket for bucket in found if bucket is not None)
             if not page.get("LastEvaluatedKey"):
                 return buckets
             request["ExclusiveStartKey"] = page["LastEvaluatedKey"]

@@ -6,13 +6,15 @@ connection or read-timeout error (not a `ClientError`), a `StoreError`.
 
 from __future__ import annotations
 
+import base64
+import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from hourglass.adapters import aws
-from hourglass.errors import StaleVersionError, StoreError
+from hourglass.errors import StaleVersionError, StoreError, ValidationError
 
 BATCH_WRITE = 25
 Meter = Callable[[str, dict[str, Any]], None]
@@ -20,6 +22,23 @@ Meter = Callable[[str, dict[str, Any]], None]
 
 def code_of(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", ""))
+
+
+def encode_cursor(key: dict[str, Any]) -> str:
+    """A list page's `next_cursor`: the table key it ends at, opaque to the client."""
+    return base64.urlsafe_b64encode(json.dumps(key, separators=(",", ":")).encode()).decode()
+
+
+def decode_cursor(cursor: str, queue: str, prefix: str) -> dict[str, Any]:
+    """The table key a cursor names, only if it is one in `queue`'s partition under `prefix` (the kind
+    of item the list reads); anything else is a 400 on `cursor`."""
+    try:
+        key = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+        if key["pk"]["S"] != queue or not key["sk"]["S"].startswith(prefix) or len(key) != 2:
+            raise ValueError("cursor is for another queue")
+        return {"pk": {"S": str(key["pk"]["S"])}, "sk": {"S": str(key["sk"]["S"])}}
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ValidationError("cursor", "is not a valid cursor") from exc
 
 
 class Table:

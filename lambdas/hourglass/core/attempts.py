@@ -1,4 +1,4 @@
-"""Attempt history: one record per delivery attempt, its table key and its document."""
+"""Attempt history: one record per delivery attempt and its document (its table key: `core.keys`)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,6 @@ from typing import Any
 
 from hourglass.core.timestamps import format_rfc3339, from_ms, to_ms
 
-# Sort keys of history items: under the message's queue partition, outside the "m#" range a list reads.
-HISTORY_PREFIX = "a#"
 MAX_ERROR = 500
 
 
@@ -39,16 +37,6 @@ class Attempt:
             raise ValueError("retry_at is set exactly when the outcome is retry")
         if self.error is not None and len(self.error) > MAX_ERROR:
             object.__setattr__(self, "error", self.error[:MAX_ERROR])
-
-
-def history_prefix(message_id: str) -> str:
-    """`begins_with` prefix of one message's history; a Query on it returns attempts in order."""
-    return f"{HISTORY_PREFIX}{message_id}#"
-
-
-def history_key(message_id: str, attempt: int) -> str:
-    # Zero-padded so the sort key orders attempts numerically; redeliveries keep counting past 100.
-    return f"{history_prefix(message_id)}{attempt:06d}"
 
 
 def attempt_doc(attempt: Attempt) -> dict[str, Any]:

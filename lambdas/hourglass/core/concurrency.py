@@ -5,7 +5,6 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass
 
-SLOT_PREFIX = "#slot#"
 # Conditional writes tried per start: each failed one costs a write unit, so few, then wait.
 PROBES = 3
 FIRST_WAIT = 1.0
@@ -20,10 +19,6 @@ class Lease:
     slot: int
     holder: str
     until_ms: int
-
-
-def slot_key(slot: int) -> str:
-    return f"{SLOT_PREFIX}{slot:04d}"
 
 
 def holder(message_id: str, attempt: int) -> str:

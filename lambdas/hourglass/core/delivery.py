@@ -9,6 +9,7 @@ from datetime import datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
+from hourglass.core import json_body
 from hourglass.core.model import Message
 from hourglass.core.signing import sign
 from hourglass.core.timestamps import format_rfc3339, seconds_between
@@ -45,7 +46,7 @@ DELIVERED = Outcome(delivered=True)
 
 
 def compact(value: Any) -> bytes:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+    return json_body.encode(value).encode()
 
 
 def http_request(

@@ -12,13 +12,12 @@ from typing import Any
 from hourglass.core import limits
 from hourglass.core.delivery import Outcome, compact
 from hourglass.core.handoff import DueEntry
+from hourglass.core.keys import OUTBOX_PK, sort_key, sort_key_bound
 from hourglass.core.model import Message, Notice, NoticeStatus, Status, Target
-from hourglass.core.schedule import SweepKeys, sort_key, sort_key_bound
+from hourglass.core.schedule import SweepKeys
 from hourglass.core.timestamps import format_rfc3339, to_ms
 
 EVENTS = {Status.FAILED: "message.failed", Status.EXPIRED: "message.expired"}
-# The due-index partition of notices still to send; not a number, so no sweep of a due bucket reads it.
-OUTBOX_PK = "notice#"
 # The writer sends the notice right after the final write; recovery takes over an entry this much later.
 OUTBOX_GRACE = timedelta(minutes=1)
 # A failed try waits OUTBOX_GRACE, doubling per try up to BACKOFF_MAX, plus up to a quarter (jitter);

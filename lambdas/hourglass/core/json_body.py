@@ -1,4 +1,5 @@
-"""Request bodies as JSON: strict decoding that refuses what later encoding or storage could not carry.
+"""Bodies as JSON: strict decoding that refuses what later encoding or storage could not carry, and the one
+compact encoding in which Hourglass stores, sends and measures them.
 
 Refused: not UTF-8, not JSON, NaN/Infinity or numbers out of float range (`1e400`), duplicate keys,
 lone surrogates, nesting deeper than MAX_DEPTH, and bodies over the byte limit.
@@ -44,6 +45,11 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             raise _DuplicateKey(key)
         doc[key] = value
     return doc
+
+
+def encode(value: Any) -> str:
+    """Compact JSON without ASCII escaping: what is stored, sent, and measured in UTF-8 bytes."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def decode(raw: bytes | str | None, *, limit: int = MAX_REQUEST_BYTES) -> Any:

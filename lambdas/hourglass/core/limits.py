@@ -4,7 +4,6 @@ under DynamoDB's 400 KB, an SQS message under SQS's 256 KiB, a list page under L
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import asdict, replace
 from typing import Any
@@ -37,7 +36,7 @@ ATTEMPT_BOUND = 10**10 - 1
 
 def json_bytes(value: Any) -> int:
     """Size of `value` as Hourglass stores and sends it: compact JSON, UTF-8, no ASCII escaping."""
-    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+    return len(delivery.compact(value))
 
 
 def text_bytes(value: str | None) -> int:

@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from hourglass.core.attempts import Attempt
 
+from hourglass.core import keys
 from hourglass.core.body_placement import BodyRef
 
 JSON = Any
-LATER_NAMESPACE = "@later"
+LATER_NAMESPACE = keys.LATER_QUEUE
 
 
 class Status(StrEnum):

@@ -9,11 +9,11 @@ from enum import StrEnum
 from typing import Any
 
 from hourglass.core import validation
+from hourglass.core.keys import message_range
 from hourglass.core.model import Status
 from hourglass.core.timestamps import format_rfc3339, parse_rfc3339
 from hourglass.errors import ValidationError
 
-OPERATION_PREFIX = "o#"
 # A queue's messages are read in this many id ranges (ids are random hex), each with its own cursor.
 SEGMENTS = 16
 MAX_SHIFT = validation.MAX_HORIZON
@@ -185,12 +185,7 @@ def segment_bounds(segment: int) -> tuple[str, str]:
     """Inclusive sort-key range of one segment of a queue's messages (ids start with a hex digit)."""
     if not 0 <= segment < SEGMENTS:
         raise ValueError("no such segment")
-    digit = f"{segment:x}"
-    return f"m#{digit}", f"m#{digit}~"
-
-
-def operation_key(operation_id: str) -> str:
-    return f"{OPERATION_PREFIX}{operation_id}"
+    return message_range(f"{segment:x}")
 
 
 def _time_or_none(value: datetime | None) -> str | None:

@@ -8,6 +8,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from hourglass.core.keys import bucket_pk, sort_key
+from hourglass.core.keys import sort_key_bound as sort_key_bound  # the sweep's bucket bounds
 from hourglass.core.timestamps import ceil_ms, seconds_between, to_ms
 
 MAX_TIMER_DELAY = 900
@@ -44,19 +46,6 @@ def bucket_of(due: datetime, bucket_seconds: int) -> int:
 
 def shard_of(message_id: str, shards: int) -> int:
     return zlib.crc32(message_id.encode()) % shards
-
-
-def bucket_pk(bucket: int, shard: int) -> str:
-    return f"{bucket}#{shard}"
-
-
-def sort_key(due_ms: int, message_id: str) -> str:
-    return f"{due_ms:013d}#{message_id}"
-
-
-def sort_key_bound(due_ms: int, *, upper: bool) -> str:
-    """A bound that sorts before (or after) every sort key with this due time."""
-    return f"{due_ms:013d}#{'~' if upper else ''}"
 
 
 def sweep_keys(message_id: str, due: datetime, *, shards: int, bucket_seconds: int) -> SweepKeys:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Mapping
@@ -23,6 +22,7 @@ from hourglass.core.delivery_control import (
     MIN_RATE,
     MIN_TIMEOUT,
 )
+from hourglass.core.limits import json_bytes
 from hourglass.core.model import (
     JSON,
     DeliveryControl,
@@ -92,13 +92,9 @@ def decode_json(raw: bytes | str | None, *, limit: int = MAX_REQUEST_BYTES) -> J
     return json_body.decode(raw, limit=limit)
 
 
-def body_size(body: JSON) -> int:
-    return len(json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode())
-
-
 def body(value: JSON, field: str) -> JSON:
     """A message body within the contract's 256 KiB (serialized); AWS's limits are admission's."""
-    if body_size(value) > MAX_BODY_BYTES:
+    if json_bytes(value) > MAX_BODY_BYTES:
         raise ValidationError(field, f"is larger than {MAX_BODY_BYTES} bytes", code="too_large")
     return value
 

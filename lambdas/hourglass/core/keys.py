@@ -1,0 +1,123 @@
+"""Every storage key: the table's partitions, sort-key prefixes and builders, the due index's and S3's.
+
+One place, so that no two kinds of item collide; the adapters wrap these strings in DynamoDB JSON.
+"""
+
+from __future__ import annotations
+
+# A queue's partition (pk = the queue's name) holds the queue item and everything scoped to the queue.
+# Its sort keys: `m#` messages (what a list reads), the rest sorted outside that range.
+QUEUE_SK = "#queue"
+ENDED_SK = "#ended"  # when the name's last life ended (a re-create starts a new epoch after it)
+PACE_SK = "#pace"
+SLOT_PREFIX = "#slot#"
+MESSAGE_PREFIX = "m#"
+HISTORY_PREFIX = "a#"
+DEDUP_PREFIX = "d#"
+BODY_PREFIX = "b#"
+SCHEDULE_PREFIX = "s#"
+OPERATION_PREFIX = "o#"
+# What one life of a queue leaves besides its messages, removed when it ends. Messages, bodies, attempt
+# history and dedup records are not here: each carries its queue's epoch or goes with its message.
+QUEUE_SCOPED_PREFIXES = (PACE_SK, SLOT_PREFIX, SCHEDULE_PREFIX, OPERATION_PREFIX)
+
+# Partitions of their own: queue names never start with "@" (validation.QUEUE_NAME).
+LATER_QUEUE = "@later"  # the queue of `/later` messages: a queue partition like any other
+SWEEPER_PK = "@sweeper"
+SWEEPER_STATE_SK = "#state"
+SHARD_PREFIX = "#shard#"
+REGISTRY_PK = "@queues"  # sort key: the queue's name
+RUNNING_OPERATIONS_PK = "@operations"  # sort key: `<queue>/<operation id>`
+REPAIR_PK = "@schedules"
+REPAIR_SK = "#repair"  # where the schedule chain repair has got to in its round of every schedule
+
+# Due index (sweep_pk, sweep_sk): numeric `<bucket>#<shard>` partitions, sorted by `<due ms>#<id>`; and
+# partitions whose name is not a number, so no sweep of a due bucket reads them: the failure-notice
+# outbox (sorted as the buckets) and the list of every schedule (sorted by `<queue>#<name>`).
+OUTBOX_PK = "notice#"
+SCHEDULES_PK = "schedules#"
+
+
+def message_sk(message_id: str) -> str:
+    return MESSAGE_PREFIX + message_id
+
+
+def message_range(id_head: str) -> tuple[str, str]:
+    """Inclusive sort-key range of the messages whose ids start with `id_head`."""
+    return f"{MESSAGE_PREFIX}{id_head}", f"{MESSAGE_PREFIX}{id_head}~"
+
+
+def history_prefix(message_id: str) -> str:
+    """`begins_with` prefix of one message's history; a Query on it returns attempts in order."""
+    return f"{HISTORY_PREFIX}{message_id}#"
+
+
+def history_key(message_id: str, attempt: int) -> str:
+    # Zero-padded so the sort key orders attempts numerically; redeliveries keep counting past 100.
+    return f"{history_prefix(message_id)}{attempt:06d}"
+
+
+def dedup_sk(dedup_id: str) -> str:
+    return DEDUP_PREFIX + dedup_id
+
+
+def body_sk(message_id: str, version: int) -> str:
+    """Each version of a body is an item of its own, so a PATCH never overwrites the body an attempt
+    under way is reading."""
+    return f"{BODY_PREFIX}{message_id}#{version}"
+
+
+def body_object_key(queue: str, message_id: str, version: int) -> str:
+    """`<2 hex of the id>/<queue>/<id>/<version>`: the id's random head spreads objects over prefixes
+    (S3 scales per prefix), and each body version is an object of its own, so a PATCH never
+    overwrites a body an attempt under way is reading."""
+    return f"{message_id[:2]}/{queue}/{message_id}/{version}"
+
+
+def schedule_sk(name: str) -> str:
+    return SCHEDULE_PREFIX + name
+
+
+def schedules_sk(queue: str, name: str) -> str:
+    return f"{queue}#{name}"
+
+
+def operation_sk(operation_id: str) -> str:
+    return OPERATION_PREFIX + operation_id
+
+
+def running_operation_sk(queue: str, operation_id: str) -> str:
+    return f"{queue}/{operation_id}"
+
+
+def slot_key(slot: int) -> str:
+    return f"{SLOT_PREFIX}{slot:04d}"
+
+
+def shard_sk(shard: int) -> str:
+    return f"{SHARD_PREFIX}{shard}"
+
+
+def bucket_pk(bucket: int, shard: int) -> str:
+    return f"{bucket}#{shard}"
+
+
+def bucket_of_pk(pk: str) -> int | None:
+    """The due bucket of a due-index partition; None for a partition that is no bucket (the outbox's)."""
+    head = pk.split("#", 1)[0]
+    return int(head) if head.isdigit() else None
+
+
+def sort_key(due_ms: int, message_id: str) -> str:
+    return f"{due_ms:013d}#{message_id}"
+
+
+def split_sort_key(sk: str) -> tuple[int, str]:
+    """(due ms, message id) of a due-index sort key."""
+    due_ms, _, message_id = sk.partition("#")
+    return int(due_ms), message_id
+
+
+def sort_key_bound(due_ms: int, *, upper: bool) -> str:
+    """A bound that sorts before (or after) every sort key with this due time."""
+    return f"{due_ms:013d}#{'~' if upper else ''}"

@@ -1,0 +1,80 @@
+"""Storage keys: no two kinds of item can collide, in the table, the due index or S3."""
+
+from __future__ import annotations
+
+from itertools import permutations
+
+import pytest
+from hourglass.core import keys
+from hourglass.core.validation import QUEUE_NAME
+
+# Every key constant of core.keys, by the partition whose sort keys (or, for partitions, whose names) it
+# begins. A constant added to core.keys without a place here fails test_every_key_constant_has_a_partition.
+QUEUE_PARTITION = (
+    keys.QUEUE_SK,
+    keys.ENDED_SK,
+    keys.PACE_SK,
+    keys.SLOT_PREFIX,
+    keys.MESSAGE_PREFIX,
+    keys.HISTORY_PREFIX,
+    keys.DEDUP_PREFIX,
+    keys.BODY_PREFIX,
+    keys.SCHEDULE_PREFIX,
+    keys.OPERATION_PREFIX,
+)
+SWEEPER_PARTITION = (keys.SWEEPER_STATE_SK, keys.SHARD_PREFIX)
+REPAIR_PARTITION = (keys.REPAIR_SK,)
+TABLE_PARTITIONS = (keys.LATER_QUEUE, keys.SWEEPER_PK, keys.REGISTRY_PK, keys.RUNNING_OPERATIONS_PK, keys.REPAIR_PK)
+DUE_INDEX_PARTITIONS = (keys.OUTBOX_PK, keys.SCHEDULES_PK)
+GROUPS = {
+    "queue partition": QUEUE_PARTITION,
+    "@sweeper": SWEEPER_PARTITION,
+    "@schedules": REPAIR_PARTITION,
+    "table partitions": TABLE_PARTITIONS,
+    "due-index partitions": DUE_INDEX_PARTITIONS,
+}
+
+
+def test_every_key_constant_has_a_partition():
+    constants = {value for name, value in vars(keys).items() if name.isupper() and isinstance(value, str)}
+    placed = {value for group in GROUPS.values() for value in group}
+    assert constants == placed
+
+
+@pytest.mark.parametrize("group", GROUPS, ids=str)
+def test_no_kind_of_key_begins_another_of_the_same_partition(group):
+    """A `begins_with` query of one kind never reads another's items, and no two kinds build the same key."""
+    for one, other in permutations(GROUPS[group], 2):
+        assert not other.startswith(one), f"{one!r} begins {other!r} in the {group}"
+
+
+def test_scoped_prefixes_are_queue_partition_kinds_but_never_messages_or_their_records():
+    scoped = set(keys.QUEUE_SCOPED_PREFIXES)
+    assert scoped <= set(QUEUE_PARTITION)
+    assert not scoped & {keys.MESSAGE_PREFIX, keys.HISTORY_PREFIX, keys.DEDUP_PREFIX, keys.BODY_PREFIX}
+
+
+@pytest.mark.parametrize("partition", TABLE_PARTITIONS)
+def test_reserved_partitions_are_no_queue_a_client_can_name(partition):
+    assert not QUEUE_NAME.fullmatch(partition)
+
+
+@pytest.mark.parametrize("partition", DUE_INDEX_PARTITIONS)
+def test_due_index_partitions_of_their_own_are_no_due_bucket(partition):
+    assert keys.bucket_of_pk(partition) is None
+    assert not keys.bucket_pk(12345, 3).startswith(partition)
+
+
+def test_a_due_bucket_partition_reads_back_its_bucket():
+    assert keys.bucket_of_pk(keys.bucket_pk(29491200, 7)) == 29491200
+
+
+def test_a_due_sort_key_reads_back_its_due_time_and_id():
+    assert keys.split_sort_key(keys.sort_key(5, "ab12")) == (5, "ab12")
+
+
+def test_one_message_range_holds_its_messages_and_nothing_else_of_the_queue():
+    low, high = keys.message_range("a")
+    assert low <= keys.message_sk("a" + "f" * 31) <= high
+    outside = [keys.history_key("a1", 1), keys.body_sk("a1", 1), keys.dedup_sk("a1"), keys.message_sk("b0")]
+    assert not any(low <= key <= high for key in outside)
