@@ -48,6 +48,18 @@ class InFlight:
     body: str
 
 
+def legal(before: tuple[str, str] | None, after: tuple[str, str] | None) -> bool:
+    """A write that makes a message is pending or expired; one that changes its version is a legal transition;
+    one that keeps its version (the outbox's bookkeeping of a notice) keeps its status."""
+    if before is None:
+        return after is not None and after[0] in ("pending", "expired")
+    if after is None:
+        return False
+    if before[1] == after[1]:
+        return before[0] == after[0]
+    return can_transition(Status(before[0]), Status(after[0]))
+
+
 class TransitionChecker:
     """Wraps the DynamoDB client: every successful write to a message must be a legal status transition."""
 
@@ -55,9 +67,9 @@ class TransitionChecker:
         self._client = client
         self.illegal: list[str] = []
 
-    def _status(self, key: dict[str, Any]) -> str | None:
+    def _state(self, key: dict[str, Any]) -> tuple[str, str] | None:
         item = self._client.get_item(TableName="messages", Key=key, ConsistentRead=True).get("Item")
-        return None if item is None else str(item["status"]["S"])
+        return None if item is None else (str(item["status"]["S"]), str(item.get("version", {}).get("N")))
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._client, name)
@@ -68,14 +80,11 @@ class TransitionChecker:
             key = kwargs.get("Key") or {k: kwargs["Item"][k] for k in ("pk", "sk")}
             if not key["sk"]["S"].startswith("m#"):
                 return attr(**kwargs)
-            before = self._status(key)
+            before = self._state(key)
             answer = attr(**kwargs)
-            after = self._status(key)
-            legal = (before is None and after in ("pending", "expired")) or (
-                before is not None and after is not None and can_transition(Status(before), Status(after))
-            )
-            if not legal:
-                self.illegal.append(f"{key['sk']['S']}: {before} -> {after} by {name}")
+            after = self._state(key)
+            if not legal(before, after):
+                self.illegal.append(f"{key['sk']['S']}: {before and before[0]} -> {after and after[0]} by {name}")
             return answer
 
         return call
