@@ -30,7 +30,7 @@ class Control:
         return queue
 
     def resume(self, name: str) -> Queue:
-        """Held timers come back within `dispatch.PAUSE_RECHECK` and start, in due order per batch."""
+        """Held timers come back within `delivery_control.PAUSE_RECHECK` and start, in due order per batch."""
         self.messages.queues.get(name)
         return self.store.set_paused(name, False)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import math
 import random
 import threading
@@ -34,14 +33,13 @@ from hourglass.core.model import (
     RetryPolicy,
     Status,
 )
-from hourglass.core.pacing import Slot
 from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.errors import DeliveryError, StaleVersionError, StoreError, TimerQueueError, ValidationError
 from hourglass.logs import log
 from hourglass.service import targets, transitions
 from hourglass.service.context import Context
 from hourglass.service.heartbeat import Heartbeat
-from hourglass.service.pacing import BOARD_POLL_S, StartBoard
+from hourglass.service.pacing import REPACE_HOLD, PacedStarts
 
 # A timer can beat the ingest write it belongs to (the timer is sent first); give the write time.
 MISSING_GRACE = timedelta(seconds=60)
@@ -62,29 +60,8 @@ WRITE_GRACE = timedelta(seconds=1)
 PACED_BEGIN_LEAD = timedelta(seconds=2)
 # Any instant: a lease length does not depend on when it starts.
 EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
-# A paused queue's timer comes back this often; its message stays pending with its due time.
-PAUSE_RECHECK = 2
 # How old a cached queue (and its pause flag) may be when an attempt starts (delivery_control).
 QUEUE_MAX_AGE = delivery_control.PAUSE_READ_MAX_AGE
-# The longest one attempt can take after its start (HTTP connect + read timeouts, the writes around
-# it): an attempt is started only if this much is left before the invocation's deadline.
-ATTEMPT_BUDGET = timedelta(seconds=20)
-# A missed pacing slot is re-paced by the dispatcher that holds the timer, so the new slot needs only
-# the begin write's lead (BEGIN_LEAD) and none for a trip through the timer queue ...
-REPACE_LEAD_MS = 500
-# ... and the attempt waits here for it when it is at most this far off and the invocation's deadline
-# leaves room: sent round the timer queue again it would reach a dispatcher late again.
-REPACE_HOLD = timedelta(seconds=30)
-# New slots one timer takes within one invocation before it goes back to the timer queue.
-MAX_REPACES = 5
-# A begun attempt whose slot went by during the begin write needs no write before its new slot.
-BEGUN_LEAD_MS = 50
-# Timers of a rate-limited queue that come without a slot (back from a pause) wait in their dispatcher
-# until this long after the first of them, then take slots together in due order (one pacing write):
-# every timer parked before the resume is back by then (PAUSE_RECHECK), so the drain keeps due order.
-RESUME_GATHER = timedelta(seconds=PAUSE_RECHECK + 1)
-# A paced attempt reads the pause state again this long before its slot (within PAUSE_READ_MAX_AGE).
-PAUSE_READ_AHEAD = timedelta(milliseconds=500)
 
 
 @dataclass(frozen=True)
@@ -102,8 +79,7 @@ class Dispatcher:
         self.store = ctx.store
         self._queues: dict[str, tuple[datetime, Queue | None]] = {}
         self._queues_lock = threading.Lock()
-        self._gathers: dict[str, datetime] = {}
-        self.board = StartBoard()
+        self.pacing = PacedStarts(ctx)
         self.deadline: datetime | None = None
 
     def run_batch(
@@ -152,7 +128,8 @@ class Dispatcher:
                 poison.add(record_id)
                 self._poison(exc)
         work.sort(key=lambda pair: pair[1].due_ms)
-        repaced = self._pace_batch(work)
+        repaced = self.pacing.repace_batch([timer for _, timer in work], self._control)
+        work = [(record, repaced.get(index, timer)) for index, (record, timer) in enumerate(work)]
         if work:
             # Every timer on a thread of its own: the longest attempt (up to the queue's 120 s timeout)
             # bounds the invocation, which `deadline.function_timeout` sizes the function for.
@@ -167,56 +144,8 @@ class Dispatcher:
         self.ctx.metrics.count("Poison")
         return Result(False, "poison")
 
-    def _pace_batch(self, work: list[tuple[str, Timer]]) -> set[int]:
-        """New slots, per rate-limited queue with one pacing write and in due order, for the batch's timers
-        that come too late for theirs; replaced in `work`, whose indices are returned. Anything else
-        (slot-less timers gather in their own threads, `_repace`) is left to `_process`."""
-        now = self.ctx.clock()
-        need: dict[str, list[int]] = {}
-        for index, (_, timer) in enumerate(work):
-            slot = timer.slot
-            if timer.queue == LATER_NAMESPACE or schedule.is_early(from_ms(timer.due_ms), now):
-                continue
-            if slot is not None and slot.missed(to_ms(now)):
-                need.setdefault(timer.queue, []).append(index)
-        paced: set[int] = set()
-        for name, indices in need.items():
-            try:
-                control = delivery_control.of(self._queue(name))
-                if control.rate_limit is None or control.paused:
-                    continue
-                due = [work[i][1].due_ms for i in indices]
-                slots = self.ctx.handoff.slots(name, control.rate_limit, due, now, lead_ms=REPACE_LEAD_MS)
-            except Exception as exc:
-                log("batch_pacing_failed", queue=name, error=f"{type(exc).__name__}: {exc}")
-                continue
-            for index, slot in zip(indices, slots, strict=True):
-                record, timer = work[index]
-                work[index] = (record, replace(timer, due_ms=slot.start_ms, latest_ms=slot.latest_ms))
-                paced.add(index)
-            self.ctx.metrics.count("Repaced", len(indices), queue=name)
-        return paced
-
-    def _unpaced(self, timer: Timer) -> Timer:
-        """A paced timer of a queue that has no rate limit any more: the slot holds the message back no
-        longer and the timer targets the message's own due time instead."""
-        if delivery_control.of(self._queue(timer.queue)).rate_limit is not None:
-            return timer
-        message = self.store.get_message(timer.queue, timer.id)
-        if message is None or message.status is not Status.PENDING or message.version != timer.version:
-            return timer  # not written yet, or moved on: its start fails as it would have
-        self.ctx.metrics.count("Unpaced", queue=timer.queue)
-        return replace(timer, due_ms=to_ms(message.due_at), latest_ms=None)
-
-    def _gather(self, queue: str) -> datetime:
-        """Waits until the queue's gathering instant (set by the first slot-less timer of a window)."""
-        now = self.ctx.clock()
-        with self._queues_lock:
-            until = self._gathers.get(queue)
-            if until is None or now > until:
-                until = self._gathers[queue] = now + RESUME_GATHER
-        self.ctx.sleep(schedule.seconds_until(until, now))
-        return self.ctx.clock()
+    def _control(self, name: str) -> DeliveryControl:
+        return delivery_control.of(self._queue(name))
 
     def process_timer(self, timer: Timer, repaces: int = 0) -> Result:
         """One timer; no exception escapes, so nothing raised for one message fails its batch-mates."""
@@ -234,19 +163,19 @@ class Dispatcher:
     def _process(self, timer: Timer, *, repaces: int = 0) -> Result:
         now = self.ctx.clock()
         due = from_ms(timer.due_ms)
-        if repaces and schedule.is_early(due, now) and self._may_hold(due, now):
+        if repaces and schedule.is_early(due, now) and self.pacing.may_hold(due, now, self.deadline):
             # Re-paced here: wait for the slot in this dispatcher rather than round the timer queue.
             self.ctx.sleep(schedule.seconds_until(due - timedelta(seconds=schedule.TIMER_HEAD_START), now))
             now = self.ctx.clock()
         if timer.slot is not None:
-            timer = self._unpaced(timer)
+            timer = self.pacing.unpaced(timer, self._control(timer.queue).rate_limit)
             due = from_ms(timer.due_ms)
         if schedule.is_early(due, now):
             self.ctx.handoff.resend([handoff.resend(timer, now)])
             return Result(True, "redelayed")
         lead = BEGIN_LEAD if timer.latest_ms is None else PACED_BEGIN_LEAD
         start = min(due, max(due - lead, from_ms(timer.sent_ms) + WRITE_GRACE))
-        if self.deadline is not None and max(start, due) + ATTEMPT_BUDGET > self.deadline:
+        if self.deadline is not None and max(start, due) + deadline.ATTEMPT_BUDGET > self.deadline:
             # Killed mid-attempt, it would be taken over only when its lease ends: send it again now.
             self.ctx.handoff.resend([handoff.resend(timer, now)])
             self.ctx.metrics.count("Deferred", queue=timer.queue)
@@ -263,14 +192,14 @@ class Dispatcher:
         if control.paused:
             # No attempt starts while paused: the message stays pending and keeps its due time. The
             # timer comes back without its slot: after the resume it takes a new one with the others.
-            self.ctx.handoff.resend([Scheduled(replace(timer, latest_ms=None), PAUSE_RECHECK)])
+            self.ctx.handoff.resend([Scheduled(replace(timer, latest_ms=None), delivery_control.PAUSE_RECHECK)])
             self.ctx.metrics.count("Paused", queue=timer.queue)
             return Result(True, "paused")
         if control.rate_limit is not None and (timer.slot is None or timer.slot.missed(to_ms(now))):
             # A rate-limited queue's attempt starts only inside a pacing slot: take a new one.
             return self._repace(timer, control.rate_limit, now, repaces)
         # The lease allows for a begin at most BEGIN_TO_START ahead of the start; a paced one may be earlier,
-        # and may wait in this dispatcher for a new slot after its begin (`_paced_start`).
+        # and may wait in this dispatcher for a new slot after its begin (`PacedStarts.start`).
         ahead = due - now - timedelta(seconds=deadline.BEGIN_TO_START)
         lease = self._lease(control.timeout) + max(timedelta(0), ahead)
         if control.rate_limit is not None:
@@ -304,7 +233,7 @@ class Dispatcher:
         if message.schedule is not None and queue is not None and not message.redelivered and current is None:
             return self._finish(message, Status.CANCELLED, now, "schedule deleted, replaced or paused")
         if timer.slot is not None and control.rate_limit is not None:
-            paced_start = self._paced_start(timer, message, control, control.rate_limit, lease_end)
+            paced_start = self.pacing.start(timer, message, control, lease_end, self.deadline, self._paused)
             if paced_start is None:
                 return self._put_back(message, control.rate_limit, self.ctx.clock())
             now = paced_start
@@ -345,25 +274,15 @@ class Dispatcher:
 
     def _repace(self, timer: Timer, rate: float, now: datetime, repaces: int) -> Result:
         """A new pacing slot for a timer without one (or that missed its own); the message stays pending.
-        Slots are never before the timer's due time, which is never before the message's. A near slot
-        is waited for here (`REPACE_HOLD`); a far one, or a timer re-paced too often, goes back to SQS."""
-        # A slot-less timer (back from a pause) first gathers with the others of its queue in this process.
-        gather = functools.partial(self._gather, timer.queue) if timer.slot is None else None
-        (slot,) = self.ctx.handoff.slots(timer.queue, rate, [timer.due_ms], now, lead_ms=REPACE_LEAD_MS, gather=gather)
-        now = self.ctx.clock()
-        self.ctx.metrics.count("Repaced", queue=timer.queue)
-        late = None if timer.latest_ms is None else to_ms(now) - timer.latest_ms
-        in_ms = slot.start_ms - to_ms(now)
-        log("repaced", id=timer.id, queue=timer.queue, late_ms=late, slot_in_ms=in_ms, repaces=repaces)
-        start = from_ms(slot.start_ms)
-        if repaces >= MAX_REPACES or not self._may_hold(start, now):
-            paced = replace(timer, due_ms=slot.start_ms, latest_ms=slot.latest_ms, sent_ms=to_ms(now))
+        A near slot is waited for here; a far one, or a timer re-paced too often, goes back to SQS."""
+        paced = self.pacing.repace(timer, rate, now, repaces)
+        now, start = self.ctx.clock(), from_ms(paced.due_ms)
+        if not self.pacing.may_hold(start, now, self.deadline, repaces):
             self.ctx.handoff.resend([handoff.resend(paced, now)])
             return Result(True, "repaced")
         # Held: woken as a timer from the queue would be (its head start before the slot), then the
         # usual path (pause read, deadline, begin) runs again.
-        paced = replace(timer, due_ms=slot.start_ms, latest_ms=slot.latest_ms)
-        self.ctx.sleep(schedule.seconds_until(start - timedelta(seconds=schedule.TIMER_HEAD_START), self.ctx.clock()))
+        self.ctx.sleep(schedule.seconds_until(start - timedelta(seconds=schedule.TIMER_HEAD_START), now))
         return self._process(paced, repaces=repaces + 1)
 
     def _paused(self, name: str) -> tuple[datetime, bool]:
@@ -372,65 +291,6 @@ class Dispatcher:
         with self._queues_lock:
             cached = self._queues.get(name)
         return (cached[0] if cached else self.ctx.clock() - delivery_control.PAUSE_READ_MAX_AGE), paused
-
-    def _may_hold(self, start: datetime, now: datetime) -> bool:
-        """Whether an attempt may wait in this invocation for a slot at `start`."""
-        room = self.deadline is None or start + ATTEMPT_BUDGET <= self.deadline
-        return room and start - now <= REPACE_HOLD
-
-    def _paced_start(
-        self, timer: Timer, message: Message, control: DeliveryControl, rate: float, lease_end: datetime
-    ) -> datetime | None:
-        """When a begun attempt of a rate-limited queue may start: inside a slot, which it waits for on
-        this process's start board (where an attempt due earlier may take it over and leave its own).
-        A slot missed (the begin write ate its tolerance) is replaced by a new one while the attempt
-        still owns the message. None (put it back): no near slot fits its lease and invocation, or
-        the queue was paused meanwhile."""
-        slot = timer.slot
-        assert slot is not None
-        for _ in range(MAX_REPACES):
-            now = self.ctx.clock()
-            if slot.missed(to_ms(now)):
-                (slot,) = self.ctx.handoff.slots(timer.queue, rate, [timer.due_ms], now, lead_ms=BEGUN_LEAD_MS)
-                self.ctx.metrics.count("Repaced", queue=timer.queue)
-                log("repaced_begun", id=timer.id, queue=timer.queue, slot_in_ms=slot.start_ms - to_ms(now))
-
-            def fits(candidate: Slot) -> bool:
-                start = from_ms(candidate.start_ms)
-                ends = deadline.attempt_deadline(start, control.timeout)
-                room = self.deadline is None or ends <= self.deadline
-                within = start - self.ctx.clock() <= REPACE_HOLD
-                return room and within and ends + timedelta(seconds=deadline.BOOKKEEPING) <= lease_end
-
-            if not fits(slot):
-                return None
-            waiting = self.board.join(timer.queue, to_ms(message.due_at), slot, fits, to_ms(now))
-            read_at: datetime | None = None
-            try:
-                while (turn := self.board.start(waiting, to_ms(self.ctx.clock()))) is None:
-                    start = from_ms(waiting.slot.start_ms)
-                    if read_at is None and self.ctx.clock() >= start - PAUSE_READ_AHEAD:
-                        # The pause state read before the begin is too old by the start: read it again
-                        # a little ahead, so the read's latency does not eat the slot's window.
-                        read_at, paused = self._paused(timer.queue)
-                        if paused:
-                            return None
-                        continue
-                    wake = start if read_at is not None else start - PAUSE_READ_AHEAD
-                    # In short steps: another attempt joining may move this one's slot earlier.
-                    self.ctx.sleep(min(BOARD_POLL_S, schedule.seconds_until(wake, self.ctx.clock())))
-            finally:
-                self.board.leave(waiting)
-            slot = turn
-            now = self.ctx.clock()
-            if read_at is None or not delivery_control.pause_read_fresh(read_at, now):
-                read_at, paused = self._paused(timer.queue)
-                if paused:
-                    return None
-                now = self.ctx.clock()
-            if not slot.missed(to_ms(now)):
-                return now
-        return None
 
     def _superseded(self, message: Message) -> Result:
         """Our lease ran out and another dispatcher took the message over, often from this very SQS

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
-from hourglass.core import handoff, pacing, schedule
+from hourglass.core import handoff, schedule
 from hourglass.core.handoff import Claim, DueEntry, Placement, Scheduled, Timing
 from hourglass.core.model import Message
 from hourglass.core.pacing import Slot
@@ -20,6 +20,7 @@ from hourglass.core.schedule import SweepKeys
 from hourglass.core.timestamps import from_ms
 from hourglass.errors import StoreError, TimerQueueError
 from hourglass.logs import log
+from hourglass.service.pacing import Pacer
 
 Release = Callable[[Claim], None]
 Stored = TypeVar("Stored", bound=Message | None)
@@ -40,19 +41,6 @@ class Timers(Protocol):
     def send_all(self, items: Sequence[Scheduled]) -> None: ...
 
 
-class Slots(Protocol):
-    def slots(
-        self,
-        queue: str,
-        rate: float,
-        due_ms: Sequence[int],
-        now: datetime,
-        *,
-        lead_ms: int = ...,
-        gather: Callable[[], datetime] | None = ...,
-    ) -> tuple[Slot, ...]: ...
-
-
 class HandOff:
     def __init__(
         self,
@@ -62,7 +50,7 @@ class HandOff:
         release: Release | None = None,
         claim: ClaimEntry | None = None,
         metrics: Any = None,
-        pacer: Slots | None = None,
+        pacer: Pacer | None = None,
         clock: Callable[[], datetime] | None = None,
     ) -> None:
         self.timers = timers
@@ -146,21 +134,6 @@ class HandOff:
         for index, slot in zip(timed, slots, strict=True):
             paced[index] = handoff.paced(placements[index], slot, now, self.timing)
         return paced
-
-    def slots(
-        self,
-        queue: str,
-        rate: float,
-        due_ms: Sequence[int],
-        now: datetime,
-        *,
-        lead_ms: int = pacing.HANDOFF_LEAD_MS,
-        gather: Callable[[], datetime] | None = None,
-    ) -> tuple[Slot, ...]:
-        """Slots for due times of one queue (the sweeper's chunks, the dispatcher's missed slots, which
-        are already in a dispatcher and so need a shorter `lead_ms`; see `Pacer.slots` for `gather`)."""
-        assert self.pacer is not None
-        return self.pacer.slots(queue, rate, due_ms, now, lead_ms=lead_ms, gather=gather)
 
     def send_first(self, timers: Sequence[Scheduled]) -> bool:
         """Timers of items not written yet, all or none; False: SQS refused, the items go to the due index."""
