@@ -157,7 +157,8 @@ class Operations:
         """One page: each message's transition planned, then written (conditionally, several at once), shift
         and redeliver handed off together (a rate-limited queue's timers paced in due order, one pacing write)."""
         if not messages or operation.request.action is Action.CANCEL:
-            return list(pool.map(lambda message: self._apply(operation, message, None, None, now)[0], messages))
+            cancel = self._write(operation, None, None, now)
+            return list(pool.map(lambda message: self._apply(operation, message, cancel)[0], messages))
         results: list[MessageResult] = []
         changes: dict[str, tuple[Message, lifecycle.Change]] = {}
         # Shift and redeliver write new versions: each is admitted against the queue's target as it is now.
@@ -175,7 +176,8 @@ class Operations:
 
         def write(version: Message, placement: Placement) -> Message | None:
             message, change = changes[version.id]
-            applied[version.id], written = self._apply(operation, message, change, placement, now)
+            write_one = self._write(operation, change, placement, now)
+            applied[version.id], written = self._apply(operation, message, write_one)
             return written
 
         rate = delivery_control.of(queue).rate_limit
@@ -194,15 +196,10 @@ class Operations:
         return lifecycle.redeliver(message, RedeliverRequest().due(now))
 
     def _apply(
-        self,
-        operation: Operation,
-        message: Message,
-        change: lifecycle.Change | None,
-        placement: Placement | None,
-        now: datetime,
+        self, operation: Operation, message: Message, write: Callable[[Message], Message | None]
     ) -> tuple[MessageResult, Message | None]:
         try:
-            return MessageResult.APPLIED, self._write(operation, message, change, placement, now)
+            return MessageResult.APPLIED, write(message)
         except StaleVersionError:
             mark = self.store.last_op(message.queue, message.id)
             return (MessageResult.ALREADY_APPLIED if mark == operation.id else MessageResult.SKIPPED), None
@@ -211,18 +208,17 @@ class Operations:
             return MessageResult.SKIPPED, None
 
     def _write(
-        self,
-        operation: Operation,
-        message: Message,
-        change: lifecycle.Change | None,
-        placement: Placement | None,
-        now: datetime,
-    ) -> Message | None:
+        self, operation: Operation, change: lifecycle.Change | None, placement: Placement | None, now: datetime
+    ) -> Callable[[Message], Message | None]:
         """The single-message transition of the action (cancel, reschedule, redeliver) through the same home as
-        its endpoint's, conditional on the version and marked with the operation; the new version, if any."""
-        if change is None or placement is None:
-            transitions.cancel(self.ctx, message, now, operation=operation.id)
-            return None
-        if operation.request.action is Action.REDELIVER:
-            return transitions.redeliver(self.ctx, message, change, placement, operation=operation.id)
-        return transitions.revise(self.ctx, message, change, placement, now, operation=operation.id)
+        its endpoint's, conditional on the version and marked with the operation; it returns the new version."""
+
+        def write(message: Message) -> Message | None:
+            if change is None or placement is None:
+                transitions.cancel(self.ctx, message, now, operation=operation.id)
+                return None
+            if operation.request.action is Action.REDELIVER:
+                return transitions.redeliver(self.ctx, message, change, placement, operation=operation.id)
+            return transitions.revise(self.ctx, message, change, placement, now, operation=operation.id)
+
+        return write
