@@ -23,8 +23,9 @@ import boto3
 from hourglass.adapters.timer_queue import MAX_PACK, Timer, pack_to_json
 from hourglass.core.model import Message, Status
 from hourglass.core.timestamps import to_ms
-from hourglass.service import dispatch, sweep
+from hourglass.service import sweep
 from hourglass.service.dispatch import Dispatcher
+from hourglass.service.dispatch import batch as dispatch
 from hourglass.service.rest import Api, Request
 from hourglass.service.sweep import Sweeper
 from moto import mock_aws

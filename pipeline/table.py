@@ -1,8 +1,8 @@
 """The jobs' DynamoDB side: queue settings, parallel segment scans and the bulk writer of new messages.
 
 The writer follows ingest (docs/design.md): existing ids and live dedup records are duplicates;
-each row is placed by the one hand-off rule (`hourglass.core.handoff`, timer first) and its timers
-are sent by `hourglass.service.handoff`, whose fall-back writes refused ones with due-index keys.
+each row is handed off by `hourglass.service.handoff` as ingest hands off a message (timer first),
+whose fall-back writes refused ones with due-index keys.
 """
 
 from __future__ import annotations
@@ -23,10 +23,11 @@ from hourglass.adapters.message_storage import MessageStorage
 from hourglass.adapters.store import Store
 from hourglass.adapters.table import BATCH_WRITE
 from hourglass.adapters.timer_queue import TimerQueue
-from hourglass.core import handoff, validation
-from hourglass.core.handoff import DueEntry, Placement, Timing
+from hourglass.core import validation
+from hourglass.core.handoff import Timing
 from hourglass.core.keys import MESSAGE_PREFIX
-from hourglass.core.model import Queue, Status
+from hourglass.core.model import Message, Queue, Status
+from hourglass.core.schedule import SweepKeys
 from hourglass.core.timestamps import to_ms
 from hourglass.errors import StoreError, ValidationError
 from hourglass.service.handoff import HandOff
@@ -143,6 +144,13 @@ class WriteCounts:
     throttled: int = 0
     write_units: int = 0
 
+    def count(self, name: str, value: int) -> None:
+        """The hand-off's own counts (as `HandOff` reports them): timers sent, and timers SQS refused."""
+        if name == "HandedOff":
+            self.handed_off += value
+        elif name == "HandoffFallback":
+            self.handoff_fallback += value
+
 
 @dataclass
 class WriteBudget:
@@ -227,36 +235,28 @@ class TableWriter:
         self.counts.duplicate += len(chunk) - len(new) - len(ours)
         self._count_stored(ours)
         wall = self.clock()
-        placements = [self._place(p, wall) for p in new]
-        timers = [placement.timer for placement in placements if placement.timer is not None]
-        sent = HandOff(self.timers, self.settings.timing).send_first(timers)
-        requests = []
-        for planned, placement in zip(new, placements, strict=True):
-            # Stored now, as the API stores a message when it is posted; delays still count from `now`.
-            message = replace(message_from_item(json.loads(planned.item)), created_at=wall)
-            keys = placement.index_keys(sent=sent)
-            items = self.bodies.new_items(message, keys)
-            if self.settings.run:
-                items[0][RUN_ATTRIBUTE] = s(self.settings.run)  # the message item comes first
-            requests += [{"PutRequest": {"Item": item}} for item in items]
-            if planned.dedup_id:
-                dedup = dedup_to_item(planned.queue, planned.dedup_id, planned.id, self.now + DEDUP_WINDOW)
-                requests.append({"PutRequest": {"Item": dedup}})
-        self._batch_write(requests)
-        handed = len(timers) if sent else 0
+        # Stored now, as the API stores a message when it is posted; delays still count from `now`.
+        messages = [replace(message_from_item(json.loads(planned.item)), created_at=wall) for planned in new]
+        handed = self.counts.handed_off
+
+        def put(placed: list[tuple[Message, SweepKeys | None]]) -> None:
+            requests = []
+            for planned, (message, keys) in zip(new, placed, strict=True):
+                items = self.bodies.new_items(message, keys)
+                if self.settings.run:
+                    items[0][RUN_ATTRIBUTE] = s(self.settings.run)  # the message item comes first
+                requests += [{"PutRequest": {"Item": item}} for item in items]
+                if planned.dedup_id:
+                    dedup = dedup_to_item(planned.queue, planned.dedup_id, planned.id, self.now + DEDUP_WINDOW)
+                    requests.append({"PutRequest": {"Item": dedup}})
+            self._batch_write(requests)
+
+        # The message items are written after their timers, as ingest writes a message without a dedup id.
+        HandOff(self.timers, self.settings.timing, metrics=self.counts).ingest(messages, wall, None, put)
         expired = sum(p.status == Status.EXPIRED.value for p in new)
         self.counts.scheduled += len(new)
-        self.counts.handed_off += handed
         self.counts.expired += expired
-        self.counts.swept += len(new) - handed - expired
-        self.counts.handoff_fallback += 0 if sent else len(timers)
-
-    def _place(self, planned: Planned, wall: datetime) -> Placement:
-        """The message item is written after its timer, as ingest writes a message without a dedup id."""
-        version = int(json.loads(planned.item)["version"]["N"])
-        entry = DueEntry(planned.queue, planned.id, version, planned.due_ms)
-        pending = planned.status == Status.PENDING.value
-        return handoff.place_entry(entry, pending, wall, self.settings.timing, written_first=False)
+        self.counts.swept += len(new) - (self.counts.handed_off - handed) - expired
 
     # ----------------------------------------------------------------------- existence check
 

@@ -104,6 +104,42 @@ def test_a_schedule_occurrence_on_a_rate_limited_queue_takes_a_slot_behind_earli
     assert timers[occurrence["id"]]["due"] >= slots[-1] + SPACING_MS - 1
 
 
+def test_a_schedule_occurrence_whose_write_outlasts_the_safety_margin_still_takes_a_pacing_slot(
+    harness: Harness,
+) -> None:
+    """Due past the hand-off window when placed, so stored with index keys only; its write lands when the
+    window has reached it, so its writer hands it off (the catch-up) with a slot like any other."""
+    make_queue(harness, "paced", rate_limit=RATE)
+    put = harness.ctx.store.put_occurrence
+
+    def slow_put(message: Any, keys: Any) -> bool:
+        stored = put(message, keys)
+        harness.clock.now = max(harness.clock.now, message.due_at - timedelta(seconds=60))
+        return stored
+
+    harness.ctx.store.put_occurrence = slow_put  # type: ignore[method-assign]
+    status, doc = harness.call("PUT", "/v1/queues/paced/schedules/tick", {"every": 3600, "body": {"tick": 1}})
+    assert status == 201, doc
+    _, listed = harness.call("GET", "/v1/queues/paced/messages", params={"schedule": "tick"})
+    [occurrence] = listed["messages"]
+    assert set(paced_timers(harness)) == {occurrence["id"]}
+
+
+def test_a_bulk_shift_whose_write_outlasts_the_safety_margin_still_takes_a_pacing_slot(harness: Harness) -> None:
+    make_queue(harness, "paced", rate_limit=RATE)
+    due = post_burst(harness, "paced", 1, to_ms(harness.clock() + timedelta(seconds=3600)))
+    reschedule = harness.ctx.store.reschedule
+
+    def slow_reschedule(change: Any, keys: Any, **options: Any) -> Any:
+        written = reschedule(change, keys, **options)
+        harness.clock.now = max(harness.clock.now, change.message.due_at - timedelta(seconds=60))
+        return written
+
+    harness.ctx.store.reschedule = slow_reschedule  # type: ignore[method-assign]
+    operation(harness, "paced", {"action": "shift", "seconds": -3000})
+    assert set(paced_timers(harness)) == set(due)
+
+
 def test_a_resumed_rate_limited_queue_drains_its_paused_messages_in_due_order(harness: Harness) -> None:
     """The timers parked by a pause come back in separate batches, in reverse due order, to concurrent
     dispatcher threads of one process: they gather and take slots together, so delivery follows due

@@ -12,6 +12,9 @@ BOOKKEEPING = 30.0
 # The longest a dispatcher sleeps before a begin write (anything earlier goes back to the timer queue).
 MAX_SLEEP = 3.0
 MAX_CONNECT = 5.0
+# The longest one attempt can take after its start (HTTP connect + read timeouts, the writes around it):
+# an attempt is started, or waits in its dispatcher for a slot, only if this much is left of the invocation.
+ATTEMPT_BUDGET = timedelta(seconds=20)
 # The project's rule for Lambda event sources: visibility timeout >= 6 x the function timeout. The
 # queue's visibility only covers a batch the event source holds (retrying a throttled invocation):
 # once the function runs, it owns its records' visibility: it keeps them hidden a short hold ahead

@@ -19,6 +19,8 @@ CONTROL_FIELDS = frozenset({"rate_limit", "max_concurrency", "timeout", "failure
 # the read was sent; pause answers only after PAUSE_SETTLE, so a start after its 200 saw the pause.
 PAUSE_READ_MAX_AGE = timedelta(seconds=1)
 PAUSE_SETTLE = timedelta(seconds=1.5)
+# A paused queue's timer comes back this often (seconds); its message stays pending with its due time.
+PAUSE_RECHECK = 2
 
 
 def pause_read_fresh(read_sent_at: datetime, now: datetime) -> bool:

@@ -7,6 +7,7 @@ from typing import Any
 from hourglass.core import admission, attempts, delivery_control, lifecycle, redelivery
 from hourglass.core.attempts import Attempt
 from hourglass.core.delivery_control import PAUSE_SETTLE
+from hourglass.core.handoff import Placement
 from hourglass.core.model import Message, Queue
 from hourglass.errors import ConflictError, StaleVersionError
 from hourglass.service import transitions
@@ -29,7 +30,7 @@ class Control:
         return queue
 
     def resume(self, name: str) -> Queue:
-        """Held timers come back within `dispatch.PAUSE_RECHECK` and start, in due order per batch."""
+        """Held timers come back within `delivery_control.PAUSE_RECHECK` and start, in due order per batch."""
         self.messages.queues.get(name)
         return self.store.set_paused(name, False)
 
@@ -45,10 +46,11 @@ class Control:
         change = lifecycle.redeliver(message, request.due(now))
         admission.check(change.message, queue)
         rate = delivery_control.of(queue).rate_limit
-        placement = self.ctx.handoff.place(change.message, now, written_first=True, rate=rate)
+
+        def write(_: Message, placement: Placement) -> Message:
+            return transitions.redeliver(self.ctx, message, change, placement)
+
         try:
-            pending = transitions.redeliver(self.ctx, message, change, placement)
+            return self.ctx.handoff.hand_off(change.message, now, rate, write)
         except StaleVersionError as exc:
             raise ConflictError(f"message {message_id} changed; try again") from exc
-        self.ctx.handoff.written(placement, pending, now, rate)
-        return pending

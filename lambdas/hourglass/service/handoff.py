@@ -1,17 +1,18 @@
-"""The hand-off: sends the timers `core.handoff` plans and owns the fall-back when SQS refuses them.
+"""The hand-off of a message version: placed by `core.handoff`, paced at its queue's rate, written, its timer sent.
 
-Timer first (ingest, the bulk writer): refused timers leave their items to the due index.
-Item first (dedup ingest, PATCH, sweep claims, retries): a refused timer's lease is given back.
-Either way, an item whose write outlasted the safety margin is handed off by its writer (`catch_up`).
+Timer first (`ingest`: POST, the bulk writer): refused timers leave their items to the due index.
+Item first (`hand_off`, `written_first`: dedup ingest, PATCH, retries, redeliver, occurrences, bulk operations; and
+the sweep's claims): a refused timer's lease runs out or is given back. Either way, an item whose write outlasted
+the safety margin is handed off by its writer (`catch_up`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
-from hourglass.core import handoff, pacing, schedule
+from hourglass.core import handoff, schedule
 from hourglass.core.handoff import Claim, DueEntry, Placement, Scheduled, Timing
 from hourglass.core.model import Message
 from hourglass.core.pacing import Slot
@@ -19,8 +20,13 @@ from hourglass.core.schedule import SweepKeys
 from hourglass.core.timestamps import from_ms
 from hourglass.errors import StoreError, TimerQueueError
 from hourglass.logs import log
+from hourglass.service.pacing import Pacer
 
 Release = Callable[[Claim], None]
+Stored = TypeVar("Stored", bound=Message | None)
+# Stores a message version as its placement says (leased, indexed); conditional, so None (or an error) when
+# nothing was stored.
+Write = Callable[[Message, Placement], Stored]
 
 
 class ClaimEntry(Protocol):
@@ -35,19 +41,6 @@ class Timers(Protocol):
     def send_all(self, items: Sequence[Scheduled]) -> None: ...
 
 
-class Slots(Protocol):
-    def slots(
-        self,
-        queue: str,
-        rate: float,
-        due_ms: Sequence[int],
-        now: datetime,
-        *,
-        lead_ms: int = ...,
-        gather: Callable[[], datetime] | None = ...,
-    ) -> tuple[Slot, ...]: ...
-
-
 class HandOff:
     def __init__(
         self,
@@ -57,7 +50,7 @@ class HandOff:
         release: Release | None = None,
         claim: ClaimEntry | None = None,
         metrics: Any = None,
-        pacer: Slots | None = None,
+        pacer: Pacer | None = None,
         clock: Callable[[], datetime] | None = None,
     ) -> None:
         self.timers = timers
@@ -68,11 +61,62 @@ class HandOff:
         self.pacer = pacer
         self.clock = clock
 
-    def place(
-        self, message: Message, now: datetime, *, written_first: bool, rate: float | None = None
-    ) -> Placement:
-        """Where a message waits; a rate-limited queue's timer gets a pacing slot (one conditional write)."""
-        return self.pace([handoff.place(message, now, self.timing, written_first=written_first)], rate, now)[0]
+    def hand_off(self, message: Message, now: datetime, rate: float | None, write: Write[Stored]) -> Stored:
+        """The whole hand-off of one message version written first (see `written_first`)."""
+        return self.written_first([message], now, rate, write)[0]
+
+    def written_first(
+        self,
+        messages: Sequence[Message],
+        now: datetime,
+        rate: float | None,
+        write: Write[Stored],
+        *,
+        each: Callable[..., Iterable[Stored]] = map,
+    ) -> list[Stored]:
+        """Message versions whose items are written before their timers: placed, a rate-limited queue's
+        timers paced together in due order (one pacing write), each stored by `write` (`each` maps it:
+        a pool's map writes them at once), then the timers of what was stored sent together. A refused
+        timer keeps its lease, which runs out, and the recovery sweep hands the message off; one stored
+        with index keys only is handed off by its writer if a sweep may have passed it (`catch_up`).
+        An error of `write` propagates, and nothing more is sent."""
+        placed = [handoff.place(message, now, self.timing, written_first=True) for message in messages]
+        placements = self.pace(placed, rate, now)
+        stored = list(each(write, messages, placements))
+        done = [(placement, s) for placement, s in zip(placements, stored, strict=True) if s is not None]
+        claims = [claim for claim in (placement.claim() for placement, _ in done) if claim is not None]
+        self.send_claimed(claims, now, give_back=False)
+        self.catch_up([s for placement, s in done if placement.timer is None and placement.keys is not None], now, rate)
+        return stored
+
+    def ingest(
+        self,
+        messages: Sequence[Message],
+        now: datetime,
+        rate: float | None,
+        write: Callable[[list[tuple[Message, SweepKeys | None]]], None],
+        *,
+        first: Sequence[Message] = (),
+        write_first: Write[Message | None] | None = None,
+    ) -> None:
+        """New messages: those of `first` (a dedup id: their write decides whether they exist) are each
+        stored by `write_first` with a lease (None: nothing stored); then every timer goes out at once,
+        all or none; then `messages` are stored by `write`, with index keys only where no timer was sent.
+        One pacing write for all, in due order."""
+        placed = [handoff.place(m, now, self.timing, written_first=True) for m in first]
+        placed += [handoff.place(m, now, self.timing, written_first=False) for m in messages]
+        placements = self.pace(placed, rate, now)
+        leased, timed = placements[: len(first)], placements[len(first) :]
+        stored = [write_first(m, p) for m, p in zip(first, leased, strict=True)] if write_first else []
+        done = [(placement, s) for placement, s in zip(leased, stored, strict=True) if s is not None]
+        claims = [claim for claim in (placement.claim() for placement, _ in done) if claim is not None]
+        sent = self.send_first([p.timer for p in [*(p for p, _ in done), *timed] if p.timer is not None])
+        if not sent:
+            self.give_back(claims)
+        write([(m, p.index_keys(sent=sent)) for m, p in zip(messages, timed, strict=True)])
+        waiting = [s for placement, s in done if placement.timer is None and placement.keys is not None]
+        indexed = [m for m, p in zip(messages, timed, strict=True) if p.index_keys(sent=sent) is not None]
+        self.catch_up(waiting + indexed, now, rate)
 
     def pace(self, placements: Sequence[Placement], rate: float | None, now: datetime) -> list[Placement]:
         """Slots for the timers of one queue's hand-off batch, in due order, from one pacing write.
@@ -90,21 +134,6 @@ class HandOff:
         for index, slot in zip(timed, slots, strict=True):
             paced[index] = handoff.paced(placements[index], slot, now, self.timing)
         return paced
-
-    def slots(
-        self,
-        queue: str,
-        rate: float,
-        due_ms: Sequence[int],
-        now: datetime,
-        *,
-        lead_ms: int = pacing.HANDOFF_LEAD_MS,
-        gather: Callable[[], datetime] | None = None,
-    ) -> tuple[Slot, ...]:
-        """Slots for due times of one queue (the sweeper's chunks, the dispatcher's missed slots, which
-        are already in a dispatcher and so need a shorter `lead_ms`; see `Pacer.slots` for `gather`)."""
-        assert self.pacer is not None
-        return self.pacer.slots(queue, rate, due_ms, now, lead_ms=lead_ms, gather=gather)
 
     def send_first(self, timers: Sequence[Scheduled]) -> bool:
         """Timers of items not written yet, all or none; False: SQS refused, the items go to the due index."""
@@ -139,16 +168,6 @@ class HandOff:
         if give_back:
             self.give_back(failed)
         return failed
-
-    def written(self, placement: Placement, message: Message, now: datetime, rate: float | None = None) -> None:
-        """After an item-first write: its timer sent (a refused one keeps its lease, which runs out, and
-        the recovery sweep hands the message off), or, stored with index keys only, handed off by the
-        writer if a sweep may have passed it meanwhile."""
-        claim = placement.claim()
-        if claim is not None:
-            self.send_claimed([claim], now, give_back=False)
-        elif placement.keys is not None:
-            self.catch_up([message], now, rate)
 
     def catch_up(self, written: Sequence[Message], started: datetime, rate: float | None = None) -> int:
         """Messages just stored with due-index keys and no timer, whose hand-off window opened while

@@ -11,7 +11,7 @@ from hourglass.adapters.message_storage import cursor_after
 from hourglass.core import admission, delivery_control, lifecycle, limits, schedule, validation
 from hourglass.core.admission import Fields, admit
 from hourglass.core.document import message_doc
-from hourglass.core.handoff import Claim, Placement, Scheduled
+from hourglass.core.handoff import Placement
 from hourglass.core.ids import is_valid_id, new_id
 from hourglass.core.lifecycle import can_cancel, can_edit
 from hourglass.core.model import LATER_NAMESPACE, Message, Status
@@ -66,76 +66,48 @@ class Messages:
         self, messages: list[Message], now: datetime, rate: float | None = None
     ) -> list[tuple[Message, bool]]:
         """Dedup messages are written first (with a lease), then every timer goes out at once; the
-        other items are written last, with index keys only if their timers were refused.
-
-        A rate-limited queue's timers get pacing slots: one write for the request's plain messages
-        (in due order), one per dedup message."""
-        handoff = self.ctx.handoff
+        other items are written last, with index keys only if their timers were refused. A rate-limited
+        queue's timers get pacing slots in due order (one pacing write)."""
         # One due after its expiry is stored expired: its failure notice rides on its put.
         notices = {m.id: transitions.owed_at_admission(self.ctx, m, now) for m in messages if m.status.finished}
-        results: dict[int, tuple[Message, bool]] = {}
-        plain: list[tuple[int, Message, Placement]] = []
-        timers: list[Scheduled] = []
-        claims: list[Claim] = []
-        waiting: list[Message] = []  # dedup messages stored with index keys only
-        seen_dedup: dict[str, Message] = {}
-        for index, message in enumerate(messages):
-            if message.dedup_id is None:
-                placement = handoff.place(message, now, written_first=False)
-                plain.append((index, message, placement))
-            elif message.dedup_id in seen_dedup:
-                results[index] = (seen_dedup[message.dedup_id], True)
-            else:
-                claimed = len(claims)
-                stored, duplicate = self._store_dedup(message, now, timers, claims, rate, notices.get(message.id))
-                if not duplicate and len(claims) == claimed:
-                    waiting.append(stored)
-                seen_dedup[message.dedup_id] = stored
-                results[index] = (stored, duplicate)
-        paced = handoff.pace([placement for _, _, placement in plain], rate, now)
-        plain = [(index, message, placement) for (index, message, _), placement in zip(plain, paced, strict=True)]
-        timers.extend(placement.timer for placement in paced if placement.timer is not None)
-        sent = handoff.send_first(timers)
-        if not sent:
-            handoff.give_back(claims)
-        self.store.put_messages(
-            [(message, placement.index_keys(sent=sent) or _outbox(notices, message)) for _, message, placement in plain]
-        )
-        indexed = [message for _, message, placement in plain if placement.index_keys(sent=sent) is not None]
-        handoff.catch_up(indexed + waiting, now, rate)
-        for index, message, _ in plain:
-            results[index] = (message, False)
-            self.ctx.metrics.count("Scheduled", queue=message.queue)
-        for message, duplicate in results.values():
-            if not duplicate and message.id in notices:
-                transitions.admitted(self.ctx, message, notices[message.id], now)
-        return [results[i] for i in range(len(messages))]
+        firsts: dict[str, Message] = {}  # by dedup id: a later one of the same request is its duplicate
+        for message in messages:
+            if message.dedup_id is not None:
+                firsts.setdefault(message.dedup_id, message)
+        plain = [message for message in messages if message.dedup_id is None]
+        stored: dict[str, tuple[Message, bool]] = {}  # by id: what a dedup message's write found
 
-    def _store_dedup(
-        self,
-        message: Message,
-        now: datetime,
-        timers: list[Scheduled],
-        claims: list[Claim],
-        rate: float | None,
-        notice: Owed | None = None,
+        def write_first(message: Message, placement: Placement) -> Message | None:
+            leased = replace(message, claimed_until=placement.lease)
+            keys = _outbox(notices, message) or placement.keys
+            first_id = self.store.put_with_dedup(leased, keys, now=now, window=DEDUP_WINDOW)
+            if first_id is not None:
+                stored[message.id] = (self.store.get_message(message.queue, first_id) or message, True)
+                return None
+            stored[message.id] = (leased, False)
+            return leased
+
+        def write(placed: list[tuple[Message, SweepKeys | None]]) -> None:
+            self.store.put_messages([(message, keys or _outbox(notices, message)) for message, keys in placed])
+
+        self.ctx.handoff.ingest(plain, now, rate, write, first=list(firsts.values()), write_first=write_first)
+        results = [self._result(message, firsts, stored) for message in messages]
+        for message, duplicate in results:
+            if not duplicate:
+                self.ctx.metrics.count("Scheduled", queue=message.queue)
+                if message.id in notices:
+                    transitions.admitted(self.ctx, message, notices[message.id], now)
+        return results
+
+    @staticmethod
+    def _result(
+        message: Message, firsts: dict[str, Message], stored: dict[str, tuple[Message, bool]]
     ) -> tuple[Message, bool]:
-        # Stored with due-index keys and a lease: if the timer is never sent, the recovery sweep
-        # hands it off when the lease runs out.
-        placement = self.ctx.handoff.place(message, now, written_first=True, rate=rate)
-        if placement.lease is not None:
-            message = replace(message, claimed_until=placement.lease)
-        keys = notice.keys if notice is not None else placement.keys
-        first_id = self.store.put_with_dedup(message, keys, now=now, window=DEDUP_WINDOW)
-        if first_id is not None:
-            original = self.store.get_message(message.queue, first_id)
-            return (original or message, True)
-        claim = placement.claim()
-        if placement.timer is not None and claim is not None:
-            timers.append(placement.timer)
-            claims.append(claim)
-        self.ctx.metrics.count("Scheduled", queue=message.queue)
-        return message, False
+        """What one message of a request became: itself, or the message its dedup id already names."""
+        if message.dedup_id is None:
+            return message, False
+        first = firsts[message.dedup_id]
+        return stored[first.id] if first is message else (stored[first.id][0], True)
 
     def get(self, queue: str, message_id: str) -> Message:
         if queue != LATER_NAMESPACE:
@@ -201,11 +173,12 @@ class Messages:
             due = schedule.due_time(now, delay=edit.delay, deliver_at=edit.deliver_at, default_delay=0)
         body = edit.body if edit.has_body else message.body
         change = lifecycle.reschedule(message, due=due, body=body, now=now, retention=transitions.retention(self.ctx))
-        handoff = self.ctx.handoff
-        placement = handoff.place(change.message, now, written_first=True, rate=rate)
-        written = transitions.revise(self.ctx, message, change, placement, now, new_body=edit.has_body)
-        handoff.written(placement, written, now, rate)
-        return written
+        return self.ctx.handoff.hand_off(
+            change.message,
+            now,
+            rate,
+            lambda _, placement: transitions.revise(self.ctx, message, change, placement, now, new_body=edit.has_body),
+        )
 
 
 def _outbox(notices: dict[str, Owed | None], message: Message) -> SweepKeys | None:

@@ -8,8 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
 
-from hourglass.core import admission, delivery_control, fanout, handoff, lifecycle, operations, validation
-from hourglass.core.handoff import Claim, Placement
+from hourglass.core import admission, delivery_control, fanout, lifecycle, operations, validation
+from hourglass.core.handoff import Placement
 from hourglass.core.ids import is_valid_id, new_id
 from hourglass.core.model import Message
 from hourglass.core.operations import SEGMENTS, Action, MessageResult, Operation, OperationStatus, tally
@@ -143,9 +143,7 @@ class Operations:
                 matching = [
                     m for m, was in page if not was and request.filter.matches(request.action, m.status, m.due_at)
                 ]
-                results = self._apply_page(operation, matching, now, pool)
-                self._send(operation, [claim for _, claim in results if claim is not None], now)
-                progress = tally([*done, *(r for r, _ in results)])
+                progress = tally([*done, *self._apply_page(operation, matching, now, pool)])
                 if not self.store.record_page(
                     operation.queue, operation.id, segment, (start, cursor), progress, now=now
                 ):
@@ -155,44 +153,41 @@ class Operations:
 
     def _apply_page(
         self, operation: Operation, messages: list[Message], now: datetime, pool: ThreadPoolExecutor
-    ) -> list[tuple[MessageResult, Claim | None]]:
-        """One page: each message's transition planned, then (shift, redeliver on a rate-limited queue)
-        the page's timers paced together in due order with one pacing write, then the conditional writes."""
-        planned: list[tuple[Message, lifecycle.Change | None, Placement | None]] = []
-        skipped: list[tuple[MessageResult, Claim | None]] = []
+    ) -> list[MessageResult]:
+        """One page: each message's transition planned, then written (conditionally, several at once), shift
+        and redeliver handed off together (a rate-limited queue's timers paced in due order, one pacing write)."""
+        if not messages or operation.request.action is Action.CANCEL:
+            cancel = self._write(operation, None, None, now)
+            return list(pool.map(lambda message: self._apply(operation, message, cancel)[0], messages))
+        results: list[MessageResult] = []
+        changes: dict[str, tuple[Message, lifecycle.Change]] = {}
         # Shift and redeliver write new versions: each is admitted against the queue's target as it is now.
-        admitting = messages and operation.request.action is not Action.CANCEL
-        queue = self.store.get_queue(operation.queue) if admitting else None
-        if admitting:
-            messages = admitted_bodies(self.ctx, messages, queue)
-        for message in messages:
+        queue = self.store.get_queue(operation.queue)
+        for message in admitted_bodies(self.ctx, messages, queue):
             try:
                 change = self._change(operation, message, now)
-                if change is not None:
-                    admission.check(change.message, queue)
+                admission.check(change.message, queue)
             except (ValueError, ValidationError, ConflictError) as exc:
                 log("operation_skip", id=message.id, operation=operation.id, error=str(exc))
-                skipped.append((MessageResult.SKIPPED, None))
+                results.append(MessageResult.SKIPPED)
                 continue
-            timing = self.ctx.handoff.timing
-            placement = None if change is None else handoff.place(change.message, now, timing, written_first=True)
-            planned.append((message, change, placement))
-        placements = {i: placement for i, (_, _, placement) in enumerate(planned) if placement is not None}
-        if any(placement.timer is not None for placement in placements.values()):
-            # Only a page with timers reads the queue's limit; an unlimited queue's page writes nothing more.
-            paced = self.ctx.handoff.pace(list(placements.values()), self._rate(operation.queue), now)
-            for i, placement in zip(placements, paced, strict=True):
-                planned[i] = (planned[i][0], planned[i][1], placement)
-        return skipped + list(pool.map(lambda step: self._apply(operation, step[0], step[1], step[2], now), planned))
+            changes[message.id] = (message, change)
+        applied: dict[str, MessageResult] = {}
 
-    def _rate(self, queue_name: str) -> float | None:
-        return delivery_control.of(self.store.get_queue(queue_name)).rate_limit
+        def write(version: Message, placement: Placement) -> Message | None:
+            message, change = changes[version.id]
+            write_one = self._write(operation, change, placement, now)
+            applied[version.id], written = self._apply(operation, message, write_one)
+            return written
 
-    def _change(self, operation: Operation, message: Message, now: datetime) -> lifecycle.Change | None:
-        """The single-message transition of shift or redeliver, as its endpoint makes it (None for cancel)."""
+        rate = delivery_control.of(queue).rate_limit
+        versions = [change.message for _, change in changes.values()]
+        self.ctx.handoff.written_first(versions, now, rate, write, each=pool.map)
+        return results + list(applied.values())
+
+    def _change(self, operation: Operation, message: Message, now: datetime) -> lifecycle.Change:
+        """The single-message transition of shift or redeliver, as its endpoint makes it."""
         action = operation.request.action
-        if action is Action.CANCEL:
-            return None
         if action is Action.SHIFT:
             assert operation.request.seconds is not None
             due = operations.shifted_due(message.due_at, operation.request.seconds, now)
@@ -201,15 +196,10 @@ class Operations:
         return lifecycle.redeliver(message, RedeliverRequest().due(now))
 
     def _apply(
-        self,
-        operation: Operation,
-        message: Message,
-        change: lifecycle.Change | None,
-        placement: Placement | None,
-        now: datetime,
-    ) -> tuple[MessageResult, Claim | None]:
+        self, operation: Operation, message: Message, write: Callable[[Message], Message | None]
+    ) -> tuple[MessageResult, Message | None]:
         try:
-            return MessageResult.APPLIED, self._write(operation, message, change, placement, now)
+            return MessageResult.APPLIED, write(message)
         except StaleVersionError:
             mark = self.store.last_op(message.queue, message.id)
             return (MessageResult.ALREADY_APPLIED if mark == operation.id else MessageResult.SKIPPED), None
@@ -218,27 +208,17 @@ class Operations:
             return MessageResult.SKIPPED, None
 
     def _write(
-        self,
-        operation: Operation,
-        message: Message,
-        change: lifecycle.Change | None,
-        placement: Placement | None,
-        now: datetime,
-    ) -> Claim | None:
+        self, operation: Operation, change: lifecycle.Change | None, placement: Placement | None, now: datetime
+    ) -> Callable[[Message], Message | None]:
         """The single-message transition of the action (cancel, reschedule, redeliver) through the same home as
-        its endpoint's, conditional on the version and marked with the operation; the page's timers go together."""
-        if change is None or placement is None:
-            transitions.cancel(self.ctx, message, now, operation=operation.id)
-            return None
-        if operation.request.action is Action.REDELIVER:
-            written = transitions.redeliver(self.ctx, message, change, placement, operation=operation.id)
-        else:
-            written = transitions.revise(self.ctx, message, change, placement, now, operation=operation.id)
-        if placement.timer is None and placement.keys is not None:
-            self.ctx.handoff.catch_up([written], now)
-        return placement.claim()
+        its endpoint's, conditional on the version and marked with the operation; it returns the new version."""
 
-    def _send(self, operation: Operation, claims: list[Claim], now: datetime) -> None:
-        if claims:
-            # A refused timer leaves its lease to run out; the recovery sweep then hands the message off.
-            self.ctx.handoff.send_claimed(claims, now, give_back=False)
+        def write(message: Message) -> Message | None:
+            if change is None or placement is None:
+                transitions.cancel(self.ctx, message, now, operation=operation.id)
+                return None
+            if operation.request.action is Action.REDELIVER:
+                return transitions.redeliver(self.ctx, message, change, placement, operation=operation.id)
+            return transitions.revise(self.ctx, message, change, placement, now, operation=operation.id)
+
+        return write

@@ -1,20 +1,30 @@
-"""Pacing at hand-off: start slots from a rate-limited queue's `#pace` item, one conditional write per batch.
+"""Pacing: start slots from a rate-limited queue's `#pace` item (one conditional write per batch), and the
+dispatcher's side of it (new slots for late timers, a begun attempt waiting for its slot).
 
 See docs/delivery-control.md ("Rate limit: pacing at hand-off"); the slot rules are `core.pacing`.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from hourglass.core import delivery_control, pacing
-from hourglass.core.model import Queue
+from hourglass.core import delivery_control, pacing, schedule
+from hourglass.core.deadline import ATTEMPT_BUDGET, BOOKKEEPING, attempt_deadline
+from hourglass.core.delivery_control import DeliveryControl
+from hourglass.core.handoff import Timer
+from hourglass.core.model import LATER_NAMESPACE, Message, Queue, Status
 from hourglass.core.pacing import Slot
-from hourglass.core.timestamps import to_ms
+from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.errors import StoreError
+from hourglass.logs import log
+
+if TYPE_CHECKING:
+    from hourglass.service.context import Context
 
 # Allocation rounds before giving up (each lost round means another allocator just won).
 MAX_ROUNDS = 64
@@ -198,3 +208,161 @@ class StartBoard:
             waiting.remove(me)
         if not waiting:
             self._waiting.pop(me.queue, None)
+
+
+# The dispatcher's side ------------------------------------------------------------------------
+# A missed pacing slot is re-paced by the dispatcher that holds the timer, so the new slot needs only
+# the begin write's lead (dispatch's BEGIN_LEAD) and none for a trip through the timer queue ...
+REPACE_LEAD_MS = 500
+# ... and the attempt waits there for it when it is at most this far off and the invocation's deadline
+# leaves room: sent round the timer queue again it would reach a dispatcher late again.
+REPACE_HOLD = timedelta(seconds=30)
+# New slots one timer takes within one invocation before it goes back to the timer queue.
+MAX_REPACES = 5
+# A begun attempt whose slot went by during the begin write needs no write before its new slot.
+BEGUN_LEAD_MS = 50
+# Timers of a rate-limited queue that come without a slot (back from a pause) wait in their dispatcher
+# until this long after the first of them, then take slots together in due order (one pacing write):
+# every timer parked before the resume is back by then (PAUSE_RECHECK), so the drain keeps due order.
+RESUME_GATHER = timedelta(seconds=delivery_control.PAUSE_RECHECK + 1)
+# A paced attempt reads the pause state again this long before its slot (within PAUSE_READ_MAX_AGE).
+PAUSE_READ_AHEAD = timedelta(milliseconds=500)
+
+
+class PacedStarts:
+    """A dispatcher's side of pacing: timers that come too late for their slots (or without one, back from
+    a pause) take new ones, a paced timer of a queue whose limit was removed goes at its message's due
+    time, and a begun attempt waits for its slot on this process's start board."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.board = StartBoard()
+        self._gathers: dict[str, datetime] = {}
+        self._lock = threading.Lock()
+
+    def repace_batch(self, timers: Sequence[Timer], control: Callable[[str], DeliveryControl]) -> dict[int, Timer]:
+        """New slots, per rate-limited queue with one pacing write and in due order, for a batch's timers
+        that come too late for theirs, by index. Anything else (slot-less timers gather in their own
+        threads, `repace`) is left to each timer's attempt."""
+        now = self.ctx.clock()
+        need: dict[str, list[int]] = {}
+        for index, timer in enumerate(timers):
+            if timer.queue == LATER_NAMESPACE or schedule.is_early(from_ms(timer.due_ms), now):
+                continue
+            if timer.slot is not None and timer.slot.missed(to_ms(now)):
+                need.setdefault(timer.queue, []).append(index)
+        repaced: dict[int, Timer] = {}
+        for name, indices in need.items():
+            try:
+                queue = control(name)
+                if queue.rate_limit is None or queue.paused:
+                    continue
+                due = [timers[i].due_ms for i in indices]
+                slots = self.ctx.pacer.slots(name, queue.rate_limit, due, now, lead_ms=REPACE_LEAD_MS)
+            except Exception as exc:
+                log("batch_pacing_failed", queue=name, error=f"{type(exc).__name__}: {exc}")
+                continue
+            for index, slot in zip(indices, slots, strict=True):
+                repaced[index] = replace(timers[index], due_ms=slot.start_ms, latest_ms=slot.latest_ms)
+            self.ctx.metrics.count("Repaced", len(indices), queue=name)
+        return repaced
+
+    def unpaced(self, timer: Timer, rate: float | None) -> Timer:
+        """A paced timer of a queue that has no rate limit any more: the slot holds the message back no
+        longer and the timer targets the message's own due time instead."""
+        if rate is not None:
+            return timer
+        message = self.ctx.store.get_message(timer.queue, timer.id)
+        if message is None or message.status is not Status.PENDING or message.version != timer.version:
+            return timer  # not written yet, or moved on: its start fails as it would have
+        self.ctx.metrics.count("Unpaced", queue=timer.queue)
+        return replace(timer, due_ms=to_ms(message.due_at), latest_ms=None)
+
+    def repace(self, timer: Timer, rate: float, now: datetime, repaces: int) -> Timer:
+        """A new slot for a timer without one (or that missed its own); its message stays pending. Slots
+        are never before the timer's due time, which is never before the message's. A slot-less timer
+        (back from a pause) first gathers with the others of its queue in this process."""
+        gather = functools.partial(self._gather, timer.queue) if timer.slot is None else None
+        (slot,) = self.ctx.pacer.slots(timer.queue, rate, [timer.due_ms], now, lead_ms=REPACE_LEAD_MS, gather=gather)
+        now = self.ctx.clock()
+        self.ctx.metrics.count("Repaced", queue=timer.queue)
+        late = None if timer.latest_ms is None else to_ms(now) - timer.latest_ms
+        in_ms = slot.start_ms - to_ms(now)
+        log("repaced", id=timer.id, queue=timer.queue, late_ms=late, slot_in_ms=in_ms, repaces=repaces)
+        return replace(timer, due_ms=slot.start_ms, latest_ms=slot.latest_ms)
+
+    def may_hold(self, start: datetime, now: datetime, deadline: datetime | None, repaces: int = 0) -> bool:
+        """Whether an attempt may wait in this invocation (ending at `deadline`) for a slot at `start`, rather
+        than go round the timer queue."""
+        room = deadline is None or start + ATTEMPT_BUDGET <= deadline
+        return repaces < MAX_REPACES and room and start - now <= REPACE_HOLD
+
+    def _gather(self, queue: str) -> datetime:
+        """Waits until the queue's gathering instant (set by the first slot-less timer of a window)."""
+        now = self.ctx.clock()
+        with self._lock:
+            until = self._gathers.get(queue)
+            if until is None or now > until:
+                until = self._gathers[queue] = now + RESUME_GATHER
+        self.ctx.sleep(schedule.seconds_until(until, now))
+        return self.ctx.clock()
+
+    def start(
+        self,
+        timer: Timer,
+        message: Message,
+        control: DeliveryControl,
+        lease_end: datetime,
+        deadline: datetime | None,
+        paused: Callable[[str], tuple[datetime, bool]],
+    ) -> datetime | None:
+        """When a begun attempt of a rate-limited queue may start: inside a slot, which it waits for on the
+        start board (where an attempt due earlier may take it over and leave its own). A slot missed (the
+        begin write ate its tolerance) is replaced by a new one while the attempt still owns the message.
+        None (put it back): no near slot fits its lease and invocation (`deadline`), or the queue was
+        paused meanwhile (`paused`: the queue's pause state and when the read it comes from was sent)."""
+        slot, rate = timer.slot, control.rate_limit
+        assert slot is not None and rate is not None
+
+        def fits(candidate: Slot) -> bool:
+            start = from_ms(candidate.start_ms)
+            ends = attempt_deadline(start, control.timeout)
+            room = deadline is None or ends <= deadline
+            within = start - self.ctx.clock() <= REPACE_HOLD
+            return room and within and ends + timedelta(seconds=BOOKKEEPING) <= lease_end
+
+        for _ in range(MAX_REPACES):
+            now = self.ctx.clock()
+            if slot.missed(to_ms(now)):
+                (slot,) = self.ctx.pacer.slots(timer.queue, rate, [timer.due_ms], now, lead_ms=BEGUN_LEAD_MS)
+                self.ctx.metrics.count("Repaced", queue=timer.queue)
+                log("repaced_begun", id=timer.id, queue=timer.queue, slot_in_ms=slot.start_ms - to_ms(now))
+            if not fits(slot):
+                return None
+            waiting = self.board.join(timer.queue, to_ms(message.due_at), slot, fits, to_ms(now))
+            read_at: datetime | None = None
+            try:
+                while (turn := self.board.start(waiting, to_ms(self.ctx.clock()))) is None:
+                    start = from_ms(waiting.slot.start_ms)
+                    if read_at is None and self.ctx.clock() >= start - PAUSE_READ_AHEAD:
+                        # The pause state read before the begin is too old by the start: read it again
+                        # a little ahead, so the read's latency does not eat the slot's window.
+                        read_at, stopped = paused(timer.queue)
+                        if stopped:
+                            return None
+                        continue
+                    wake = start if read_at is not None else start - PAUSE_READ_AHEAD
+                    # In short steps: another attempt joining may move this one's slot earlier.
+                    self.ctx.sleep(min(BOARD_POLL_S, schedule.seconds_until(wake, self.ctx.clock())))
+            finally:
+                self.board.leave(waiting)
+            slot = turn
+            now = self.ctx.clock()
+            if read_at is None or not delivery_control.pause_read_fresh(read_at, now):
+                read_at, stopped = paused(timer.queue)
+                if stopped:
+                    return None
+                now = self.ctx.clock()
+            if not slot.missed(to_ms(now)):
+                return now
+        return None

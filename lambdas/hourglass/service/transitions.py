@@ -173,13 +173,13 @@ def put_back(ctx: Context, message: Message, rate: float | None, now: datetime) 
 
 
 def _pending_again(ctx: Context, change: Change, rate: float | None, now: datetime) -> bool:
-    placement = ctx.handoff.place(change.message, now, written_first=True, rate=rate)
-    change = change.leased(placement.lease)
+    def write(_: Message, placement: Placement) -> Message:
+        return ctx.store.await_retry(change.leased(placement.lease), placement.keys)
+
     try:
-        ctx.store.await_retry(change, placement.keys)
+        ctx.handoff.hand_off(change.message, now, rate, write)
     except StaleVersionError:
         return False
-    ctx.handoff.written(placement, change.message, now, rate)
     return True
 
 
@@ -232,18 +232,20 @@ def materialize(ctx: Context, schedule: Schedule, queue: Queue, after: datetime,
     at = schedule.next_after(after)
     if at is None or schedule.paused:
         return None
-    message = admission.occurrence(schedule, queue, at, now)
-    # A rate-limited queue's occurrence takes its pacing slot here, as ingest does (one pacing write).
-    placement = ctx.handoff.place(message, now, written_first=True, rate=delivery_control.of(queue).rate_limit)
-    if placement.lease is not None:
-        message = replace(message, claimed_until=placement.lease)
-    notice = owed_at_admission(ctx, message, now)
-    if not ctx.store.put_occurrence(message, notice.keys if notice else placement.keys):
+    occurrence = admission.occurrence(schedule, queue, at, now)
+    notice = owed_at_admission(ctx, occurrence, now)
+
+    def write(message: Message, placement: Placement) -> Message | None:
+        leased = replace(message, claimed_until=placement.lease)
+        return leased if ctx.store.put_occurrence(leased, notice.keys if notice else placement.keys) else None
+
+    # A rate-limited queue's occurrence takes its pacing slot as ingest does (one pacing write).
+    stored = ctx.handoff.hand_off(occurrence, now, delivery_control.of(queue).rate_limit, write)
+    if stored is None:
         return None
     ctx.metrics.count("Scheduled", queue=queue.name)
-    ctx.handoff.written(placement, message, now)
-    admitted(ctx, message, notice, now)
-    return message
+    admitted(ctx, stored, notice, now)
+    return stored
 
 
 def repair(ctx: Context, time_left: Callable[[], float] = lambda: 60.0, limit: int = REPAIR_BATCH) -> int:

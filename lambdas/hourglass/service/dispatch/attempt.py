@@ -1,0 +1,122 @@
+"""One attempt: the begin (pending -> delivering, one conditional write), the checks a begun message passes (its
+queue's lifetime, its schedule), the wait for its due time or pacing slot, the delivery, and its outcome."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+from hourglass.core import delivery, epoch, lifecycle, schedule
+from hourglass.core.delivery_control import DeliveryControl
+from hourglass.core.handoff import Scheduled, Timer
+from hourglass.core.model import LATER_NAMESPACE, Message, Queue, Status
+from hourglass.core.timestamps import from_ms
+from hourglass.errors import StaleVersionError
+from hourglass.logs import log
+from hourglass.service import targets, transitions
+from hourglass.service.context import Context
+from hourglass.service.dispatch.outcome import Outcomes, Result
+from hourglass.service.pacing import PacedStarts
+
+# A timer can beat the ingest write it belongs to (the timer is sent first); give the write time.
+MISSING_GRACE = timedelta(seconds=60)
+# Such a timer is looked at again after as long as it has waited so far (1 s at least, this at most):
+# far sooner than the queue's visibility timeout, and an orphan timer costs a handful of resends.
+MISSING_RETRY_MAX = 15
+
+
+class Attempts:
+    def __init__(self, ctx: Context, pacing: PacedStarts, outcomes: Outcomes) -> None:
+        self.ctx = ctx
+        self.pacing = pacing
+        self.outcomes = outcomes
+
+    def run(
+        self,
+        timer: Timer,
+        queue: Queue | None,
+        control: DeliveryControl,
+        now: datetime,
+        lease: timedelta,
+        deadline: datetime | None,
+        paused: Callable[[str], tuple[datetime, bool]],
+    ) -> Result:
+        """Begin, wait for the due time (or slot), deliver, record; the caller holds any concurrency slot.
+        `deadline`: the invocation's end; `paused`: a fresh read of a queue's pause state (`QueueReads`)."""
+        due = from_ms(timer.due_ms)
+        lease_end = now + lease
+        try:
+            message = self._begin(timer, now, lease)
+        except StaleVersionError:
+            return self._not_startable(timer, now)
+        if message.queue != LATER_NAMESPACE and not epoch.belongs(queue, message.queue_epoch):
+            return self.outcomes.end(message, Status.CANCELLED, now, "queue deleted")
+        current = self._schedule(message, queue) if queue is not None else None
+        if message.schedule is not None and queue is not None and not message.redelivered and current is None:
+            return self.outcomes.end(message, Status.CANCELLED, now, "schedule deleted, replaced or paused")
+        if timer.slot is not None and control.rate_limit is not None:
+            paced_start = self.pacing.start(timer, message, control, lease_end, deadline, paused)
+            if paced_start is None:
+                return self.outcomes.put_back(message, control.rate_limit, self.ctx.clock())
+            now = paced_start
+        else:
+            self.ctx.sleep(schedule.seconds_until(due, self.ctx.clock()))
+            now = self.ctx.clock()
+        if message.expires_at is not None and now > message.expires_at:
+            return self.outcomes.end(message, Status.EXPIRED, now, "expired before delivery", read=current)
+        started = self.ctx.clock()
+        try:
+            outcome = targets.deliver(self.ctx, message, queue)
+        except (UnicodeError, ValueError, TypeError, LookupError) as exc:
+            # An encoding or data error: the next attempt would raise it again. Anything else (a crash)
+            # escapes to the batch, which leaves the timer to SQS and the lease to a takeover.
+            outcome = delivery.Outcome(False, retryable=False, error=f"internal error: {type(exc).__name__}: {exc}")
+        done = self.ctx.clock()
+        if outcome.delivered:
+            return self.outcomes.delivered(message, started, done, outcome, current)
+        return self.outcomes.failed(message, queue, outcome, started, done, current)
+
+    def _begin(self, timer: Timer, now: datetime, lease: timedelta) -> Message:
+        """pending(v) -> delivering, or take over a delivering message whose lease ran out.
+
+        One conditional write either way (a failed one costs a write unit too). A timer's version is
+        always a pending one, so the new version is v + 1 exactly when the start was from pending(v);
+        a takeover of delivering(w) gives w + 1, and w > v.
+        """
+        start = lifecycle.begin_delivery(timer.version, now, lease)
+        message = self.ctx.store.begin_delivery(timer.queue, timer.id, start)
+        if message.version != timer.version + 1:
+            # The dispatcher that held the lease died; it may have reached the target first. The message
+            # sat in `delivering` past its lease until now: operators see it (the StuckDelivering alarm).
+            self.ctx.metrics.count("Redelivered", queue=message.queue)
+            self.ctx.metrics.count("StuckDelivering", queue=message.queue)
+            log("taken_over", id=message.id, queue=message.queue, attempt=message.attempts)
+        return message
+
+    def _schedule(self, message: Message, queue: Queue) -> transitions.Chained | None:
+        """The schedule an occurrence about to be delivered belongs to, read once: None if it is stale
+        (deleted, replaced or paused). A redelivered one is delivered whatever its schedule became. Its
+        next occurrence is stored after the outcome (`transitions.chain`), off the delivery's path."""
+        if message.schedule is None or message.redelivered:
+            return None
+        current = self.ctx.store.get_schedule(message.queue, message.schedule)
+        if current is None or not transitions.is_current(current, message):
+            return None
+        return transitions.Chained(current, queue)
+
+    def _not_startable(self, timer: Timer, now: datetime) -> Result:
+        current = self.ctx.store.get_message(timer.queue, timer.id)
+        # Not written yet, or written just after the failed start (which now would succeed).
+        unwritten = current is None and now - from_ms(timer.sent_ms) < MISSING_GRACE
+        if unwritten or (current is not None and current.status is Status.PENDING and current.version == timer.version):
+            # The first send time stays in the timer, so the grace still counts from it.
+            waited = (now - from_ms(timer.sent_ms)).total_seconds()
+            self.ctx.handoff.resend([Scheduled(timer, int(min(MISSING_RETRY_MAX, max(1, waited))))])
+            return Result(True, "not_yet_written")
+        if current is not None and current.status is Status.DELIVERING:
+            # Leased by an attempt under way. Acknowledging would lose the message if that
+            # dispatcher dies and its own timer came back before the lease ran out; kept, the timer
+            # comes back when the lease ends, to take over from a dispatcher that died.
+            return Result(False, "in_flight", back_at=current.claimed_until)
+        self.ctx.metrics.count("Skipped", queue=timer.queue)
+        return Result(True, "skipped")

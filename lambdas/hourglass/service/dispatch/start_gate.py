@@ -1,0 +1,184 @@
+"""Whether a timer's attempt starts now: not before its due time, not past the invocation's deadline, not while its
+queue is paused, only inside a pacing slot and with a concurrency slot. Otherwise its timer goes back to the timer
+queue and its message stays pending."""
+
+from __future__ import annotations
+
+import math
+import random
+import threading
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+from hourglass.core import concurrency, deadline, delivery_control, handoff, schedule
+from hourglass.core.concurrency import Lease
+from hourglass.core.delivery_control import DeliveryControl
+from hourglass.core.handoff import Scheduled, Timer
+from hourglass.core.model import LATER_NAMESPACE, Queue
+from hourglass.core.timestamps import from_ms, to_ms
+from hourglass.errors import StoreError
+from hourglass.logs import log
+from hourglass.service.context import Context
+from hourglass.service.dispatch.attempt import Attempts
+from hourglass.service.dispatch.outcome import Result
+from hourglass.service.pacing import REPACE_HOLD, PacedStarts
+
+# The attempt starts (pending -> delivering, one conditional write) this long before the due time,
+# so the write's latency is not added to the delivery's lateness; the delivery waits for the due time.
+BEGIN_LEAD = timedelta(milliseconds=250)
+# ... but not sooner than this after the timer was sent: a hand-off timer is sent before its item is
+# written, and starting before the write lands costs a failed write and a re-send.
+WRITE_GRACE = timedelta(seconds=1)
+# A paced attempt (rate-limited queue) begins as soon as its timer arrives, up to this long before its
+# slot: a begin write slowed by load then still lands inside the slot's window, and the pause state
+# is read again just before the start (delivery_control.PAUSE_READ_MAX_AGE).
+PACED_BEGIN_LEAD = timedelta(seconds=2)
+# Any instant: a lease length does not depend on when it starts.
+EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
+# How old a cached queue (and its pause flag) may be when an attempt starts (delivery_control).
+QUEUE_MAX_AGE = delivery_control.PAUSE_READ_MAX_AGE
+
+
+class QueueReads:
+    """The queues a batch's attempts start on, each from a strongly consistent read at most QUEUE_MAX_AGE old
+    (its age counted from before the read was sent), so a start never relies on an older pause state. A batch
+    starts with none: a queue deleted before it is seen as deleted, never a cached answer of an earlier one."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self._read: dict[str, tuple[datetime, Queue | None]] = {}
+        self._lock = threading.Lock()
+
+    def clear(self) -> None:
+        with self._lock:
+            self._read = {}
+
+    def get(self, name: str) -> Queue | None:
+        if name == LATER_NAMESPACE:
+            return None
+        sent = self.ctx.clock()
+        with self._lock:
+            cached = self._read.get(name)
+        if cached and delivery_control.pause_read_fresh(cached[0], sent):
+            return cached[1]
+        queue = self.ctx.store.get_queue(name, consistent=True)
+        with self._lock:
+            self._read[name] = (sent, queue)
+        return queue
+
+    def control(self, name: str) -> DeliveryControl:
+        return delivery_control.of(self.get(name))
+
+    def paused(self, name: str) -> tuple[datetime, bool]:
+        """The queue's pause state and when the read it comes from was sent (a cached one may be older)."""
+        paused = self.control(name).paused
+        with self._lock:
+            cached = self._read.get(name)
+        return (cached[0] if cached else self.ctx.clock() - delivery_control.PAUSE_READ_MAX_AGE), paused
+
+
+class StartGate:
+    def __init__(self, ctx: Context, queues: QueueReads, pacing: PacedStarts, attempts: Attempts) -> None:
+        self.ctx = ctx
+        self.queues = queues
+        self.pacing = pacing
+        self.attempts = attempts
+        # The end of the invocation under way: no attempt starts that could not finish before it.
+        self.deadline: datetime | None = None
+
+    def process(self, timer: Timer, repaces: int = 0) -> Result:
+        now = self.ctx.clock()
+        due = from_ms(timer.due_ms)
+        if repaces and schedule.is_early(due, now) and self.pacing.may_hold(due, now, self.deadline):
+            # Re-paced here: wait for the slot in this dispatcher rather than round the timer queue.
+            self.ctx.sleep(schedule.seconds_until(due - timedelta(seconds=schedule.TIMER_HEAD_START), now))
+            now = self.ctx.clock()
+        if timer.slot is not None:
+            timer = self.pacing.unpaced(timer, self.queues.control(timer.queue).rate_limit)
+            due = from_ms(timer.due_ms)
+        if schedule.is_early(due, now):
+            self.ctx.handoff.resend([handoff.resend(timer, now)])
+            return Result(True, "redelayed")
+        lead = BEGIN_LEAD if timer.latest_ms is None else PACED_BEGIN_LEAD
+        start = min(due, max(due - lead, from_ms(timer.sent_ms) + WRITE_GRACE))
+        if self.deadline is not None and max(start, due) + deadline.ATTEMPT_BUDGET > self.deadline:
+            # Killed mid-attempt, it would be taken over only when its lease ends: send it again now.
+            return self._deferred(timer, now)
+        self.ctx.sleep(schedule.seconds_until(start, now))
+        queue = self.queues.get(timer.queue)
+        control = delivery_control.of(queue)
+        now = self.ctx.clock()
+        if self.deadline is not None and deadline.attempt_deadline(max(now, due), control.timeout) > self.deadline:
+            # The queue's timeout would outlast the invocation: send the timer again rather than be killed.
+            return self._deferred(timer, now)
+        if control.paused:
+            # No attempt starts while paused: the message stays pending and keeps its due time. The
+            # timer comes back without its slot: after the resume it takes a new one with the others.
+            self.ctx.handoff.resend([Scheduled(replace(timer, latest_ms=None), delivery_control.PAUSE_RECHECK)])
+            self.ctx.metrics.count("Paused", queue=timer.queue)
+            return Result(True, "paused")
+        if control.rate_limit is not None and (timer.slot is None or timer.slot.missed(to_ms(now))):
+            # A rate-limited queue's attempt starts only inside a pacing slot: take a new one.
+            return self._repace(timer, control.rate_limit, now, repaces)
+        # The lease allows for a begin at most BEGIN_TO_START ahead of the start; a paced one may be earlier,
+        # and may wait in this dispatcher for a new slot after its begin (`PacedStarts.start`).
+        ahead = due - now - timedelta(seconds=deadline.BEGIN_TO_START)
+        lease = self._lease(control.timeout) + max(timedelta(0), ahead)
+        if control.rate_limit is not None:
+            lease += REPACE_HOLD
+        held = None
+        if control.max_concurrency is not None:
+            holder = concurrency.holder(timer.id, timer.version)
+            until, now_ms = to_ms(now + lease), to_ms(now)
+            held = self.ctx.store.acquire_slot(timer.queue, control.max_concurrency, holder, until, now_ms, timer.waits)
+            if held is None:
+                return self._busy(timer)
+        try:
+            return self.attempts.run(timer, queue, control, now, lease, self.deadline, self.queues.paused)
+        finally:
+            if held is not None:
+                self._release(timer.queue, held)
+
+    def _deferred(self, timer: Timer, now: datetime) -> Result:
+        self.ctx.handoff.resend([handoff.resend(timer, now)])
+        self.ctx.metrics.count("Deferred", queue=timer.queue)
+        return Result(True, "deferred")
+
+    def _lease(self, timeout: float) -> timedelta:
+        """How long an attempt owns its message and its concurrency slot (the same instant for both).
+
+        The configured lease is sized for the default timeout (and kept short where the local runtime
+        polls with a short visibility); a queue with a longer timeout extends it past its attempt and
+        bookkeeping, so a live attempt is never taken over.
+        """
+        lease = self.ctx.settings.delivery_lease
+        if timeout > delivery_control.DEFAULT_TIMEOUT:
+            lease = max(lease, (deadline.delivery_lease(EPOCH, timeout) - EPOCH).total_seconds())
+        return timedelta(seconds=lease)
+
+    def _repace(self, timer: Timer, rate: float, now: datetime, repaces: int) -> Result:
+        """A new pacing slot for a timer without one (or that missed its own); the message stays pending.
+        A near slot is waited for here; a far one, or a timer re-paced too often, goes back to SQS."""
+        paced = self.pacing.repace(timer, rate, now, repaces)
+        now, start = self.ctx.clock(), from_ms(paced.due_ms)
+        if not self.pacing.may_hold(start, now, self.deadline, repaces):
+            self.ctx.handoff.resend([handoff.resend(paced, now)])
+            return Result(True, "repaced")
+        # Held: woken as a timer from the queue would be (its head start before the slot), then the
+        # usual path (pause read, deadline, begin) runs again.
+        self.ctx.sleep(schedule.seconds_until(start - timedelta(seconds=schedule.TIMER_HEAD_START), now))
+        return self.process(paced, repaces=repaces + 1)
+
+    def _busy(self, timer: Timer) -> Result:
+        """Every probed concurrency slot is held: the message stays pending, its timer comes back later."""
+        wait = concurrency.busy_wait(timer.waits, random.random())
+        self.ctx.handoff.resend([Scheduled(replace(timer, waits=timer.waits + 1), math.ceil(wait))])
+        self.ctx.metrics.count("Busy", queue=timer.queue)
+        return Result(True, "busy")
+
+    def _release(self, queue: str, held: Lease) -> None:
+        try:
+            self.ctx.store.release_slot(queue, held)
+        except StoreError as exc:
+            # The slot frees itself when its lease (the message's) runs out.
+            log("slot_release_failed", queue=queue, slot=held.slot, error=str(exc))
