@@ -1,8 +1,9 @@
 """The liveness check of a message table (issue 10): every message ended, or has a way forward.
 
 Final, or pending with due-index keys (a sweep, or the recovery sweep, hands it off) or a lease not yet
-over, or delivering under a lease not yet over; a delivering one past its lease lives only while its
-timer is in the timer queue (it comes back and the attempt is taken over). Anything else is stuck.
+over, or delivering under a lease not yet over; a pending or delivering one past its lease lives only while
+its timer is in the timer queue (it comes back: a paused queue's timer is sent on every recheck, a delivering
+attempt is taken over). Anything else is stuck.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def verdict(item: Mapping[str, Any], now_ms: int, timers: frozenset[str]) -> str
         return "indexed"
     if lease is not None and lease > now_ms:
         return "leased" if status is Status.PENDING else "in flight"
-    if status is Status.DELIVERING and item["sk"]["S"].removeprefix(MESSAGE_PREFIX) in timers:
+    if item["sk"]["S"].removeprefix(MESSAGE_PREFIX) in timers:
         return "timer waiting"
     return None
 

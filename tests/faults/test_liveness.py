@@ -72,6 +72,18 @@ def test_a_pending_message_without_index_keys_or_lease_is_stuck(harness: Harness
     assert check(harness).stuck == (f"orders/{created['id']} pending",)
 
 
+def test_a_paused_queues_pending_message_past_its_lease_lives_on_its_timer(harness: Harness) -> None:
+    # A paused queue's timer is sent again on every recheck: it is the message's way forward.
+    make_queue(harness)
+    harness.call("POST", "/v1/queues/orders/pause")
+    [created] = post(harness, {"body": 1, "delay": 1})
+    harness.clock.advance(harness.ctx.settings.delivery_lease + 60)
+    harness.ctx.handoff.resend([Scheduled(timer, 0) for t in harness.timers() for timer in read_timers(t["body"])])
+    timers = liveness.timer_ids(harness.sqs, harness.ctx.settings.timer_queue_url)
+    found = check(harness, timers=timers)
+    assert (timers, found.ok, found.counts) == ({created["id"]}, True, {"timer waiting": 1})
+
+
 def test_other_queues_are_left_out_when_asked(harness: Harness) -> None:
     make_queue(harness)
     make_queue(harness, "other")

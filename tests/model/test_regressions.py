@@ -102,3 +102,14 @@ def test_a_crash_in_a_schedule_resume_does_not_stall_it() -> None:
         lambda m: m.pause_schedule(name="a", schedule="s1", paused=True),
         crash_then_sync("/v1/queues/a/schedules/s1/resume", 2),
     )
+
+
+def test_a_paused_rate_limited_queue_keeps_its_message_alive_on_its_recheck_timer() -> None:
+    # Found by the model after the fixes (not in the list): the liveness check took a paused queue's
+    # pending message, which lives on the timer its dispatcher sends again on every recheck, for stuck.
+    replay(
+        lambda m: m.put_queue(name="a", kind="http", rate=0.1, destination=None, attempts=3),
+        lambda m: m.pause_or_resume(name="a", paused=True),
+        lambda m: m.post(name="a", count=1, delay=None, ttl=None, dedup=None, big=False, crash_at=None),
+        lambda m: m.time_passes(seconds=700),
+    )
