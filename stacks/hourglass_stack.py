@@ -138,10 +138,12 @@ class HourglassStack(Stack):
         api = IngestApi(self, "Api", handler=functions.ingest)
         # Bodies too large for a body item (docs/design.md, "Message bodies").
         bodies = BodyBucket(self, "Bodies", retention_days=settings.retention_days)
-        for fn in (functions.ingest, functions.dispatcher):
+        # Every function may store a message version whose body goes there: ingest (POST, schedule PUT),
+        # the dispatcher (a schedule's next occurrence, chained after an outcome) and the sweeper (the chain
+        # repair; bulk operations that read stored bodies to admit them).
+        for fn in (functions.ingest, functions.dispatcher, functions.sweeper):
             fn.add_environment(BODY_BUCKET_ENV, bodies.bucket.bucket_name)
-        bodies.grant_write(functions.ingest)
-        bodies.grant_read(functions.dispatcher)
+            bodies.grant_write(fn)
 
         # Grants: every function reads/writes the table and sends timer messages
         # (ingest hands off, the sweeper hands off, the dispatcher re-sends early or retried ones).
