@@ -28,7 +28,11 @@ TABLE_DATA = (
     "dynamodb:UpdateItem",
 )
 BASE = {
-    (("s3:GetObject", "s3:GetObjectTagging", "s3:PutObjectTagging"), ("{AWS::S3::Bucket}/*",)),
+    # Bodies: read to deliver, written for the schedule occurrences it chains (placed like posts).
+    (
+        ("s3:DeleteObject", "s3:GetObject", "s3:GetObjectTagging", "s3:PutObject", "s3:PutObjectTagging"),
+        ("{AWS::S3::Bucket}/*",),
+    ),
     (TABLE_DATA, ("{AWS::DynamoDB::Table}", "{AWS::DynamoDB::Table}/index/*")),
     ((*CONSUME, "sqs:ReceiveMessage", "sqs:SendMessage"), ("{AWS::SQS::Queue timer}",)),
     ((*CONSUME, "sqs:ReceiveMessage"), ("{AWS::SQS::Queue dlq}",)),
