@@ -19,20 +19,7 @@ from moto.sqs import models as sqs
 # Reentrant: a transaction applies its writes through the same backend methods.
 TABLE_LOCK = threading.RLock()
 RECEIVE_LOCK = threading.Lock()
-# Reads too: moto iterates a table's dicts while a write from another thread changes them ("dictionary
-# changed size during iteration" under a bulk operation's writer threads).
-_TABLE_OPERATIONS = (
-    "put_item",
-    "update_item",
-    "delete_item",
-    "transact_write_items",
-    "batch_write_item",
-    "query",
-    "scan",
-    "get_item",
-    "batch_get_item",
-    "transact_get_items",
-)
+_TABLE_OPERATIONS = ("put_item", "update_item", "delete_item", "transact_write_items", "query", "scan")
 
 
 def _holding(lock: Any, method: Callable[..., Any]) -> Callable[..., Any]:
