@@ -256,14 +256,18 @@ def liveness_of(endpoint: str, tmp_path: Path, queue: str) -> Liveness:
         for url in filter(None, where["timer_queues"]):
             counts = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
             REPORTS.append(f"liveness: {url.rsplit('/', 1)[-1]} {counts}")
-        for entry in found.stuck[:5]:
-            message_id = entry.split(" ")[0].split("/", 1)[1]
-            key = {"pk": {"S": queue}, "sk": {"S": f"m#{message_id}"}}
-            item = ddb.get_item(TableName=where["table"], Key=key).get("Item", {})
-            REPORTS.append(
-                f"liveness: stuck {message_id}: " + json.dumps({k: item[k] for k in sorted(item) if k != "body"})
-            )
+        explain(endpoint, tmp_path, queue, [entry.split(" ")[0].split("/", 1)[1] for entry in found.stuck], "stuck")
     return found
+
+
+def explain(endpoint: str, tmp_path: Path, queue: str, ids: list[str], why: str) -> None:
+    """The stored items (without bodies) of a few messages that did not come out, for the report."""
+    table = json.loads((tmp_path / "faults.where.json").read_text())["table"]
+    ddb = boto3.client("dynamodb", endpoint_url=endpoint)
+    for message_id in ids[:5]:
+        key = {"pk": {"S": queue}, "sk": {"S": f"m#{message_id}"}}
+        item = ddb.get_item(TableName=table, Key=key).get("Item", {})
+        REPORTS.append(f"{why} {message_id}: " + json.dumps({k: item[k] for k in sorted(item) if k != "body"}))
 
 
 def chaos_runtime(endpoint: str, tmp_path: Path, odds: dict[str, Any]) -> LocalRuntime:
@@ -291,6 +295,7 @@ def test_total_queue_under_faults(moto_endpoint: str, tmp_path: Path, callback: 
     live = liveness_of(moto_endpoint, tmp_path, "total")
     REPORTS.append(verdict.line(faults, time.monotonic() - started) + "; " + live.line())
     assert sum(v for k, v in faults.items() if k[0].islower()) > 0, "no fault was injected"
+    explain(moto_endpoint, tmp_path, "total", verdict.lost, "lost")
     lost = Counter(statuses.get(i, "absent") for i in verdict.lost)
     assert (verdict.lost, verdict.unexpected) == ([], []), f"lost by status: {lost}"
     assert live.ok, live.stuck[:20]
