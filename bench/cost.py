@@ -27,6 +27,20 @@ PRICE_LAMBDA_REQUEST = 0.20 / 1e6
 PRICE_LAMBDA_GB_SECOND = 0.0000133334
 PRICE_SCHEDULER_INVOCATION = 1.00 / 1e6
 PRICE_STEP_TRANSITION = 25.0 / 1e6
+# What each target type's service charges for one delivery (us-east-1 list prices, each payload up to 64 KB
+# billed as one request where the service bills by 64 KB chunks): SQS SendMessage; Lambda's request charge
+# for the asynchronous Invoke (the function's duration is the receiver's); SNS Publish (standard topic,
+# delivery to SQS and Lambda subscriptions free); EventBridge custom event (PutEvents entry); Step Functions
+# StartExecution of a Standard workflow, billed per state transition (one at least; the machine's own
+# transitions are the receiver's). HTTP callbacks cost Hourglass nothing more than its own work.
+TARGET_PRICES = {
+    "http": 0.0,
+    "sqs": PRICE_SQS_REQUEST,
+    "lambda": PRICE_LAMBDA_REQUEST,
+    "sns": 0.50 / 1e6,
+    "eventbridge": 1.00 / 1e6,
+    "stepfunctions": PRICE_STEP_TRANSITION,
+}
 
 HANDOFF_WRITE_BUDGET = 3.0
 SWEEP_WRITE_BUDGET = 6.0
@@ -105,6 +119,8 @@ def section(run: Run) -> Section:
     dollars = _dollars(run, paths, shared, sqs, lambdas)
     for name, value in dollars.items():
         result.check(f"US$ per million messages: {name}", value)
+    for kind, price in target_costs(dollars["Hourglass total"]).items():
+        result.check(f"US$ per million messages to a {kind} target (Hourglass + its service's charge)", price)
     result.check("US$ per million: EventBridge Scheduler, one-time schedules", PRICE_SCHEDULER_INVOCATION * 1e6)
     result.check(
         "US$ per million: Step Functions Standard, Wait + delivery task (≥ 2 transitions)",
@@ -137,6 +153,9 @@ def section(run: Run) -> Section:
         "cost per run, shown apart (and included in the dollars).",
         "Empty receives are the fixed cost of the event source's long polling, per hour whatever the traffic; "
         "the target SendMessage is the SQS delivery itself: neither is in the per-message SQS figure.",
+        "Per target type: the measured Hourglass total plus the target service's list price for one delivery "
+        "(payloads up to 64 KB; SNS and EventBridge bill each further 64 KB as one more; Step Functions counts "
+        "one Standard state transition, the machine's own are the receiver's).",
         "Sweeper runs are every "
         f"{run.config.sweep_interval:g} s here (60 s in the stack), so their share per message is far above a "
         "deployment's; Lambda duration is the measured handler time at each function's memory size.",
@@ -173,6 +192,12 @@ def _delta(run: Run, kind: str) -> dict[str, Any]:
 def _target_sends(run: Run, sqs: dict[str, int]) -> float:
     sqs_targets = sum(1 for p in run.posted.values() if p.queue == "sqs")
     return sqs.get("SendMessage", 0) / max(1, sqs_targets)
+
+
+def target_costs(hourglass_total: float) -> dict[str, float]:
+    """US$ per million messages to each target type: Hourglass's own measured cost, plus what the target's
+    service charges for one delivery of a payload up to 64 KB (TARGET_PRICES)."""
+    return {kind: round(hourglass_total + price * 1e6, 3) for kind, price in TARGET_PRICES.items()}
 
 
 def _dollars(

@@ -16,6 +16,7 @@ from hourglass import contract
 from hourglass.adapters.aws import AWS_CONFIG
 from hourglass.adapters.body_store import BodyStore
 from hourglass.adapters.metrics import Metrics
+from hourglass.adapters.service_targets import ServiceTargets
 from hourglass.adapters.sqs_target import SqsTargets
 from hourglass.adapters.store import Store
 from hourglass.adapters.timer_queue import TimerQueue
@@ -183,6 +184,7 @@ class Runtime:
             timers=TimerQueue(self.settings.timer_queue_url, client=sqs),
             targets=SqsTargets(client=sqs),
             metrics=Metrics(emit=False),
+            services=ServiceTargets.from_clients(self.client),
             body_store=BodyStore(self.settings.body_bucket, client=self.client("s3"))
             if self.settings.body_bucket
             else None,

@@ -23,6 +23,14 @@ LOG_LEVEL = "HOURGLASS_LOG_LEVEL"
 BODY_BUCKET = "HOURGLASS_BODY_BUCKET"
 SQS_TARGETS = "HOURGLASS_SQS_TARGETS"
 TIMER_DLQ_URL = "HOURGLASS_TIMER_DLQ_URL"
+# Allowed AWS service targets per type (core.aws_targets), and the stack's name (its resources never are targets).
+SERVICE_TARGETS = {
+    "lambda": "HOURGLASS_LAMBDA_TARGETS",
+    "sns": "HOURGLASS_SNS_TARGETS",
+    "eventbridge": "HOURGLASS_EVENTBRIDGE_TARGETS",
+    "stepfunctions": "HOURGLASS_STEPFUNCTIONS_TARGETS",
+}
+STACK_NAME = "HOURGLASS_STACK_NAME"
 
 # The table: its sparse due index and the TTL attribute.
 DUE_INDEX = "due"

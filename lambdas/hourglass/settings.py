@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from hourglass import contract
+from hourglass.core.aws_targets import KINDS, ArnRule
 from hourglass.core.handoff import Timing
 from hourglass.core.schedule import MAX_TIMER_DELAY
 from hourglass.core.sqs_targets import SqsTargetRule
@@ -48,6 +49,17 @@ class Settings:
     # Allowed SQS targets (core.sqs_targets): ARNs, names, `prefix*`; empty allows none.
     sqs_targets: str = ""
     timer_dlq_url: str = ""
+    # Allowed AWS service targets by type (core.aws_targets): ARN or name patterns; empty allows none.
+    lambda_targets: str = ""
+    sns_targets: str = ""
+    eventbridge_targets: str = ""
+    stepfunctions_targets: str = ""
+    # The stack's name: every resource it made is named `<stack name>-...` and is never a target.
+    stack_name: str = ""
+
+    def service_targets(self, kind: str) -> str:
+        """The allow-list setting of an AWS service target type (`lambda`, `sns`, ...)."""
+        return str(getattr(self, f"{kind}_targets"))
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -71,6 +83,11 @@ class Settings:
             body_bucket=env.get(c.BODY_BUCKET) or None,
             sqs_targets=env.get(c.SQS_TARGETS, ""),
             timer_dlq_url=env.get(c.TIMER_DLQ_URL, ""),
+            stack_name=env.get(c.STACK_NAME, ""),
+            lambda_targets=env.get(c.SERVICE_TARGETS["lambda"], ""),
+            sns_targets=env.get(c.SERVICE_TARGETS["sns"], ""),
+            eventbridge_targets=env.get(c.SERVICE_TARGETS["eventbridge"], ""),
+            stepfunctions_targets=env.get(c.SERVICE_TARGETS["stepfunctions"], ""),
         )
         settings.check()
         return settings
@@ -80,6 +97,11 @@ class Settings:
             SqsTargetRule.parse(self.sqs_targets)
         except ValueError as exc:
             raise ValidationError("HOURGLASS_SQS_TARGETS", str(exc)) from exc
+        for kind, name in contract.SERVICE_TARGETS.items():
+            try:
+                ArnRule.parse(KINDS[kind], self.service_targets(kind))
+            except ValueError as exc:
+                raise ValidationError(name, str(exc)) from exc
         if not 0 < self.delivery_lease <= 3600:
             raise ValidationError(contract.DELIVERY_LEASE, "must be between 0 and 3600 seconds")
         if not 1 <= self.timer_hold <= 900:

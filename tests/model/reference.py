@@ -29,10 +29,10 @@ class Generation:
 
     name: str
     epoch: datetime
-    target: str = "http"  # "http" or "sqs"
+    target: str = "http"  # "http", "sqs" or "sns" (a topic feeding the SQS target queue)
     rate: float | None = None
     slowest_rate: float | None = None  # the lowest rate this lifetime ever had (None: never limited)
-    destination: str | None = None  # "http", "sqs" or None
+    destination: str | None = None  # "http", "sqs", "sns" or None
     destination_since: datetime | None = None
     max_attempts: int = 3
     paused: bool = False

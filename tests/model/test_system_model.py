@@ -33,15 +33,17 @@ ACTIONS = ("cancel", "redeliver", "shift")
 
 def queue_doc(world: World, name: str, target: str, rate: float | None, destination: str | None, attempts: int) -> dict:
     doc: dict[str, Any] = {"retry": {"max_attempts": attempts, "backoff_base": 1, "backoff_max": 30}}
-    doc["target"] = (
-        {"type": "sqs", "queue_url": world.target_url}
-        if target == "sqs"
-        else {"type": "http", "url": f"http://127.0.0.1:9/t/{name}"}
-    )
+    doc["target"] = {
+        "sqs": {"type": "sqs", "queue_url": world.target_url},
+        "sns": {"type": "sns", "topic_arn": world.target_topic},
+        "http": {"type": "http", "url": f"http://127.0.0.1:9/t/{name}"},
+    }[target]
     if rate is not None:
         doc["rate_limit"] = rate
     if destination == "sqs":
         doc["failure_destination"] = {"type": "sqs", "queue_url": world.notice_url}
+    elif destination == "sns":
+        doc["failure_destination"] = {"type": "sns", "topic_arn": world.notice_topic}
     elif destination == "http":
         doc["failure_destination"] = {"type": "http", "url": f"http://127.0.0.1:9/n/{name}"}
     return doc
@@ -86,9 +88,9 @@ class SystemModel(RuleBasedStateMachine):
     # queues -------------------------------------------------------------------------------------
     @rule(
         name=st.sampled_from(QUEUES),
-        kind=st.sampled_from(("http", "http", "sqs")),
+        kind=st.sampled_from(("http", "http", "sqs", "sns")),
         rate=st.sampled_from(RATES),
-        destination=st.sampled_from((None, "http", "sqs")),
+        destination=st.sampled_from((None, "http", "sqs", "sns")),
         attempts=st.integers(1, 3),
     )
     def put_queue(self, name: str, kind: str, rate: float | None, destination: str | None, attempts: int) -> None:

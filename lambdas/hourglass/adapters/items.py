@@ -24,8 +24,11 @@ from hourglass.core.handoff import DueEntry
 from hourglass.core.lifecycle import Change
 from hourglass.core.limits import json_bytes
 from hourglass.core.model import (
+    AwsTarget,
     DeliveryControl,
+    EventBridgeTarget,
     HttpTarget,
+    LambdaTarget,
     LaterTarget,
     Message,
     Notice,
@@ -33,8 +36,10 @@ from hourglass.core.model import (
     Queue,
     QueueSettings,
     RetryPolicy,
+    SnsTarget,
     SqsTarget,
     Status,
+    StepFunctionsTarget,
     Target,
 )
 from hourglass.core.recurrence import Recurrence, Schedule
@@ -93,7 +98,17 @@ def target_from_doc(stored: Mapping[str, Any]) -> Target:
         return HttpTarget(**doc)
     if kind == "sqs":
         return SqsTarget(**doc)
-    return LaterTarget(**doc)
+    if kind == "later":
+        return LaterTarget(**doc)
+    return SERVICE_TARGET_TYPES[kind](**doc)
+
+
+SERVICE_TARGET_TYPES: dict[str, type[AwsTarget]] = {
+    "lambda": LambdaTarget,
+    "sns": SnsTarget,
+    "eventbridge": EventBridgeTarget,
+    "stepfunctions": StepFunctionsTarget,
+}
 
 
 def message_to_item(message: Message, sweep: SweepKeys | None = None, *, body: BodyRef | None = None) -> Item:

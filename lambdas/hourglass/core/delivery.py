@@ -1,4 +1,4 @@
-"""What a delivery sends and how its answer is judged (HTTP, SQS and `later` callbacks)."""
+"""What a delivery sends and how its answer is judged (HTTP, SQS, `later` callbacks and the AWS service targets)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,28 @@ from hourglass.core import json_body
 from hourglass.core.model import Message
 from hourglass.core.signing import sign
 from hourglass.core.timestamps import format_rfc3339, seconds_between
+from hourglass.errors import DeliveryError
 
 RETRYABLE_STATUSES = frozenset({408, 425, 429})
+# Errors of AWS service targets (Lambda, SNS, EventBridge, Step Functions) that a later attempt may pass although
+# AWS answers them with a 4xx status, or gives them no status at all (a PutEvents entry's error): throttling,
+# limits of running work, a function being updated. Every other 4xx (access denied, not found, validation) is final.
+TRANSIENT_SERVICE_CODES = frozenset(
+    {
+        "TooManyRequestsException",
+        "Throttled",
+        "ThrottlingException",
+        "KMSThrottlingException",
+        "KMSThrottling",
+        "RequestLimitExceeded",
+        "ExecutionLimitExceeded",
+        "ResourceConflictException",
+        "ResourceNotReadyException",
+        "InternalFailure",
+        "InternalError",
+        "ServiceUnavailable",
+    }
+)
 # An attempt's error as `last_error` and the attempt history keep it: at most this many characters.
 MAX_ERROR = 500
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -123,3 +143,12 @@ def judge_later(status: int, body: bytes) -> Outcome:
 
 def transport_failure(reason: str) -> Outcome:
     return Outcome(False, retryable=True, error=reason)
+
+
+def service_refusal(service: str, code: str, status: int | None, reason: str) -> DeliveryError:
+    """An AWS service target's refusal, judged: throttling and 5xx are retried with the queue's policy; access
+    denied, not found and validation errors end the message `failed`, with the service's reason."""
+    retryable = (status is not None and (status >= 500 or status in RETRYABLE_STATUSES)) or (
+        code in TRANSIENT_SERVICE_CODES or "Throttl" in code
+    )
+    return DeliveryError(f"{service} {code}: {reason}", retryable=retryable)

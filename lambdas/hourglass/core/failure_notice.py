@@ -98,7 +98,7 @@ def notice_text(message: Message, finished_at: datetime, destination: Target) ->
     notice = failure_notice(message, finished_at)
     text = compact(notice).decode()
     limit = limits.payload_limit(destination)
-    if limit is not None and limits.sqs_message_bytes(text) > limit:
+    if limit is not None and limits.payload_bytes(destination, text) > limit:
         text = compact({**notice, "body": None, "body_omitted": True}).decode()
     return text
 

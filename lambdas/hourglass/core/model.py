@@ -54,7 +54,41 @@ class LaterTarget:
     type: str = "later"
 
 
-Target = HttpTarget | SqsTarget | LaterTarget
+@dataclass(frozen=True)
+class LambdaTarget:
+    """A Lambda function, invoked asynchronously (`Event`) with the SQS envelope as its event."""
+
+    function_arn: str
+    type: str = "lambda"
+
+
+@dataclass(frozen=True)
+class SnsTarget:
+    topic_arn: str
+    type: str = "sns"
+
+
+@dataclass(frozen=True)
+class EventBridgeTarget:
+    """An event bus: the envelope is the event's `detail`, with this source and detail type."""
+
+    event_bus_arn: str
+    source: str = "hourglass"
+    detail_type: str = "Hourglass Message"
+    type: str = "eventbridge"
+
+
+@dataclass(frozen=True)
+class StepFunctionsTarget:
+    """A state machine: one execution per attempt, named after the message id and attempt."""
+
+    state_machine_arn: str
+    type: str = "stepfunctions"
+
+
+# Targets reached through an AWS service API under IAM (core.aws_targets); no signature.
+AwsTarget = LambdaTarget | SnsTarget | EventBridgeTarget | StepFunctionsTarget
+Target = HttpTarget | SqsTarget | LaterTarget | AwsTarget
 
 
 @dataclass(frozen=True)
@@ -79,7 +113,7 @@ class QueueSettings:
     signing_secret: str | None = None
 
 
-FailureDestination = HttpTarget | SqsTarget
+FailureDestination = HttpTarget | SqsTarget | AwsTarget
 
 
 @dataclass(frozen=True)

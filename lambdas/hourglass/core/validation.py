@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-from hourglass.core import json_body, wallclock
+from hourglass.core import aws_targets, json_body, wallclock
 from hourglass.core.cron import parse_cron
 from hourglass.core.delivery_control import (
     CONTROL_FIELDS,
@@ -25,14 +25,19 @@ from hourglass.core.delivery_control import (
 from hourglass.core.limits import json_bytes
 from hourglass.core.model import (
     JSON,
+    AwsTarget,
     DeliveryControl,
+    EventBridgeTarget,
     HttpTarget,
+    LambdaTarget,
     NewMessage,
     NoticeStatus,
     QueueSettings,
     RetryPolicy,
+    SnsTarget,
     SqsTarget,
     Status,
+    StepFunctionsTarget,
     Target,
 )
 from hourglass.core.recurrence import MIN_EVERY, Recurrence, ScheduleRequest
@@ -195,7 +200,38 @@ def target(value: object, field: str = "target") -> Target:
     if kind == "sqs":
         _only(doc, frozenset({"type", "queue_url"}), f"{field}.")
         return SqsTarget(queue_url=url(doc.get("queue_url"), f"{field}.queue_url"))
-    raise ValidationError(f"{field}.type", 'must be "http" or "sqs"')
+    if kind in aws_targets.KINDS:
+        return _aws_target(aws_targets.KINDS[kind], doc, field)
+    raise ValidationError(f"{field}.type", f"must be one of {TARGET_TYPES}")
+
+
+TARGET_TYPES = '"http", "sqs", "lambda", "sns", "eventbridge" or "stepfunctions"'
+# EventBridge's bounds of an entry's Source and DetailType; sources starting with `aws.` are AWS's own.
+MAX_EVENT_SOURCE = 256
+MAX_DETAIL_TYPE = 128
+
+
+def _aws_target(kind: aws_targets.Kind, doc: Mapping[str, Any], field: str) -> AwsTarget:
+    """A Lambda, SNS, EventBridge or Step Functions target: its ARN of the right shape (whether the stack
+    allows it is `service.targets.check_allowed`'s), and an event's source and detail type."""
+    extra = frozenset({"source", "detail_type"}) if kind.type == "eventbridge" else frozenset()
+    _only(doc, frozenset({"type", kind.field}) | extra, f"{field}.")
+    arn = _string(doc.get(kind.field), f"{field}.{kind.field}", max_len=2048)
+    if not kind.arn.fullmatch(arn):
+        shape = f"arn:aws:{kind.service}:<region>:<account>:{kind.resource}<name>"
+        raise ValidationError(f"{field}.{kind.field}", f"must be the ARN of {kind.label} ({shape})")
+    if kind.type == "lambda":
+        return LambdaTarget(arn)
+    if kind.type == "sns":
+        return SnsTarget(arn)
+    if kind.type == "stepfunctions":
+        return StepFunctionsTarget(arn)
+    defaults = EventBridgeTarget(arn)
+    source = _string(doc.get("source", defaults.source), f"{field}.source", max_len=MAX_EVENT_SOURCE)
+    if source.startswith("aws."):
+        raise ValidationError(f"{field}.source", 'must not start with "aws." (AWS\'s own event sources)')
+    detail_type = _string(doc.get("detail_type", defaults.detail_type), f"{field}.detail_type", max_len=MAX_DETAIL_TYPE)
+    return EventBridgeTarget(arn, source=source, detail_type=detail_type)
 
 
 def retry_policy(value: object) -> RetryPolicy:
@@ -261,8 +297,8 @@ def delivery_control(doc: Mapping[str, Any], *, paused: bool = False) -> Deliver
     assert timeout is not None
     raw_destination = doc.get("failure_destination")
     destination = None if raw_destination is None else target(raw_destination, "failure_destination")
-    if destination is not None and not isinstance(destination, HttpTarget | SqsTarget):
-        raise ValidationError("failure_destination.type", 'must be "http" or "sqs"')
+    if destination is not None and not isinstance(destination, HttpTarget | SqsTarget | AwsTarget):
+        raise ValidationError("failure_destination.type", f"must be one of {TARGET_TYPES}")
     return DeliveryControl(rate, concurrency, timeout, destination, paused)
 
 

@@ -12,6 +12,7 @@ from hourglass import logs
 from hourglass.adapters import http_target
 from hourglass.adapters.body_store import BodyStore
 from hourglass.adapters.metrics import Metrics
+from hourglass.adapters.service_targets import ServiceTargets
 from hourglass.adapters.sqs_target import SqsTargets
 from hourglass.adapters.store import Store
 from hourglass.adapters.timer_queue import TimerQueue
@@ -31,6 +32,8 @@ class Context:
     timers: TimerQueue
     targets: SqsTargets
     metrics: Metrics = field(default_factory=Metrics)
+    # Lambda, SNS, EventBridge and Step Functions targets (their clients built on first use).
+    services: ServiceTargets = field(default_factory=ServiceTargets)
     clock: Callable[[], datetime] = utc_now
     sleep: Callable[[float], None] = time.sleep
     post: Callable[..., http_target.HttpReply] = http_target.post

@@ -10,15 +10,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from itertools import islice
 
-from hourglass.core import delivery, delivery_control, epoch, failure_notice
-from hourglass.core.model import HttpTarget, Message, NoticeStatus, SqsTarget
+from hourglass.core import aws_targets, delivery, delivery_control, epoch, failure_notice
+from hourglass.core.model import AwsTarget, FailureDestination, Message, NoticeStatus, SqsTarget
 from hourglass.core.schedule import SweepKeys
 from hourglass.errors import StoreError
 from hourglass.logs import log
 from hourglass.service import targets
 from hourglass.service.context import Context
 
-Destination = HttpTarget | SqsTarget
+Destination = FailureDestination
 
 NOTICE_TIMEOUT = (5.0, 5.0)
 # Sends one recovery run tries at most: a dead destination costs each sweep at most QUEUE_FAILURES of them.
@@ -128,6 +128,11 @@ def _send(ctx: Context, destination: Destination, message: Message, finished_at:
     if isinstance(destination, SqsTarget):
         dedup = f"{message.id}#{message.version}"
         ctx.targets.send(destination.queue_url, body, group=message.queue, dedup_id=dedup)
+        return delivery.DELIVERED
+    if isinstance(destination, AwsTarget):
+        execution = aws_targets.execution_name(message.id, f"notice{message.version}")
+        dedup = f"{message.id}#{message.version}"
+        ctx.services.send(destination, body, group=message.queue, dedup_id=dedup, execution=execution)
         return delivery.DELIVERED
     headers = {**destination.headers, **failure_notice.notice_headers(message)}
     connect, read = NOTICE_TIMEOUT
