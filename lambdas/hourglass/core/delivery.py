@@ -11,7 +11,7 @@ from typing import Any
 
 from hourglass.core import json_body
 from hourglass.core.model import Message
-from hourglass.core.signing import sign
+from hourglass.core import signing
 from hourglass.core.timestamps import format_rfc3339, seconds_between
 
 RETRYABLE_STATUSES = frozenset({408, 425, 429})
@@ -50,8 +50,9 @@ def compact(value: Any) -> bytes:
 
 
 def http_request(
-    message: Message, attempt: int, *, headers: dict[str, str], secret: str | None, now: datetime
+    message: Message, attempt: int, *, headers: dict[str, str], secrets: tuple[str, ...], now: datetime
 ) -> tuple[bytes, dict[str, str]]:
+    """The body and headers of an HTTP attempt; signed with each of `secrets` (none: unsigned)."""
     body = compact(message.body)
     out = {
         **headers,
@@ -63,8 +64,8 @@ def http_request(
     }
     if message.schedule:
         out["Hourglass-Schedule"] = message.schedule
-    if secret:
-        out["Hourglass-Signature"] = sign(secret, body, int(now.timestamp()))
+    if secrets:
+        out["Hourglass-Signature"] = signing.header(secrets, body, int(now.timestamp()))
     return body, out
 
 

@@ -143,6 +143,7 @@ def queue_table(found: Iterable[Queue]) -> Table:
 @click.option("--backoff-base", type=float)
 @click.option("--backoff-max", type=float)
 @click.option("--signing-secret")
+@click.option("--signing-secret-next", help="the secret a rotation moves to (both sign while it is set)")
 @click.option("--rate-limit", type=float)
 @click.option("--max-concurrency", type=int)
 @click.option("--timeout", type=float)
@@ -161,6 +162,7 @@ def queues_put(
     backoff_base: float | None,
     backoff_max: float | None,
     signing_secret: str | None,
+    signing_secret_next: str | None,
     rate_limit: float | None,
     max_concurrency: int | None,
     timeout: float | None,
@@ -192,6 +194,7 @@ def queues_put(
         target=target,
         retry=retry or None,
         signing_secret=signing_secret,
+        signing_secret_next=signing_secret_next,
         rate_limit=rate_limit,
         max_concurrency=max_concurrency,
         timeout=timeout,
