@@ -6,7 +6,8 @@ import hashlib
 import hmac
 
 import hourglass_client
-from hourglass.core.signing import header, sign
+from hourglass.core.signing import header as signature_header
+from hourglass.core.signing import sign
 
 T = 1795255200  # 2026-11-21T10:00:00Z
 BODY = b'{"order":42}'
@@ -60,12 +61,12 @@ def test_malformed_headers_fail():
 
 
 def test_a_rotation_signs_with_each_secret():
-    value = header(("old", "new"), BODY, T)
+    value = signature_header(("old", "new"), BODY, T)
     assert value == f"{sign('old', BODY, T)},v1={sign('new', BODY, T).split('v1=')[1]}"
 
 
 def test_during_a_rotation_a_receiver_knowing_either_secret_verifies():
-    value = header(("old", "new"), BODY, T)
+    value = signature_header(("old", "new"), BODY, T)
     assert verify("old", BODY, value, now=T)
     assert verify("new", BODY, value, now=T)
     assert hourglass_client.verify({"Hourglass-Signature": value}, BODY, ["stale", "new"], now=T)
@@ -73,10 +74,10 @@ def test_during_a_rotation_a_receiver_knowing_either_secret_verifies():
 
 def test_during_a_rotation_a_receiver_knowing_neither_secret_fails():
     assert not hourglass_client.verify(
-        {"Hourglass-Signature": header(("old", "new"), BODY, T)}, BODY, ["stale", "other"], now=T
+        {"Hourglass-Signature": signature_header(("old", "new"), BODY, T)}, BODY, ["stale", "other"], now=T
     )
 
 
 def test_either_secret_is_refused_outside_the_tolerance():
-    value = header(("old", "new"), BODY, T)
+    value = signature_header(("old", "new"), BODY, T)
     assert not hourglass_client.verify({"Hourglass-Signature": value}, BODY, ["old", "new"], now=T + 301)

@@ -9,9 +9,8 @@ from datetime import datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from hourglass.core import json_body
+from hourglass.core import json_body, signing
 from hourglass.core.model import Message
-from hourglass.core import signing
 from hourglass.core.timestamps import format_rfc3339, seconds_between
 
 RETRYABLE_STATUSES = frozenset({408, 425, 429})
