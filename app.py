@@ -59,6 +59,7 @@ def settings_from_context(app: cdk.App) -> HourglassSettings:
         allow_private_callbacks=_bool(app, "hourglass:allow_private_callbacks", DEFAULTS.allow_private_callbacks),
         sweep_interval_seconds=_int(app, "hourglass:sweep_interval", DEFAULTS.sweep_interval_seconds),
         sqs_targets=_list(app, "hourglass:sqs_targets"),
+        auth=str(app.node.try_get_context("hourglass:auth") or DEFAULTS.auth).strip().lower(),
     )
 
 

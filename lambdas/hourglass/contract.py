@@ -24,6 +24,11 @@ BODY_BUCKET = "HOURGLASS_BODY_BUCKET"
 SQS_TARGETS = "HOURGLASS_SQS_TARGETS"
 TIMER_DLQ_URL = "HOURGLASS_TIMER_DLQ_URL"
 
+# How callers authenticate (stack setting `hourglass:auth`, the local runtime's HOURGLASS_AUTH): an API
+# key, AWS SigV4 (API Gateway's IAM authorization), or both at once. API Gateway checks it; no function does.
+AUTH_API_KEY, AUTH_IAM, AUTH_BOTH = "api_key", "iam", "both"
+AUTH_MODES = (AUTH_API_KEY, AUTH_IAM, AUTH_BOTH)
+
 # The table: its sparse due index and the TTL attribute.
 DUE_INDEX = "due"
 TTL_ATTRIBUTE = "expire_at"
@@ -51,3 +56,6 @@ OUTPUT_SHARDS = "Shards"
 OUTPUT_BUCKET_SECONDS = "BucketSeconds"
 OUTPUT_LOOKAHEAD = "LookaheadSeconds"
 OUTPUT_HANDOFF_SAFETY = "HandoffSafetySeconds"
+OUTPUT_API_KEY_ID = "ApiKeyId"
+OUTPUT_INVOKE_POLICY = "ApiInvokePolicyArn"
+OUTPUT_EXECUTE_ARN = "ApiExecuteArn"
