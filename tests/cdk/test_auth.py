@@ -91,4 +91,3 @@ def test_the_setting_is_read_from_the_cdk_context(given: str | None, expected: s
 def test_an_unknown_mode_is_refused() -> None:
     with pytest.raises(ValueError, match="auth"):
         hourglass_app.settings_from_context(cdk.App(context={"hourglass:auth": "oauth"}))
-
