@@ -63,6 +63,7 @@ def settings_from_context(app: cdk.App) -> HourglassSettings:
         sns_targets=_list(app, "hourglass:sns_targets"),
         eventbridge_targets=_list(app, "hourglass:eventbridge_targets"),
         stepfunctions_targets=_list(app, "hourglass:stepfunctions_targets"),
+        auth=str(app.node.try_get_context("hourglass:auth") or DEFAULTS.auth).strip().lower(),
     )
 
 

@@ -34,6 +34,13 @@ def crash_phase(value: str) -> str | None:
     return phase
 
 
+def auth_mode(value: str) -> str:
+    mode = value.strip().lower() or c.AUTH_API_KEY
+    if mode not in c.AUTH_MODES:
+        raise ValueError(f"HOURGLASS_AUTH={value!r}: expected one of {', '.join(c.AUTH_MODES)}")
+    return mode
+
+
 def deploy_mode(value: str) -> str:
     try:
         return DEPLOY_MODES[value.strip().lower()]
@@ -69,6 +76,9 @@ class RuntimeConfig:
     # stops there, and the process kills itself (SIGKILL) `crash_after` seconds after the first did.
     crash_at: str | None = None
     crash_after: float = 3.0
+    # As the stack's `hourglass:auth`: "iam" and "both" make the local gateway require SigV4 signatures by the
+    # emulator's credentials (devstack.sigv4); "both" also needs HOURGLASS_API_KEY's key when it is set.
+    auth: str = c.AUTH_API_KEY
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> RuntimeConfig:
@@ -87,8 +97,14 @@ class RuntimeConfig:
             deploy=deploy_mode(env.get("HOURGLASS_DEPLOY", "")),
             crash_at=crash_phase(env.get("HOURGLASS_CRASH_AT", "")),
             crash_after=float(env.get("HOURGLASS_CRASH_AFTER", "3")),
+            auth=auth_mode(env.get("HOURGLASS_AUTH", "")),
             **{name: getattr(engine, name) for name in FUNCTION_SETTINGS},
         )
+
+    @property
+    def signed(self) -> bool:
+        """Whether requests need a SigV4 signature."""
+        return self.auth in (c.AUTH_IAM, c.AUTH_BOTH)
 
     @property
     def delivery_lease(self) -> float | None:

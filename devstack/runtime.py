@@ -33,6 +33,7 @@ from devstack.config import RuntimeConfig
 from devstack.emulator import Emulator, use_dummy_credentials
 from devstack.gateway import Gateway
 from devstack.pollers import QueuePoller, Schedule, ThreadInvoker
+from devstack.sigv4 import SigV4Check
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / ".hourglass"
@@ -97,7 +98,12 @@ class Runtime:
             crash.arm(self.context, config.crash_at, config.crash_after)
         api = Api(self.context)
         dispatcher = Dispatcher(self.context)
-        self.gateway = Gateway(lambda event, _: api_handler.handle(api, event), config.api_port, lambda: self.ready)
+        self.gateway = Gateway(
+            lambda event, _: api_handler.handle(api, event),
+            config.api_port,
+            lambda: self.ready,
+            authenticate=SigV4Check.of_emulator(config.region) if config.signed else None,
+        )
         self.gateway.start()
         sqs = self.client("sqs")
         self.pollers = QueuePoller(
@@ -165,7 +171,7 @@ class Runtime:
                 contract.ALLOW_PRIVATE_CALLBACKS: "1" if self.config.allow_private_callbacks else "0",
             }
         )
-        if self.config.api_key:
+        if self.config.api_key and self.config.auth != contract.AUTH_IAM:  # under iam the signature is the key
             env[contract.API_KEY] = self.config.api_key
         if self.config.delivery_lease is not None:
             env[contract.DELIVERY_LEASE] = str(self.config.delivery_lease)

@@ -55,8 +55,12 @@ class HourglassSettings:
     sns_targets: tuple[str, ...] = ()
     eventbridge_targets: tuple[str, ...] = ()
     stepfunctions_targets: tuple[str, ...] = ()
+    # How API callers authenticate: "api_key", "iam" (SigV4) or "both" (contract.AUTH_MODES).
+    auth: str = contract.AUTH_API_KEY
 
     def __post_init__(self) -> None:
+        if self.auth not in contract.AUTH_MODES:
+            raise ValueError(f"auth must be one of {', '.join(contract.AUTH_MODES)}, got {self.auth!r}")
         for kind in aws_targets.KINDS.values():
             try:
                 aws_targets.ArnRule.parse(kind, ",".join(self.service_targets(kind)))
@@ -164,7 +168,7 @@ class HourglassStack(Stack):
             sweeper=SWEEPER,
             dispatcher=DISPATCHER,
         )
-        api = IngestApi(self, "Api", handler=functions.ingest)
+        api = IngestApi(self, "Api", handler=functions.ingest, auth=settings.auth)
         # Bodies too large for a body item (docs/design.md, "Message bodies").
         bodies = BodyBucket(self, "Bodies", retention_days=settings.retention_days)
         # Every function may store a message version whose body goes there: ingest (POST, schedule PUT),
@@ -244,7 +248,11 @@ class HourglassStack(Stack):
         )
 
         CfnOutput(self, "ApiUrl", value=api.url)
-        CfnOutput(self, "ApiKeyId", value=api.api_key.key_id)
+        if api.api_key is not None:
+            CfnOutput(self, contract.OUTPUT_API_KEY_ID, value=api.api_key.key_id)
+        if api.invoke_policy is not None:
+            CfnOutput(self, contract.OUTPUT_INVOKE_POLICY, value=api.invoke_policy.managed_policy_arn)
+        CfnOutput(self, contract.OUTPUT_EXECUTE_ARN, value=api.execute_arn)
         CfnOutput(self, contract.OUTPUT_TABLE, value=store.table.table_name)
         CfnOutput(self, contract.OUTPUT_TIMER_QUEUE_URL, value=timer.queue.queue_url)
         CfnOutput(self, contract.OUTPUT_BODY_BUCKET, value=bodies.bucket.bucket_name)

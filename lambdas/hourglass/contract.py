@@ -32,6 +32,11 @@ SERVICE_TARGETS = {
 }
 STACK_NAME = "HOURGLASS_STACK_NAME"
 
+# How callers authenticate (stack setting `hourglass:auth`, the local runtime's HOURGLASS_AUTH): an API
+# key, AWS SigV4 (API Gateway's IAM authorization), or both at once. API Gateway checks it; no function does.
+AUTH_API_KEY, AUTH_IAM, AUTH_BOTH = "api_key", "iam", "both"
+AUTH_MODES = (AUTH_API_KEY, AUTH_IAM, AUTH_BOTH)
+
 # The table: its sparse due index and the TTL attribute.
 DUE_INDEX = "due"
 TTL_ATTRIBUTE = "expire_at"
@@ -59,3 +64,6 @@ OUTPUT_SHARDS = "Shards"
 OUTPUT_BUCKET_SECONDS = "BucketSeconds"
 OUTPUT_LOOKAHEAD = "LookaheadSeconds"
 OUTPUT_HANDOFF_SAFETY = "HandoffSafetySeconds"
+OUTPUT_API_KEY_ID = "ApiKeyId"
+OUTPUT_INVOKE_POLICY = "ApiInvokePolicyArn"
+OUTPUT_EXECUTE_ARN = "ApiExecuteArn"

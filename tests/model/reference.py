@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from hourglass.core.model import Message, NoticeStatus, Status
+from hourglass_client import verify
 
 FINAL = frozenset({Status.DELIVERED, Status.FAILED, Status.EXPIRED, Status.CANCELLED})
 # How late a message of an unlimited, running queue may be handed to its target (sweep interval, lookahead
@@ -41,6 +42,7 @@ class Generation:
     target_failed_ever: bool = False  # its target answered anything but 2xx at some point
     schedules: dict[str, bool] = field(default_factory=dict)  # name -> paused
     admitted: int = 0  # messages, occurrences and redeliveries this lifetime admitted (pacing backlog)
+    secrets: tuple[str, ...] = ()  # signing_secret, then signing_secret_next, as the last PUT set them
 
     def allowed_lateness(self, slack: timedelta = SLACK) -> timedelta:
         if self.slowest_rate is None:
@@ -88,6 +90,18 @@ class Reference:
                 f"{queue}/{message_id} started {int(late.total_seconds())} s late "
                 f"(its lifetime allows {int(live.allowed_lateness(ON_TIME).total_seconds())} s)",
             )
+
+    def signed(self, queue: str, headers: dict[str, str], body: bytes, now: datetime) -> None:
+        """An HTTP attempt is signed with each secret its queue holds now (both during a key rotation), so a
+        receiver that knows either one verifies it; unsigned when the queue holds none."""
+        live = self.live(queue)
+        if live is None:
+            return
+        if not live.secrets and "Hourglass-Signature" in headers:
+            self.violate("rotation", f"{queue}: a callback signed though the queue holds no secret")
+        for secret in live.secrets:
+            if not verify(headers, body, secret, now=now.timestamp()):
+                self.violate("rotation", f"{queue}: a receiver knowing only {secret!r} cannot verify a callback")
 
     def noticed(self, message_id: str, event: str) -> None:
         self.notices.setdefault(message_id, set()).add(event)

@@ -29,6 +29,8 @@ BIG_BODY = "x" * 262_140
 RATES = (None, None, 0.1, 1, 100)
 DELAYS = (None, 0, 5, 45, 200, 600)
 ACTIONS = ("cancel", "redeliver", "shift")
+# The signing secrets of a queue through a key rotation: none, old, old and next, new.
+ROLL = ((), ("old",), ("old", "new"), ("new",))
 
 
 def queue_doc(world: World, name: str, target: str, rate: float | None, destination: str | None, attempts: int) -> dict:
@@ -110,8 +112,22 @@ class SystemModel(RuleBasedStateMachine):
         if live.destination is None and destination is not None:
             live.destination_since = self.world.clock()
         live.target, live.rate, live.destination, live.max_attempts = kind, rate, destination, attempts
+        live.secrets = ()  # a PUT without them clears the signing secrets
         if rate is not None:
             live.slowest_rate = rate if live.slowest_rate is None else min(live.slowest_rate, rate)
+
+    @rule(name=st.sampled_from(QUEUES), secrets=st.sampled_from(ROLL))
+    def roll_signing_secret(self, name: str, secrets: tuple[str, ...]) -> None:
+        """A step of a key rotation (or a start or end of signing): the queue's PUT again, with these secrets."""
+        live = self.reference.live(name)
+        if live is None:
+            return
+        doc = queue_doc(self.world, name, live.target, live.rate, live.destination, live.max_attempts)
+        doc.update(zip(("signing_secret", "signing_secret_next"), secrets, strict=False))
+        status, answer = self.call("PUT", f"/v1/queues/{name}", doc)
+        assert status == 200, answer
+        assert (answer["signing_secret_set"], answer["signing_secret_next_set"]) == (len(secrets) > 0, len(secrets) > 1)
+        live.secrets = secrets
 
     @rule(name=st.sampled_from(QUEUES), crash_at=st.sampled_from((None, None, 1, 2, 3)))
     def delete_queue(self, name: str, crash_at: int | None) -> None:

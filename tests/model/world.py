@@ -102,6 +102,7 @@ class World:
                 self.reference.noticed(json.loads(body)["id"], "http")
             return HttpReply(status=ANSWER[modes.notice], headers={}, body=b"{}")
         message_id = headers["Hourglass-Message-Id"]
+        self.reference.signed(queue, headers, body, self.clock())
         stored = self.h.ctx.store.get_message(queue, message_id)
         self.reference.delivered(stored, queue, message_id, self.clock(), crashed=self.crashes > 0)
         status = modes.script.pop(0) if modes.script else ANSWER[modes.target]

@@ -9,9 +9,8 @@ from datetime import datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from hourglass.core import json_body
+from hourglass.core import json_body, signing
 from hourglass.core.model import Message
-from hourglass.core.signing import sign
 from hourglass.core.timestamps import format_rfc3339, seconds_between
 from hourglass.errors import DeliveryError
 
@@ -70,8 +69,9 @@ def compact(value: Any) -> bytes:
 
 
 def http_request(
-    message: Message, attempt: int, *, headers: dict[str, str], secret: str | None, now: datetime
+    message: Message, attempt: int, *, headers: dict[str, str], secrets: tuple[str, ...], now: datetime
 ) -> tuple[bytes, dict[str, str]]:
+    """The body and headers of an HTTP attempt; signed with each of `secrets` (none: unsigned)."""
     body = compact(message.body)
     out = {
         **headers,
@@ -83,8 +83,8 @@ def http_request(
     }
     if message.schedule:
         out["Hourglass-Schedule"] = message.schedule
-    if secret:
-        out["Hourglass-Signature"] = sign(secret, body, int(now.timestamp()))
+    if secrets:
+        out["Hourglass-Signature"] = signing.header(secrets, body, int(now.timestamp()))
     return body, out
 
 

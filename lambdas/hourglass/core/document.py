@@ -33,6 +33,7 @@ def queue_doc(queue: Queue) -> dict[str, Any]:
         "target": target_doc(settings.target),
         "retry": asdict(settings.retry),
         "signing_secret_set": settings.signing_secret is not None,
+        "signing_secret_next_set": settings.signing_secret_next is not None,
         "created_at": _time(queue.created_at),
     }
 

@@ -111,6 +111,12 @@ class QueueSettings:
     target: Target | None = None
     retry: RetryPolicy = RetryPolicy()
     signing_secret: str | None = None
+    # The secret a rotation moves to: while set, callbacks carry a signature with each secret.
+    signing_secret_next: str | None = None
+
+    @property
+    def signing_secrets(self) -> tuple[str, ...]:
+        return tuple(s for s in (self.signing_secret, self.signing_secret_next) if s is not None)
 
 
 FailureDestination = HttpTarget | SqsTarget | AwsTarget

@@ -251,7 +251,10 @@ def retry_policy(value: object) -> RetryPolicy:
 
 
 # The delivery control fields (v1.1) are read by `delivery_control` below.
-QUEUE_FIELDS = frozenset({"default_delay", "max_delay", "ttl", "target", "retry", "signing_secret"}) | CONTROL_FIELDS
+QUEUE_FIELDS = (
+    frozenset({"default_delay", "max_delay", "ttl", "target", "retry", "signing_secret", "signing_secret_next"})
+    | CONTROL_FIELDS
+)
 
 
 def queue_settings(doc: object) -> QueueSettings:
@@ -263,9 +266,9 @@ def queue_settings(doc: object) -> QueueSettings:
     assert max_delay is not None and default_delay is not None
     if default_delay > max_delay:
         raise ValidationError("default_delay", "must not exceed max_delay")
-    secret = settings.get("signing_secret")
-    if secret is not None:
-        secret = _string(secret, "signing_secret", max_len=256)
+    secret, next_secret = (_secret(settings, name) for name in ("signing_secret", "signing_secret_next"))
+    if next_secret is not None and secret is None:
+        raise ValidationError("signing_secret_next", "needs signing_secret (the secret receivers verify today)")
     raw_target = settings.get("target")
     raw_retry = settings.get("retry")
     return QueueSettings(
@@ -275,7 +278,13 @@ def queue_settings(doc: object) -> QueueSettings:
         target=None if raw_target is None else target(raw_target),
         retry=defaults.retry if raw_retry is None else retry_policy(raw_retry),
         signing_secret=secret,
+        signing_secret_next=next_secret,
     )
+
+
+def _secret(settings: Mapping[str, Any], name: str) -> str | None:
+    value = settings.get(name)
+    return None if value is None else _string(value, name, max_len=256)
 
 
 def delivery_control(doc: Mapping[str, Any], *, paused: bool = False) -> DeliveryControl:

@@ -78,8 +78,8 @@ def _attempt(ctx: Context, message: Message, queue: Queue | None) -> delivery.Ou
         )
         return delivery.judge_later(reply.status, reply.body)
     if isinstance(target, HttpTarget):
-        secret = queue.settings.signing_secret if queue else None
-        body, headers = delivery.http_request(message, attempt, headers=target.headers, secret=secret, now=ctx.clock())
+        signed = queue.settings.signing_secrets if queue else ()
+        body, headers = delivery.http_request(message, attempt, headers=target.headers, secrets=signed, now=ctx.clock())
         allow = ctx.settings.allow_private_callbacks
         connect, read = deadline.http_timeouts(delivery_control.of(queue).timeout)
         reply = ctx.post(target.url, body, headers, allow_private=allow, connect_timeout=connect, read_timeout=read)

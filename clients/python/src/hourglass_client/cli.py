@@ -1,6 +1,7 @@
 """The `hourglass` command: queues, messages, schedules, bulk operations and `tail`, over the SDK.
 
-Config from HOURGLASS_URL / HOURGLASS_API_KEY (or --url / --api-key); --json prints raw documents.
+Config from HOURGLASS_URL / HOURGLASS_API_KEY / HOURGLASS_AUTH (or --url / --api-key / --auth iam, which signs
+requests with AWS SigV4 from the standard credential chain); --json prints raw documents.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ class State:
     as_json: bool
     out: PlainConsole
     err: PlainConsole
+    auth: str = "api_key"
+    region: str | None = None
     _client: Client | None = None
 
     @property
@@ -45,7 +48,10 @@ class State:
         if self._client is None:
             if not self.url:
                 raise click.UsageError("set HOURGLASS_URL or pass --url")
-            self._client = Client(self.url, self.api_key)
+            try:
+                self._client = Client(self.url, self.api_key, auth=self.auth, region=self.region)
+            except ValueError as exc:
+                raise click.UsageError(str(exc)) from None
         return self._client
 
     def emit(self, doc: Any, human: Callable[[], None]) -> None:
@@ -99,11 +105,21 @@ def short(value: Any, width: int = 40) -> str:
 @click.group(cls=Group)
 @click.option("--url", envvar="HOURGLASS_URL", help="API base URL [env HOURGLASS_URL]")
 @click.option("--api-key", envvar="HOURGLASS_API_KEY", help="x-api-key value [env HOURGLASS_API_KEY]")
+@click.option(
+    "--auth",
+    type=click.Choice(["api_key", "iam"]),
+    default="api_key",
+    envvar="HOURGLASS_AUTH",
+    help="iam: sign requests with AWS SigV4 (standard credential chain) [env HOURGLASS_AUTH]",
+)
+@click.option("--region", help="region for --auth iam [default: the URL's, then the AWS configuration's]")
 @click.option("--json", "as_json", is_flag=True, help="print JSON documents (one per line) for scripts")
 @click.pass_context
-def main(ctx: click.Context, url: str | None, api_key: str | None, as_json: bool) -> None:
+def main(
+    ctx: click.Context, url: str | None, api_key: str | None, auth: str, region: str | None, as_json: bool
+) -> None:
     """Hourglass delay queue: manage queues, schedule and inspect messages."""
-    ctx.obj = State(url, api_key, as_json, PlainConsole(), PlainConsole(stderr=True))
+    ctx.obj = State(url, api_key, as_json, PlainConsole(), PlainConsole(stderr=True), auth, region)
 
 
 # --- queues -------------------------------------------------------------------------------------
@@ -143,6 +159,7 @@ def queue_table(found: Iterable[Queue]) -> Table:
 @click.option("--backoff-base", type=float)
 @click.option("--backoff-max", type=float)
 @click.option("--signing-secret")
+@click.option("--signing-secret-next", help="the secret a rotation moves to (both sign while it is set)")
 @click.option("--rate-limit", type=float)
 @click.option("--max-concurrency", type=int)
 @click.option("--timeout", type=float)
@@ -161,6 +178,7 @@ def queues_put(
     backoff_base: float | None,
     backoff_max: float | None,
     signing_secret: str | None,
+    signing_secret_next: str | None,
     rate_limit: float | None,
     max_concurrency: int | None,
     timeout: float | None,
@@ -192,6 +210,7 @@ def queues_put(
         target=target,
         retry=retry or None,
         signing_secret=signing_secret,
+        signing_secret_next=signing_secret_next,
         rate_limit=rate_limit,
         max_concurrency=max_concurrency,
         timeout=timeout,

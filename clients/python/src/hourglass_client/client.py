@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from hourglass_client import batches
 from hourglass_client.models import Attempt, Created, Message, Operation, Page, Queue, Schedule, format_time
+from hourglass_client.sigv4 import SigV4Signer
 from hourglass_client.transport import RETRY_STATUSES, RetryPolicy, Transport, path
 
 THROTTLED_ONLY = frozenset({429})
@@ -56,8 +57,11 @@ def message(
 
 class Client:
     """Talks to one Hourglass API. `base_url` and `api_key` default to HOURGLASS_URL and
-    HOURGLASS_API_KEY. Calls that are safe to repeat are retried on 429/503 and connection
-    errors; creates are made safe first by giving every message a dedup id (`auto_dedup`)."""
+    HOURGLASS_API_KEY. `auth="iam"` (or HOURGLASS_AUTH=iam) signs every request with AWS SigV4
+    from the standard credential chain, for a stack deployed with `hourglass:auth` `iam` (or `both`,
+    with the key too); `region` defaults to the URL's, then the AWS configuration's. Calls that are
+    safe to repeat are retried on 429/503 and connection errors; creates are made safe first by
+    giving every message a dedup id (`auto_dedup`)."""
 
     def __init__(
         self,
@@ -68,12 +72,18 @@ class Client:
         retry: RetryPolicy | None = None,
         auto_dedup: bool = True,
         sleep: Callable[[float], None] = time.sleep,
+        auth: str | None = None,
+        region: str | None = None,
     ) -> None:
         url = base_url or os.environ.get("HOURGLASS_URL")
         if not url:
             raise ValueError("base_url: give the API's URL or set HOURGLASS_URL")
         key = api_key if api_key is not None else os.environ.get("HOURGLASS_API_KEY") or None
-        self.transport = Transport(url, key, timeout, retry or RetryPolicy(), sleep=sleep)
+        mode = (auth or os.environ.get("HOURGLASS_AUTH") or "api_key").strip().lower()
+        if mode not in ("api_key", "iam"):
+            raise ValueError(f"auth: 'api_key' or 'iam', got {mode!r}")
+        sign = SigV4Signer(url, region=region) if mode == "iam" else None
+        self.transport = Transport(url, key, timeout, retry or RetryPolicy(), sleep=sleep, sign=sign)
         self.auto_dedup = auto_dedup
         self.sleep = sleep
 
@@ -99,6 +109,7 @@ class Client:
         target: Mapping[str, Any] | None = None,
         retry: Mapping[str, Any] | None = None,
         signing_secret: str | None = None,
+        signing_secret_next: str | None = None,
         rate_limit: float | None = None,
         max_concurrency: int | None = None,
         timeout: float | None = None,
@@ -114,6 +125,7 @@ class Client:
             target=dict(target) if target else None,
             retry=dict(retry) if retry else None,
             signing_secret=signing_secret,
+            signing_secret_next=signing_secret_next,
             rate_limit=rate_limit,
             max_concurrency=max_concurrency,
             timeout=timeout,
