@@ -149,6 +149,15 @@ def test_every_attempt_is_recorded_with_its_outcome(harness: Harness) -> None:
     assert got == [(1, "retry", 503, "HTTP 503", True), (2, "delivered", 200, None, False)]
 
 
+def test_each_attempt_keeps_the_targets_response_body(harness: Harness) -> None:
+    make_queue(harness)
+    harness.receiver.answers = [503, 200]
+    [created] = post(harness, {"body": 1, "delay": 5})
+    run_until_quiet(harness)
+    got = [(a["outcome"], a["response_body"]) for a in attempts(harness, created["id"])]
+    assert got == [("retry", '{"code": 100}'), ("delivered", '{"code": 100}')]
+
+
 def test_a_first_time_delivery_keeps_its_attempt_on_the_message_item_alone(harness: Harness) -> None:
     make_queue(harness)
     [created] = post(harness, {"body": 1, "delay": 5})
