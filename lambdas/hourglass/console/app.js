@@ -154,7 +154,7 @@ function queueRow(queue, counted) {
   const name = queue.name;
   const row = document.createElement("tr");
   row.dataset.queue = name;
-  cell(row, name, "mono");
+  cell(row, name, "mono name");
   cell(row, targetText(queue.target), "target");
   const limits = ["rate_limit", "max_concurrency", "timeout"]
     .filter((k) => queue[k] !== undefined && queue[k] !== null).map((k) => `${k}=${queue[k]}`);
@@ -229,6 +229,7 @@ const FORM_NUMBERS = {
 function openQueueForm(queue) {
   const form = $("#queue-form");
   form.reset();
+  $("#qf-error").textContent = "";
   form.hidden = false;
   state.editing = queue ? queue.name : null;
   $("#queue-form-title").textContent = queue ? `Edit queue ${queue.name}` : "New queue";
@@ -370,11 +371,17 @@ function messageRow(m, selectable, after) {
   return row;
 }
 
+// Every status together; "n+" when a status was counted only up to COUNT_CAP.
+function total(counts) {
+  const sum = STATUSES.reduce((n, s) => n + (parseInt(counts[s], 10) || 0), 0);
+  return STATUSES.some((s) => String(counts[s]).endsWith("+")) ? `${sum}+` : String(sum);
+}
+
 function fillStatusTabs(counts) {
   const tabs = $("#status-tabs");
   const entries = [["", "all"], ...STATUSES.map((s) => [s, s])];
   tabs.replaceChildren(...entries.map(([status, label]) => {
-    const count = status && counts ? ` (${counts[status]})` : "";
+    const count = counts ? ` (${status ? counts[status] : total(counts)})` : "";
     const tab = button(`${label}${count}`, `tab${status === state.status ? " active" : ""}`, () => {
       state.status = status;
       guarded(() => listMessages(false));
@@ -700,6 +707,8 @@ async function purge() {
     bar.max = Math.max(expected, o.matched || 0, 1);
     bar.value = o.applied + o.skipped;
     if (o.status !== "running") bar.value = bar.max;
+    const verb = o.status === "running" ? "purging" : `purge ${o.status}`;
+    $("#purge-status").textContent = `${verb}: ${o.applied} of ${o.matched} cancelled`;
   });
   await listMessages(false);
   notice(`purge ${op.status}: cancelled ${op.applied} of ${op.matched} pending message(s)` +
@@ -721,11 +730,12 @@ const niceMax = (value) => {
   const step = 10 ** Math.floor(Math.log10(value));
   return [1, 2, 5, 10].map((m) => m * step).find((v) => v >= value);
 };
-const label = (v) => (v >= 1000 ? `${+(v / 1000).toFixed(1)}k` : `${+v.toFixed(2)}`);
+const label = (v) => (v >= 1000 ? `${+(v / 1000).toPrecision(3)}k` : `${+v.toPrecision(3)}`);
 
 // A line chart with a time axis (HH:MM UTC) and a labelled value axis; `lines`: [{name, colour, values}].
 function drawChart(el, times, lines, yTitle) {
   el.replaceChildren();
+  el.setAttribute("viewBox", "0 0 560 220");
   const [w, h, left, right, top, bottom] = [560, 220, 52, 12, 14, 40];
   const all = lines.flatMap((l) => l.values).filter((v) => v !== null && v !== undefined);
   const ymax = niceMax(Math.max(0, ...all));
@@ -742,7 +752,8 @@ function drawChart(el, times, lines, yTitle) {
   times.forEach((t, i) => {
     if (i % every !== 0 && i !== times.length - 1) return;
     el.appendChild(svg("line", { x1: x(i), y1: h - bottom, x2: x(i), y2: h - bottom + 4, stroke: "#889" }));
-    el.appendChild(svg("text", { x: x(i), y: h - bottom + 15, "font-size": 10, "text-anchor": "middle", class: "x-tick" }, hhmm(t)));
+    const anchor = i === times.length - 1 ? "end" : i === 0 ? "start" : "middle";
+    el.appendChild(svg("text", { x: x(i), y: h - bottom + 15, "font-size": 10, "text-anchor": anchor, class: "x-tick" }, hhmm(t)));
   });
   el.appendChild(svg("text", { x: (left + w - right) / 2, y: h - 6, "font-size": 11, "text-anchor": "middle", class: "x-title" }, "time (UTC)"));
   el.appendChild(svg("text", { x: 12, y: (top + h - bottom) / 2, "font-size": 11, "text-anchor": "middle",
@@ -754,6 +765,13 @@ function drawChart(el, times, lines, yTitle) {
       d += `${d && line.values[i - 1] !== null && line.values[i - 1] !== undefined ? "L" : "M"}${x(i).toFixed(1)},${y(v).toFixed(1)}`;
     });
     el.appendChild(svg("path", { d, fill: "none", stroke: line.colour, "stroke-width": 1.6, class: `series series-${line.name}` }));
+    // A value with no neighbour draws no line: a dot shows it (a lateness seen in one minute only).
+    const missing = (i) => i < 0 || i >= line.values.length || line.values[i] === null || line.values[i] === undefined;
+    line.values.forEach((v, i) => {
+      if (!missing(i) && missing(i - 1) && missing(i + 1)) {
+        el.appendChild(svg("circle", { cx: x(i), cy: y(v), r: 2.5, fill: line.colour, class: `dot dot-${line.name}` }));
+      }
+    });
     el.appendChild(svg("text", { x: w - right - 4 - li * 70, y: top + 2, "font-size": 11, fill: line.colour, "text-anchor": "end", class: `legend legend-${line.name}` }, line.name));
   });
 }
@@ -936,7 +954,12 @@ function wire() {
   $("#refresh-queues").addEventListener("click", () => guarded(loadQueues));
   $("#new-queue").addEventListener("click", () => openQueueForm(null));
   $("#cancel-queue-form").addEventListener("click", () => { $("#queue-form").hidden = true; state.editing = null; });
-  $("#queue-form").addEventListener("submit", (e) => { e.preventDefault(); guarded(saveQueue); });
+  // A refused save is said next to the Save button too, where the eye is.
+  $("#queue-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    $("#qf-error").textContent = "";
+    guarded(() => saveQueue().catch((error) => { $("#qf-error").textContent = error.message; throw error; }));
+  });
   $("#filter-form").addEventListener("submit", (e) => { e.preventDefault(); guarded(() => listMessages(false)); });
   $("#order").addEventListener("change", () => guarded(() => listMessages(false)));
   $("#more").addEventListener("click", () => guarded(() => listMessages(true)));
