@@ -51,7 +51,8 @@ def page(browser: Any, api_url: str) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     opened = context.new_page()
     opened.set_default_timeout(20_000)
-    opened.goto(f"{api_url}/console")
+    # Held still (`?refresh=off`): a test reads what its own clicks drew; auto-refresh has a test of its own.
+    opened.goto(f"{api_url}/console?refresh=off")
     yield opened
     context.close()
 

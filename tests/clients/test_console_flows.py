@@ -125,6 +125,8 @@ def test_a_views_notice_stays_on_its_view(page: Any, queue: str) -> None:
 
 
 def test_auto_refresh_updates_counts_until_paused(page: Any, client: Client, queue: str) -> None:
+    page.goto(page.url.split("?")[0])  # the console as a user opens it: refreshing
+    assert page.inner_text("#auto-refresh") == "Pause auto-refresh"
     sign_in(page, queue)
     row = f'#queues-table tr[data-queue="{queue}"]'
     client.send(queue, "new", delay=3600)
