@@ -17,7 +17,7 @@ export PYTHONPATH := lambdas:.
 # check-node says it once instead.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION ?= 20
 
-.PHONY: dev test total-queue test-deployed smoke tools lint synth bench bench-modes soak spark-schedule spark-report sample clean \
+.PHONY: dev test test-console total-queue test-deployed smoke tools lint synth bench bench-modes soak spark-schedule spark-report sample clean \
 	check-node check-java check-chromium
 
 $(STAMP): requirements.txt requirements-dev.txt
@@ -68,6 +68,11 @@ dev: $(STAMP) check-node $(if $(filter cdk ministack,$(DEPLOY)),tools)
 # way forward); `make total-queue` runs it alone, `make soak` its long form with SIGKILLs.
 test: $(STAMP) check-node check-java check-chromium
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+# The console's longer browser flows in Chromium (editing and deleting queues, tabs, search, row actions,
+# purge, auto-refresh, charts); `make test` runs the representative ones. Screenshots: tests/artifacts/console/.
+test-console: $(STAMP) check-chromium
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m console tests/clients/test_console_flows.py
 
 # The end-to-end suite and the smoke test against the stack as deployed: `cdk deploy` into MiniStack,
 # API Gateway with its key, the Lambdas, the SQS mapping and the EventBridge schedule; a later

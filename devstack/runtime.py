@@ -15,6 +15,7 @@ import boto3
 from hourglass import contract
 from hourglass.adapters.aws import AWS_CONFIG
 from hourglass.adapters.body_store import BodyStore
+from hourglass.adapters.metric_history import MinuteHistory
 from hourglass.adapters.metrics import Metrics
 from hourglass.adapters.service_targets import ServiceTargets
 from hourglass.adapters.sqs_target import SqsTargets
@@ -184,12 +185,15 @@ class Runtime:
     def _build_context(self, endpoint: str) -> Context:
         assert self.settings is not None
         sqs = self.client("sqs")
+        history = MinuteHistory()
         return Context(
             settings=self.settings,
             store=Store(self.settings.table, client=self.client("dynamodb")),
             timers=TimerQueue(self.settings.timer_queue_url, client=sqs),
             targets=SqsTargets(client=sqs),
-            metrics=Metrics(emit=False),
+            # No CloudWatch here: the console's charts read the runtime's own per-minute figures.
+            metrics=Metrics(emit=False, history=history),
+            metric_series=history,
             services=ServiceTargets.from_clients(self.client),
             body_store=BodyStore(self.settings.body_bucket, client=self.client("s3"))
             if self.settings.body_bucket

@@ -183,6 +183,10 @@ class HourglassStack(Stack):
         for fn in (functions.ingest, functions.sweeper, functions.dispatcher):
             store.table.grant_read_write_data(fn)
             timer.queue.grant_send_messages(fn)
+        # The console's charts read the queue's metrics back (GetMetricData takes no resource ARNs).
+        functions.ingest.add_to_role_policy(
+            iam.PolicyStatement(sid="ReadQueueMetrics", actions=["cloudwatch:GetMetricData"], resources=["*"])
+        )
         # The dispatcher delivers to the target queues the settings allow, and to no other; the sweeper
         # sends the failure notices a dispatcher left in the outbox, to the same queues.
         if settings.sqs_targets:

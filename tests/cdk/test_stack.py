@@ -264,7 +264,9 @@ def _wildcards(template: Template) -> list[str]:
     """Resources with a `*`, except the indexes of the stack's own table (`{Table.Arn}/index/*`) and the
     objects of its own body bucket (`{BodiesBucket….Arn}/*`)."""
     own = re.compile(r"\{[A-Za-z0-9]+\.Arn\}/index/\*|\{BodiesBucket[A-Za-z0-9]*\.Arn\}/\*")
-    resources = [r for s in _statements(template) for r in _resources(s)]
+    # cloudwatch:GetMetricData takes no resource ARN: its statement (the console's charts) can only name `*`.
+    scoped = [s for s in _statements(template) if s.get("Action") != "cloudwatch:GetMetricData"]
+    resources = [r for s in scoped for r in _resources(s)]
     return [r for r in resources if "*" in r and not own.fullmatch(r)]
 
 
@@ -441,3 +443,8 @@ def test_sweep_interval_becomes_whole_minutes(seconds: int, expression: str) -> 
 def test_invalid_context_is_rejected() -> None:
     with pytest.raises(ValueError, match="hourglass:shards"):
         synth(**{"hourglass:shards": "many"})
+
+
+def test_metrics_are_read_back_by_one_statement(template: Template) -> None:
+    readers = [s for s in _statements(template) if s.get("Action") == "cloudwatch:GetMetricData"]
+    assert [(s["Sid"], s["Resource"]) for s in readers] == [("ReadQueueMetrics", "*")]

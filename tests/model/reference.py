@@ -71,6 +71,14 @@ class Reference:
         if entry not in self.violations:
             self.violations.append(entry)
 
+    def check_responses(self, messages: Iterable[Message], answered: str) -> None:
+        """The attempt a finished message keeps holds what its HTTP target answered (the console's timeline)."""
+        for message in messages:
+            final = message.final_attempt
+            answered_by_http = message.status in FINAL and final is not None and final.status_code is not None
+            if answered_by_http and final is not None and final.response != answered:
+                self.violate("timeline", f"{message.queue}/{message.id} kept {final.response!r} as its reply")
+
     # what reached the outside world ---------------------------------------------------------------
     def delivered(
         self, message: Message | None, queue: str, message_id: str, now: datetime, *, crashed: bool = False

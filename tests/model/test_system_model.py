@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule
 
 from tests.model.reference import Generation, Reference, comparable
-from tests.model.world import Modes, World
+from tests.model.world import REPLY, Modes, World
 
 QUEUES = ("a", "b")
 SCHEDULES = ("s1", "s2")
@@ -260,6 +260,17 @@ class SystemModel(RuleBasedStateMachine):
 
         self.act(crash_at, start)
 
+    @rule(name=st.sampled_from(QUEUES), crash_at=st.sampled_from((None, None, 1, 2)))
+    def purge(self, name: str, crash_at: int | None) -> None:
+        """The console's purge: one bulk cancel of every pending message."""
+
+        def start() -> None:
+            doc = {"action": "cancel", "filter": {"status": "pending"}}
+            status, answer = self.call("POST", f"/v1/queues/{name}/operations", doc)
+            assert status in (202, 404), answer
+
+        self.act(crash_at, start)
+
     # schedules ----------------------------------------------------------------------------------
     @rule(
         name=st.sampled_from(QUEUES),
@@ -405,7 +416,9 @@ class SystemModel(RuleBasedStateMachine):
                 modes.notice = "ok"
         self.world.run_for(DRAIN_SECONDS, step_limit=3000)
         self.world.read_sqs()
-        self.reference.check_messages(self.world.messages(), self.world.clock(), self.world.verdicts())
+        messages = self.world.messages()
+        self.reference.check_messages(messages, self.world.clock(), self.world.verdicts())
+        self.reference.check_responses(messages, REPLY.decode())
         self.check_schedules_run()
 
     def teardown(self) -> None:

@@ -34,6 +34,8 @@ DDB_WRITES = ("put_item", "update_item", "delete_item", "transact_write_items", 
 SQS_WRITES = ("send_message_batch", "send_message")
 # Answers a target or destination gives, by mode.
 ANSWER = {"ok": 200, "transient": 503, "permanent": 404}
+# What every HTTP target of the model answers in its body (the attempt history keeps it).
+REPLY = b'{"seen": true}'
 
 
 @dataclass
@@ -106,7 +108,7 @@ class World:
         stored = self.h.ctx.store.get_message(queue, message_id)
         self.reference.delivered(stored, queue, message_id, self.clock(), crashed=self.crashes > 0)
         status = modes.script.pop(0) if modes.script else ANSWER[modes.target]
-        return HttpReply(status=status, headers={}, body=b"{}")
+        return HttpReply(status=status, headers={}, body=REPLY)
 
     def read_sqs(self) -> None:
         """What reached the SQS target and destination (directly or through their SNS topics): deliveries checked

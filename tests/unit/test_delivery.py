@@ -23,6 +23,25 @@ MESSAGE = Message(
 
 
 # --- judge_http ------------------------------------------------------------------------------
+def test_the_response_body_kept_is_its_first_kib() -> None:
+    outcome = delivery.judge_http(500, None, NOW, b"e" * 5000)
+    assert outcome.response == "e" * delivery.MAX_RESPONSE
+
+
+def test_the_response_body_keeps_line_breaks_and_escapes_other_control_characters() -> None:
+    outcome = delivery.judge_http(400, None, NOW, b"line 1\nline\t2\x1b[31m\xff")
+    assert outcome.response == "line 1\nline\t2\\x1b[31m\ufffd"
+
+
+def test_an_empty_response_body_is_none() -> None:
+    assert delivery.judge_http(204, None, NOW, b"").response is None
+
+
+def test_a_response_of_wide_characters_stays_within_its_bytes() -> None:
+    outcome = delivery.Outcome(True, response="😀" * 1000)
+    assert outcome.response is not None and len(outcome.response.encode()) <= delivery.MAX_RESPONSE
+
+
 
 
 @pytest.mark.parametrize("status", [200, 201, 202, 204, 299])

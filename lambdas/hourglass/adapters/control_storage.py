@@ -29,6 +29,8 @@ def attempt_to_item(queue: str, attempt: Attempt, expire_at: datetime | None = N
         item["status_code"] = n(attempt.status_code)
     if attempt.error is not None:
         item["error"] = s(attempt.error)
+    if attempt.response is not None:
+        item["response"] = s(attempt.response)
     if attempt.retry_at is not None:
         item["retry_at"] = n(to_ms(attempt.retry_at))
     if expire_at is not None:
@@ -46,6 +48,7 @@ def attempt_from_item(item: Item) -> Attempt:
         status_code=int(item["status_code"]["N"]) if "status_code" in item else None,
         error=item["error"]["S"] if "error" in item else None,
         retry_at=from_ms(int(item["retry_at"]["N"])) if "retry_at" in item else None,
+        response=item["response"]["S"] if "response" in item else None,
     )
 
 

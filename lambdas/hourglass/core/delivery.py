@@ -36,7 +36,11 @@ TRANSIENT_SERVICE_CODES = frozenset(
 )
 # An attempt's error as `last_error` and the attempt history keep it: at most this many characters.
 MAX_ERROR = 500
+# The target's response body as the attempt history keeps it: its first KiB, at most this many UTF-8 bytes.
+MAX_RESPONSE = 1024
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# A response keeps its line breaks and tabs (it is read as text); other control characters are escaped.
+_RESPONSE_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 def error_text(text: str) -> str:
@@ -44,6 +48,17 @@ def error_text(text: str) -> str:
     characters and lone surrogates written as escapes, at most MAX_ERROR characters."""
     escaped = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text.strip())
     return escaped.encode("utf-8", "backslashreplace").decode("utf-8")[:MAX_ERROR]
+
+
+def response_text(data: bytes | str | None) -> str | None:
+    """The first KiB of a target's reply as stored and shown: bytes that are not UTF-8 replaced, control
+    characters other than line breaks and tabs escaped, at most MAX_RESPONSE UTF-8 bytes (None when empty)."""
+    if not data:
+        return None
+    text = data if isinstance(data, str) else data[:MAX_RESPONSE].decode("utf-8", "replace")
+    escaped = _RESPONSE_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    encoded = escaped.encode("utf-8", "backslashreplace")[:MAX_RESPONSE]
+    return encoded.decode("utf-8", "ignore")
 
 
 @dataclass(frozen=True)
@@ -54,11 +69,15 @@ class Outcome:
     retry_after: float | None = None
     # The HTTP status the target answered (None for SQS and transport failures), for the attempt history.
     status_code: int | None = None
+    # The first KiB of the target's response body (HTTP targets), for the attempt history.
+    response: str | None = None
 
     def __post_init__(self) -> None:
         # Every attempt's error is built into an Outcome, whatever path built it: one place makes it safe.
         if self.error is not None:
             object.__setattr__(self, "error", error_text(self.error))
+        if self.response is not None:
+            object.__setattr__(self, "response", response_text(self.response))
 
 
 DELIVERED = Outcome(delivered=True)
@@ -120,14 +139,15 @@ def retry_after_seconds(header: str | None, now: datetime) -> float | None:
     return max(0.0, seconds_between(now, when))
 
 
-def judge_http(status: int, retry_after: str | None, now: datetime) -> Outcome:
+def judge_http(status: int, retry_after: str | None, now: datetime, body: bytes = b"") -> Outcome:
+    response = response_text(body)
     if 200 <= status < 300:
-        return Outcome(delivered=True, status_code=status)
+        return Outcome(delivered=True, status_code=status, response=response)
     error = f"HTTP {status}"
     if status in RETRYABLE_STATUSES or status >= 500:
         wait = retry_after_seconds(retry_after, now)
-        return Outcome(False, retryable=True, error=error, retry_after=wait, status_code=status)
-    return Outcome(False, retryable=False, error=error, status_code=status)
+        return Outcome(False, retryable=True, error=error, retry_after=wait, status_code=status, response=response)
+    return Outcome(False, retryable=False, error=error, status_code=status, response=response)
 
 
 def judge_later(status: int, body: bytes) -> Outcome:
@@ -136,9 +156,10 @@ def judge_later(status: int, body: bytes) -> Outcome:
         code = json.loads(body.decode()).get("code")
     except (ValueError, UnicodeDecodeError, AttributeError, RecursionError):
         code = None
+    response = response_text(body)
     if code == 100:
-        return Outcome(delivered=True, status_code=status)
-    return Outcome(False, retryable=True, error=f"HTTP {status}, code {code!r}", status_code=status)
+        return Outcome(delivered=True, status_code=status, response=response)
+    return Outcome(False, retryable=True, error=f"HTTP {status}, code {code!r}", status_code=status, response=response)
 
 
 def transport_failure(reason: str) -> Outcome:

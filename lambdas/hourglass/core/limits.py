@@ -48,8 +48,9 @@ MAX_PAGE_BYTES = LAMBDA_RESPONSE_BYTES - 64 * 1024
 # Upper bounds of the message item's attributes other than body, target, dedup id, topic and schedule
 # (adapters/items.py: keys, ids, status, times, counters, retry policy, sweep keys, expiry, a last_error
 # of up to 500 characters of 4 UTF-8 bytes and a final attempt record whose error of 500 characters may
-# be escaped to 6 bytes each): 5,719 bytes at their largest (tests/unit/test_limits.py), bounded at 6 KiB.
-FIXED_ITEM_BYTES = 6 * 1024
+# be escaped to 6 bytes each and whose response body of 1 KiB (`delivery.MAX_RESPONSE`) to 2 bytes each):
+# 7,806 bytes at their largest (tests/unit/test_limits.py), bounded at 8 KiB.
+FIXED_ITEM_BYTES = 8 * 1024
 # The SQS envelope around a body: {"id":..,"queue":..,"body":..,"due_at":..,"attempt":n} with an id
 # of 64 characters, a queue name of 64, a 24-character time and a 10-digit attempt: the largest frame
 # of a message that is no schedule occurrence (an occurrence's also names its schedule).

@@ -24,6 +24,7 @@ from hourglass.errors import (
     ValidationError,
 )
 from hourglass.logs import log
+from hourglass.service import charts
 from hourglass.service.context import Context
 from hourglass.service.control import Control
 from hourglass.service.later import Later
@@ -90,6 +91,7 @@ class Api:
             ("GET", rf"/v1/queues/{NAME}/schedules", self.list_schedules),
             ("POST", rf"/v1/queues/{NAME}/schedules/{NAME}/pause", self.pause_schedule),
             ("POST", rf"/v1/queues/{NAME}/schedules/{NAME}/resume", self.resume_schedule),
+            ("GET", rf"/v1/queues/{NAME}/metrics", self.queue_metrics),
             ("POST", r"/create", self.later_create),
             ("POST", r"/delete", self.later_delete),
             ("POST", r"/query", self.later_query),
@@ -231,6 +233,9 @@ class Api:
 
     def resume_schedule(self, request: Request, queue: str, name: str) -> Response:
         return respond(200, schedule_doc(self.schedules.resume(queue, name), self.ctx.clock()))
+
+    def queue_metrics(self, request: Request, name: str) -> Response:
+        return respond(200, charts.chart(self.ctx, name, request.params))
 
     def later_create(self, request: Request) -> Response:
         return respond(200, {"id": self.later.create(request.json()).id})

@@ -83,5 +83,5 @@ def _attempt(ctx: Context, message: Message, queue: Queue | None) -> delivery.Ou
         allow = ctx.settings.allow_private_callbacks
         connect, read = deadline.http_timeouts(delivery_control.of(queue).timeout)
         reply = ctx.post(target.url, body, headers, allow_private=allow, connect_timeout=connect, read_timeout=read)
-        return delivery.judge_http(reply.status, reply.headers.get("retry-after"), ctx.clock())
+        return delivery.judge_http(reply.status, reply.headers.get("retry-after"), ctx.clock(), reply.body)
     return delivery.Outcome(False, retryable=False, error="message has no target")

@@ -111,7 +111,8 @@ class Outcomes:
         attempt happened either way). The attempt that ends the message rides on its outcome write
         instead (`end`): a message delivered at once pays no write for its history."""
         attempt = Attempt(
-            message.id, message.attempts, started, finished, result, outcome.status_code, outcome.error, retry_at
+            message.id, message.attempts, started, finished, result, outcome.status_code, outcome.error, retry_at,
+            outcome.response,
         )
         if result is AttemptOutcome.RETRY:
             self.ctx.store.put_attempt(message.queue, attempt)
