@@ -23,6 +23,9 @@ LOG_LEVEL = "HOURGLASS_LOG_LEVEL"
 BODY_BUCKET = "HOURGLASS_BODY_BUCKET"
 SQS_TARGETS = "HOURGLASS_SQS_TARGETS"
 TIMER_DLQ_URL = "HOURGLASS_TIMER_DLQ_URL"
+# The crash switch (tests and benchmarks only): the phase of an attempt where its dispatcher dies.
+CRASH_AT = "HOURGLASS_CRASH_AT"
+CRASH_PHASES = ("received", "begun", "delivered")
 
 # The table: its sparse due index and the TTL attribute.
 DUE_INDEX = "due"
