@@ -43,6 +43,8 @@ def set_environment(stack: Stack, function: str, variables: dict[str, str]) -> N
 @pytest.fixture
 def crashing(stack: Stack) -> Iterator[str]:
     """The dispatcher dies (its process exits) at the begin of a marked message's first attempt, until teardown."""
+    if stack.mode != "deployed":
+        pytest.skip("the crash switch of a deployed dispatcher (the local runtime's: make bench, crash)")
     function = dispatcher(stack)
     lam = stack.client("lambda")
     variables: dict[str, Any] = lam.get_function_configuration(FunctionName=function)["Environment"]["Variables"]
