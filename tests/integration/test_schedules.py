@@ -252,3 +252,14 @@ def test_delete_cancels_the_occurrence_stored_at_the_claim_too(harness: Harness)
     harness.sweep()
     assert harness.call("DELETE", f"{PATH}/hourly")[0] == 204
     assert [m["status"] for m in occurrences(harness, "hourly")] == ["cancelled", "cancelled"]
+
+
+def test_a_paused_queue_occurrence_claimed_by_the_sweep_leaves_its_next_one_to_its_delivery(
+    harness: Harness,
+) -> None:
+    make_queue(harness)
+    put(harness, "hourly", {"every": 3600, "body": 1})
+    harness.call("POST", "/v1/queues/orders/pause")
+    harness.clock.now = datetime(2026, 11, 21, 10, 58, tzinfo=UTC)
+    harness.sweep()
+    assert [m["due_at"] for m in occurrences(harness, "hourly", "pending")] == ["2026-11-21T11:00:00.000Z"]

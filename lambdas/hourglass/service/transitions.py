@@ -216,7 +216,7 @@ def chain(ctx: Context, message: Message, now: datetime, read: Chained | None = 
     if read is not None and read.stored:
         return None
     try:
-        return _chain(ctx, message, now, read)
+        return _chain(ctx, message, now, read or _read(ctx, message))
     except (StoreError, TimerQueueError) as exc:
         _chain_failed(ctx, message, exc)
         return None
@@ -229,19 +229,28 @@ def chain_ahead(ctx: Context, message: Message, now: datetime) -> bool:
     if message.schedule is None or message.occurrence_at is None or message.redelivered or message.attempts:
         return False
     try:
-        _chain(ctx, message, now, None)
+        read = _read(ctx, message)
+        if read is not None and delivery_control.of(read.queue).paused:
+            # A paused queue holds its occurrence pending: it chains when it is delivered, as one stored
+            # while the queue was paused would.
+            return False
+        _chain(ctx, message, now, read)
     except (StoreError, TimerQueueError) as exc:
         _chain_failed(ctx, message, exc)
         return False
     return True
 
 
+def _read(ctx: Context, message: Message) -> Chained | None:
+    assert message.schedule is not None
+    schedule = ctx.store.get_schedule(message.queue, message.schedule)
+    queue = ctx.store.get_queue(message.queue, consistent=True) if is_current(schedule, message) else None
+    return Chained(schedule, queue) if schedule is not None and queue is not None else None
+
+
 def _chain(ctx: Context, message: Message, now: datetime, read: Chained | None) -> Message | None:
-    assert message.schedule is not None and message.occurrence_at is not None
-    if read is None:
-        schedule = ctx.store.get_schedule(message.queue, message.schedule)
-        queue = ctx.store.get_queue(message.queue, consistent=True) if is_current(schedule, message) else None
-        read = Chained(schedule, queue) if schedule is not None and queue is not None else None
+    """The next occurrence, from what was read of the schedule and queue (None: one of them is gone)."""
+    assert message.occurrence_at is not None
     if read is None or not is_current(read.schedule, message) or read.queue.created_at != message.queue_epoch:
         return None
     return materialize(ctx, read.schedule, read.queue, message.occurrence_at, now)
