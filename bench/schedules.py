@@ -196,8 +196,9 @@ def _section(
         f"{config.schedules} schedules, `every: {config.every}`, starts spread over {config.spread:g} s from "
         f"{config.lead:g} s ahead; {config.rounds} occurrence(s) each measured; as many one-off messages due "
         "uniformly over the same span, to the same receiver.",
-        "Each occurrence after the first is stored when the one before it starts its delivery (a minute ahead), "
-        "so occurrences take the sweep path; the one-off figures beside them are the sweep path's too.",
+        "Each occurrence after the first is stored when the sweep claims the one before it (a lookahead before that "
+        "one is due, a minute before its own), so occurrences take the sweep path; the one-off figures beside them "
+        "are the sweep path's too. Budget: occurrence p99 at most 20 ms above the one-off p99 of the same run.",
     ]
     return section
 
