@@ -42,7 +42,7 @@ class SchedulesConfig:
     seed: int = 20261124
     # The run under load, after the quiet one: the same schedules beside `load` times as many one-off
     # messages, their starts and the one-offs' due times packed into `load_spread` seconds.
-    load: int = 10
+    load: int = 4
     load_spread: float = 20.0
 
 
