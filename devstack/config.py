@@ -17,7 +17,7 @@ LOCAL_SERVICE_TARGETS = LOCAL_SQS_TARGETS
 
 # Where the crash switch stops an attempt: its timer received (before the begin write), begun (before
 # the request), delivered (before the outcome write).
-CRASH_PHASES = ("received", "begun", "delivered")
+CRASH_PHASES = c.CRASH_PHASES
 # The fields that are the functions' own settings (hourglass.settings), read from the same variables.
 FUNCTION_SETTINGS = (
     "sweep_interval", "lookahead", "allow_private_callbacks", "api_key", "handoff_safety", "shards", "log_level",

@@ -36,6 +36,9 @@ STACK_NAME = "HOURGLASS_STACK_NAME"
 # key, AWS SigV4 (API Gateway's IAM authorization), or both at once. API Gateway checks it; no function does.
 AUTH_API_KEY, AUTH_IAM, AUTH_BOTH = "api_key", "iam", "both"
 AUTH_MODES = (AUTH_API_KEY, AUTH_IAM, AUTH_BOTH)
+# The crash switch (tests and benchmarks only): the phase of an attempt where its dispatcher dies.
+CRASH_AT = "HOURGLASS_CRASH_AT"
+CRASH_PHASES = ("received", "begun", "delivered")
 
 # The table: its sparse due index and the TTL attribute.
 DUE_INDEX = "due"

@@ -40,6 +40,8 @@ class Settings:
     # The S3 bucket of bodies too large for a body item (docs/design.md, "Message bodies"); unset,
     # such bodies cannot be stored.
     body_bucket: str | None = None
+    # The crash switch (`service.crash_switch`): None in any real deployment.
+    crash_at: str | None = None
     # None leaves the log level as it is (INFO unless set).
     log_level: str | None = None
 
@@ -88,6 +90,7 @@ class Settings:
             sns_targets=env.get(c.SERVICE_TARGETS["sns"], ""),
             eventbridge_targets=env.get(c.SERVICE_TARGETS["eventbridge"], ""),
             stepfunctions_targets=env.get(c.SERVICE_TARGETS["stepfunctions"], ""),
+            crash_at=env.get(c.CRASH_AT) or None,
         )
         settings.check()
         return settings
@@ -106,6 +109,8 @@ class Settings:
             raise ValidationError(contract.DELIVERY_LEASE, "must be between 0 and 3600 seconds")
         if not 1 <= self.timer_hold <= 900:
             raise ValidationError(contract.TIMER_HOLD, "must be between 1 and 900 seconds")
+        if self.crash_at is not None and self.crash_at not in contract.CRASH_PHASES:
+            raise ValidationError(contract.CRASH_AT, f"must be one of {', '.join(contract.CRASH_PHASES)}")
         if self.sweep_capacity < 1:
             raise ValidationError(contract.SWEEP_CAPACITY, "must be at least 1")
         if not 1 <= self.shards <= 1000:

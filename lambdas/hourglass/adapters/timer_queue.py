@@ -37,15 +37,17 @@ def pack_to_json(timers: Sequence[Timer]) -> str:
 
 
 def _entry(timer: Timer) -> list[object]:
-    """A packed timer: [q, id, v, due], plus [latest, waits] for a paced or refused one."""
+    """A packed timer: [q, id, v, due], plus [latest, waits] for a paced or refused one, plus [1] for a chained one."""
     entry: list[object] = [timer.queue, timer.id, timer.version, timer.due_ms]
+    if timer.chained:
+        return [*entry, timer.latest_ms, timer.waits, 1]
     return entry if timer.latest_ms is None and not timer.waits else [*entry, timer.latest_ms, timer.waits]
 
 
 def _packed(first: Timer, entry: list[Any]) -> Timer:
-    if len(entry) not in (4, 6):
-        raise ValueError("a packed timer has 4 or 6 fields")
-    queue, message_id, version, due, latest, waits = [*entry, None, 0] if len(entry) == 4 else entry
+    if len(entry) not in (4, 6, 7):
+        raise ValueError("a packed timer has 4, 6 or 7 fields")
+    queue, message_id, version, due, latest, waits, *chained = [*entry, None, 0] if len(entry) == 4 else entry
     return Timer(
         str(queue),
         str(message_id),
@@ -54,6 +56,7 @@ def _packed(first: Timer, entry: list[Any]) -> Timer:
         first.sent_ms,
         latest_ms=None if latest is None else int(latest),
         waits=int(waits or 0),
+        chained=bool(chained and chained[0]),
     )
 
 

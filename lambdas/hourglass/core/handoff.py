@@ -63,6 +63,7 @@ class Timer:
 
     A rate-limited queue's timer carries its pacing slot: `due_ms` is the slot's start and
     `latest_ms` the last instant the attempt may start; `waits` counts concurrency refusals so far.
+    `chained`: a schedule occurrence whose next occurrence was stored at its hand-off (the sweep's claim).
     """
 
     queue: str
@@ -72,6 +73,7 @@ class Timer:
     sent_ms: int
     latest_ms: int | None = None
     waits: int = 0
+    chained: bool = False
 
     @property
     def slot(self) -> Slot | None:
@@ -80,7 +82,7 @@ class Timer:
     def extra(self) -> dict[str, int]:
         """The optional fields, only when set: an unlimited queue's timer is exactly as before."""
         doc = {} if self.latest_ms is None else {"l": self.latest_ms}
-        return doc | ({"w": self.waits} if self.waits else {})
+        return doc | ({"w": self.waits} if self.waits else {}) | ({"c": 1} if self.chained else {})
 
     def to_json(self) -> str:
         doc = {"q": self.queue, "id": self.id, "v": self.version, "due": self.due_ms, "sent": self.sent_ms}
@@ -98,6 +100,7 @@ class Timer:
                 sent_ms=int(doc["sent"]),
                 latest_ms=None if doc.get("l") is None else int(doc["l"]),
                 waits=int(doc.get("w") or 0),
+                chained=bool(doc.get("c")),
             )
         except (ValueError, KeyError, TypeError) as exc:
             raise ValidationError("timer", f"malformed timer message: {exc}") from exc
@@ -117,6 +120,7 @@ class Claim:
     entry: DueEntry
     lease: datetime
     slot: Slot | None = None
+    chained: bool = False  # an occurrence whose next one the claimer stored (Timer.chained)
 
 
 @dataclass(frozen=True)
@@ -172,12 +176,14 @@ def keys_of(message_id: str, due: datetime, timing: Timing) -> SweepKeys:
     return schedule.sweep_keys(message_id, due, shards=timing.shards, bucket_seconds=timing.bucket_seconds)
 
 
-def timer_for(entry: DueEntry, now: datetime, slot: Slot | None = None) -> Scheduled:
+def timer_for(entry: DueEntry, now: datetime, slot: Slot | None = None, *, chained: bool = False) -> Scheduled:
     """The timer of a hand-off; with a pacing slot it targets the slot, not the due time (never earlier)."""
     if slot is None:
-        timer = Timer(entry.queue, entry.id, entry.version, entry.due_ms, to_ms(now))
+        timer = Timer(entry.queue, entry.id, entry.version, entry.due_ms, to_ms(now), chained=chained)
     else:
-        timer = Timer(entry.queue, entry.id, entry.version, slot.start_ms, to_ms(now), latest_ms=slot.latest_ms)
+        timer = Timer(
+            entry.queue, entry.id, entry.version, slot.start_ms, to_ms(now), latest_ms=slot.latest_ms, chained=chained
+        )
     return Scheduled(timer, delay_of(timer, now))
 
 

@@ -20,6 +20,7 @@ from hourglass.core.sweep_state import ShardProgress, SweepState
 from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.errors import InvokeError, StoreError
 from hourglass.logs import log
+from hourglass.service import transitions
 from hourglass.service.context import Context
 
 INITIAL_LOOKBACK = timedelta(minutes=10)
@@ -258,7 +259,7 @@ class Sweeper:
         ]
         moves = [self._moved(entry, slot) for entry, slot in zip(chunk, slots, strict=True)]
         claims = self._claim_all(chunk, leases, batch.now, moves)
-        for entry, lease, slot, claimed in zip(chunk, leases, slots, claims, strict=True):
+        for entry, lease, slot, (claimed, chained) in zip(chunk, leases, slots, claims, strict=True):
             if not claimed:
                 if batch.recovery:
                     # Still leased (a late claim, or an earlier recovery): its holder may yet die
@@ -266,7 +267,7 @@ class Sweeper:
                     batch.hold(entry.due_ms)
                 continue
             report.claimed += 1
-            batch.add(entry, lease, slot)
+            batch.add(entry, lease, slot, chained)
 
     def _moved(self, entry: DueEntry, slot: Slot | None) -> SweepKeys | None:
         return handoff.moved_keys(entry, slot, self.ctx.settings.timing)
@@ -277,13 +278,14 @@ class Sweeper:
         leases: list[datetime],
         now: datetime,
         moves: list[SweepKeys | None] | None = None,
-    ) -> list[bool]:
+    ) -> list[tuple[bool, bool]]:
+        """Per entry: claimed, and whether its next occurrence was stored with the claim (`_claim_one`)."""
         assert self._pool is not None
         if not entries:
             return []
         targets = moves or [None] * len(entries)
 
-        def claim(start: int) -> list[bool]:
+        def claim(start: int) -> list[tuple[bool, bool]]:
             end = start + CLAIMS_PER_THREAD
             rows = zip(entries[start:end], leases[start:end], targets[start:end], strict=True)
             return [self._claim_one(e, now, lease, to) for e, lease, to in rows]
@@ -291,16 +293,24 @@ class Sweeper:
         runs = self._pool.map(claim, range(0, len(entries), CLAIMS_PER_THREAD))
         return [claimed for run in runs for claimed in run]
 
-    def _claim_one(self, entry: DueEntry, now: datetime, lease: datetime, move_to: SweepKeys | None) -> bool:
+    def _claim_one(
+        self, entry: DueEntry, now: datetime, lease: datetime, move_to: SweepKeys | None
+    ) -> tuple[bool, bool]:
         """A claim whose write failed (retries exhausted, a dropped connection) may still have landed:
         its timer is sent as if it had. A timer for a message that was not claimed is harmless (the
         dispatcher's start is conditional on the version), while an error raised out of here would
-        strand every landed claim of the chunk under its lease until the recovery sweep."""
+        strand every landed claim of the chunk under its lease until the recovery sweep.
+
+        A schedule occurrence claimed for its first attempt has its next occurrence stored here, a lookahead
+        ahead of its attempt (`transitions.chain_ahead`), so its dispatcher does not chain."""
         try:
-            return self.store.claim(entry, now=now, lease_until=lease, move_to=move_to)
+            claimed = self.store.claim(entry, now=now, lease_until=lease, move_to=move_to)
         except StoreError as exc:
             log("claim_uncertain", id=entry.id, queue=entry.queue, error=str(exc))
-            return True
+            return True, False
+        if claimed is None:
+            return False, False
+        return True, transitions.chain_ahead(self.ctx, claimed, now)
 
     def _hand_off(self, claims: list[Claim], now: datetime, report: SweepReport, recovery: bool) -> int | None:
         refused = {claim.entry for claim in self.ctx.handoff.send_claimed(claims, now)}
@@ -328,8 +338,8 @@ class _Batch:
         self.claims: list[Claim] = []
         self.earliest_failure: int | None = None
 
-    def add(self, entry: DueEntry, lease: datetime, slot: Slot | None = None) -> None:
-        self.claims.append(Claim(entry, lease, slot))
+    def add(self, entry: DueEntry, lease: datetime, slot: Slot | None = None, chained: bool = False) -> None:
+        self.claims.append(Claim(entry, lease, slot, chained))
         if len(self.claims) >= SEND_CHUNK:
             self.flush()
 

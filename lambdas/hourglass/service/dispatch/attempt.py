@@ -51,7 +51,7 @@ class Attempts:
             return self._not_startable(timer, now)
         if message.queue != LATER_NAMESPACE and not epoch.belongs(queue, message.queue_epoch):
             return self.outcomes.end(message, Status.CANCELLED, now, "queue deleted")
-        current = self._schedule(message, queue) if queue is not None else None
+        current = self._schedule(message, queue, timer.chained) if queue is not None else None
         if message.schedule is not None and queue is not None and not message.redelivered and current is None:
             return self.outcomes.end(message, Status.CANCELLED, now, "schedule deleted, replaced or paused")
         if timer.slot is not None and control.rate_limit is not None:
@@ -93,16 +93,17 @@ class Attempts:
             log("taken_over", id=message.id, queue=message.queue, attempt=message.attempts)
         return message
 
-    def _schedule(self, message: Message, queue: Queue) -> transitions.Chained | None:
+    def _schedule(self, message: Message, queue: Queue, chained: bool) -> transitions.Chained | None:
         """The schedule an occurrence about to be delivered belongs to, read once: None if it is stale
         (deleted, replaced or paused). A redelivered one is delivered whatever its schedule became. Its
-        next occurrence is stored after the outcome (`transitions.chain`), off the delivery's path."""
+        next occurrence was stored at its hand-off (`chained`) or is stored after the outcome
+        (`transitions.chain`), off the delivery's path either way."""
         if message.schedule is None or message.redelivered:
             return None
         current = self.ctx.store.get_schedule(message.queue, message.schedule)
         if current is None or not transitions.is_current(current, message):
             return None
-        return transitions.Chained(current, queue)
+        return transitions.Chained(current, queue, stored=chained)
 
     def _not_startable(self, timer: Timer, now: datetime) -> Result:
         current = self.ctx.store.get_message(timer.queue, timer.id)
