@@ -1,6 +1,7 @@
 """End to end to the AWS service targets: the dispatcher invokes a Lambda function, publishes to an SNS topic,
 puts an event on an EventBridge bus and starts a Step Functions execution, and each receiver keeps the envelope
-where the test reads it (an SQS queue, or the execution's input).
+where the test reads it (an SQS queue, or the execution's input). Deployed only (`make test-deployed`): in
+process the same deliveries are tests/integration/test_aws_targets.py's, without a runtime of their own.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import Client, Stack
+from tests.e2e.conftest import MODES, Client, Stack
 
+pytestmark = pytest.mark.skipif("deployed" not in MODES, reason="the deployed mode's targets: make test-deployed")
 # The deployed stack allows, for every type, resources named `target*` (devstack.config.LOCAL_SERVICE_TARGETS).
 PREFIX = "target-e2e"
 DELIVERY_TIMEOUT = 60.0
