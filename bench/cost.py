@@ -18,14 +18,27 @@ from bench.precision import Run
 from bench.report import Section
 from stacks.constructs.functions import DISPATCHER, INGEST, SWEEPER
 
-# Published on-demand prices, us-east-1.
+# Published on-demand list prices, us-east-1, checked on 2026-11-25 (PRICES_CHECKED). The AWS pricing pages
+# render most figures client-side, so where AWS's own page text did not show the figure the row names the
+# secondary source that quotes it; none of them differed from the figure here.
+PRICES_CHECKED = "2026-11-25"
+# DynamoDB on-demand, Standard table class, per write / read request unit (the rates since the November 2024
+# cut); aws.amazon.com/dynamodb/pricing/on-demand/ (its figures are rendered client-side: not re-read).
 PRICE_WRITE_UNIT = 0.625 / 1e6
 PRICE_READ_UNIT = 0.125 / 1e6
+# SQS standard, first 100 billion requests a month, each 64 KB chunk one request; aws.amazon.com/sqs/pricing/,
+# quoted as of March and June 2026 (cloudburn.io, factualminds.com).
 PRICE_SQS_REQUEST = 0.40 / 1e6
+# Lambda requests; aws.amazon.com/lambda/pricing/ (transcribed 2026-09-20 by api-evangelist's price harvest).
 PRICE_LAMBDA_REQUEST = 0.20 / 1e6
-# The functions run on Arm (stacks/constructs/functions.py): $0.0000133334 per GB-second, not x86's $0.0000166667.
+# The functions run on Arm (stacks/constructs/functions.py): $0.0000133334 per GB-second, not x86's $0.0000166667
+# (aws.amazon.com/lambda/pricing/, first 7.5 billion GB-seconds a month; as in artillery's price table).
 PRICE_LAMBDA_GB_SECOND = 0.0000133334
+# EventBridge Scheduler, after the 14 million free invocations a month; aws.amazon.com/eventbridge/pricing/
+# (AWS's price list shows the free tier and $1.25 in Tokyo; the us-east-1 $1.00 was not re-read).
 PRICE_SCHEDULER_INVOCATION = 1.00 / 1e6
+# Step Functions Standard, $0.025 per 1,000 state transitions in US East (N. Virginia): read on AWS's own page,
+# aws.amazon.com/step-functions/pricing/.
 PRICE_STEP_TRANSITION = 25.0 / 1e6
 # What each target type's service charges for one delivery (us-east-1 list prices, each payload up to 64 KB
 # billed as one request where the service bills by 64 KB chunks): SQS SendMessage; Lambda's request charge
@@ -33,6 +46,9 @@ PRICE_STEP_TRANSITION = 25.0 / 1e6
 # delivery to SQS and Lambda subscriptions free); EventBridge custom event (PutEvents entry); Step Functions
 # StartExecution of a Standard workflow, billed per state transition (one at least; the machine's own
 # transitions are the receiver's). HTTP callbacks cost Hourglass nothing more than its own work.
+# SNS: $0.50 per million standard-topic publishes, each 64 KB chunk one (aws.amazon.com/sns/pricing/, quoted as
+# of June 2026 by factualminds.com). EventBridge: $1.00 per million custom events, each 64 KB chunk one (the
+# chunk rule read on aws.amazon.com/eventbridge/pricing/; the figure quoted as of June 2026 by factualminds.com).
 TARGET_PRICES = {
     "http": 0.0,
     "sqs": PRICE_SQS_REQUEST,
@@ -153,6 +169,7 @@ def section(run: Run) -> Section:
         "cost per run, shown apart (and included in the dollars).",
         "Empty receives are the fixed cost of the event source's long polling, per hour whatever the traffic; "
         "the target SendMessage is the SQS delivery itself: neither is in the per-message SQS figure.",
+        f"Prices are us-east-1 on-demand list prices as checked on {PRICES_CHECKED} (sources in bench/cost.py).",
         "Per target type: the measured Hourglass total plus the target service's list price for one delivery "
         "(payloads up to 64 KB; SNS and EventBridge bill each further 64 KB as one more; Step Functions counts "
         "one Standard state transition, the machine's own are the receiver's).",

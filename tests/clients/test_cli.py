@@ -381,3 +381,46 @@ def test_a_bad_csv_row_is_named_by_its_line_after_a_multi_line_field(
     assert result.exit_code == 2
     assert "multi.csv:4: delay must be a number" in result.output
     assert list(client.iter_messages(queue)) == []
+
+
+ARN_HEAD = "arn:aws:{}:us-east-1:123456789012:"
+
+
+@pytest.mark.parametrize(
+    ("option", "where", "target"),
+    [
+        ("--target-lambda", ARN_HEAD.format("lambda") + "function:target-cli", {"type": "lambda"}),
+        ("--target-sns", ARN_HEAD.format("sns") + "target-cli", {"type": "sns"}),
+        ("--target-sfn", ARN_HEAD.format("states") + "stateMachine:target-cli", {"type": "stepfunctions"}),
+    ],
+)
+def test_queues_put_with_an_aws_target_delivers_there(run: Any, option: str, where: str, target: Any) -> None:
+    name = f"cli-{uuid.uuid4().hex[:8]}"
+    put = run("--json", "queues", "put", name, option, where)
+    assert put.exit_code == 0, put.output
+    doc = json.loads(run("--json", "queues", "get", name).stdout)
+    assert doc["target"]["type"] == target["type"] and where in doc["target"].values()
+
+
+def test_queues_put_with_an_eventbridge_target_keeps_source_and_detail_type(run: Any) -> None:
+    name = f"cli-{uuid.uuid4().hex[:8]}"
+    bus = ARN_HEAD.format("events") + "event-bus/target-cli"
+    args = ("--target-eventbridge", bus, "--event-source", "my.app", "--event-detail-type", "Reminder")
+    assert run("--json", "queues", "put", name, *args).exit_code == 0
+    doc = json.loads(run("--json", "queues", "get", name).stdout)
+    assert doc["target"] == {"type": "eventbridge", "event_bus_arn": bus, "source": "my.app", "detail_type": "Reminder"}
+
+
+def test_two_target_options_are_a_usage_error(run: Any) -> None:
+    sns = ARN_HEAD.format("sns") + "target-cli"
+    result = run("queues", "put", "cli-two-targets", "--target-sqs", "http://q/target-x", "--target-sns", sns)
+    assert result.exit_code == 2 and "mutually exclusive" in result.output
+
+
+def test_schedules_put_with_a_lambda_target_overrides_the_queue_target(run: Any, client: Client, queue: str) -> None:
+    function = ARN_HEAD.format("lambda") + "function:target-cli"
+    made = run(
+        "--json", "schedules", "put", queue, "hourly", "--every", "3600", "--body", "{}", "--target-lambda", function
+    )
+    assert made.exit_code == 0, made.output
+    assert client.get_schedule(queue, "hourly").raw["target"] == {"type": "lambda", "function_arn": function}

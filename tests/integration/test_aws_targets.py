@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from datetime import timedelta
 from typing import Any
 
 import boto3
@@ -17,6 +18,7 @@ from moto.core.config import default_user_config
 from tests.faults.proxies import FaultyClient
 from tests.integration.conftest import Harness
 from tests.integration.test_flow import get, make_queue, post
+from tests.integration.test_schedules import run_until
 
 REGION = "us-east-1"
 PASS = json.dumps({"StartAt": "P", "States": {"P": {"Type": "Pass", "End": True}}})
@@ -228,6 +230,21 @@ def test_a_failure_notice_goes_to_an_sns_destination(harness: Harness, aws: Aws)
     message = deliver(harness, {"type": "lambda", "function_arn": aws.function}, failure_destination=destination)
     [notice] = aws.sink_bodies()
     assert (notice["event"], notice["id"]) == ("message.failed", message["id"])
+
+
+def test_a_schedules_occurrences_are_published_to_its_sns_target(harness: Harness, aws: Aws) -> None:
+    make_queue(harness)
+    target = {"type": "sns", "topic_arn": aws.topic}
+    status, _ = harness.call(
+        "PUT", "/v1/queues/orders/schedules/tick", {"every": 60, "body": {"n": 1}, "target": target}
+    )
+    assert status == 201
+    run_until(harness, harness.clock.now + timedelta(seconds=60))
+    delivered = harness.call("GET", "/v1/queues/orders/messages", params={"status": "delivered"})[1]["messages"]
+    published = sorted(aws.sink_bodies(), key=lambda e: e["due_at"])
+    assert delivered and published == [
+        {**envelope(m), "schedule": "tick"} for m in sorted(delivered, key=lambda m: m["due_at"])
+    ]
 
 
 @pytest.mark.parametrize("service", ["lambda", "events"])

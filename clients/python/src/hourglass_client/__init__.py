@@ -1,5 +1,6 @@
 """Hourglass client: a typed SDK for the delay queue's REST API, and the `hourglass` CLI."""
 
+from hourglass_client import targets
 from hourglass_client.aio import AsyncClient
 from hourglass_client.client import Client, message, new_dedup_id
 from hourglass_client.errors import (
@@ -38,5 +39,6 @@ __all__ = [
     "message",
     "new_dedup_id",
     "sign",
+    "targets",
     "verify",
 ]

@@ -20,7 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from hourglass_client import files
+from hourglass_client import files, targets
 from hourglass_client.client import Client
 from hourglass_client.errors import HourglassError
 from hourglass_client.files import parse_value
@@ -122,6 +122,52 @@ def main(
     ctx.obj = State(url, api_key, as_json, PlainConsole(), PlainConsole(stderr=True), auth, region)
 
 
+# One option per target type (`--target-<type> WHERE`): at most one may be given.
+TARGET_OPTIONS: dict[str, tuple[str, Callable[[str], dict[str, Any]]]] = {
+    "target_url": ("HTTP callback URL", targets.http),
+    "target_sqs": ("SQS queue URL to deliver to", targets.sqs),
+    "target_lambda": ("Lambda function ARN, invoked asynchronously", targets.lambda_function),
+    "target_sns": ("SNS topic ARN to publish to", targets.sns_topic),
+    "target_eventbridge": ("EventBridge event bus ARN to put events on", targets.event_bus),
+    "target_sfn": ("Step Functions state machine ARN to start", targets.state_machine),
+}
+
+# The field of each target type that says where it delivers (the queue table's "target" column).
+TARGET_FIELDS = ("url", "queue_url", "function_arn", "topic_arn", "event_bus_arn", "state_machine_arn")
+
+
+def target_options(command: F) -> F:
+    """The `--target-*` options, `--header` for HTTP and the EventBridge event's source and detail type."""
+    decorated: Any = command
+    extras = (
+        click.option("--header", "headers", multiple=True, help="NAME=VALUE header for the HTTP target (repeatable)"),
+        click.option("--event-source", help="the EventBridge event's source (with --target-eventbridge)"),
+        click.option("--event-detail-type", help="the EventBridge event's detail type (with --target-eventbridge)"),
+    )
+    for extra in reversed(extras):
+        decorated = extra(decorated)
+    for dest, (help_text, _) in reversed(TARGET_OPTIONS.items()):
+        decorated = click.option(f"--{dest.replace('_', '-')}", dest, help=help_text)(decorated)
+    return decorated  # type: ignore[no-any-return]
+
+
+def chosen_target(given: dict[str, Any]) -> dict[str, Any] | None:
+    """The target the `target_options` in `given` name (popped from it), or None when none is given."""
+    wheres = {dest: given.pop(dest) for dest in TARGET_OPTIONS}
+    headers, source, detail_type = given.pop("headers"), given.pop("event_source"), given.pop("event_detail_type")
+    named = [dest for dest, where in wheres.items() if where]
+    if len(named) > 1:
+        raise click.UsageError(" and ".join(f"--{d.replace('_', '-')}" for d in named) + " are mutually exclusive")
+    if not named:
+        return None
+    [dest] = named
+    if dest == "target_url":
+        return targets.http(wheres[dest], dict(h.split("=", 1) for h in headers if "=" in h))
+    if dest == "target_eventbridge":
+        return targets.event_bus(wheres[dest], source=source, detail_type=detail_type)
+    return TARGET_OPTIONS[dest][1](wheres[dest])
+
+
 # --- queues -------------------------------------------------------------------------------------
 
 
@@ -134,7 +180,7 @@ def queue_table(found: Iterable[Queue]) -> Table:
     table = Table("name", "target", "default delay", "ttl", "retry", "limits", "paused")
     for q in found:
         target = q.target or {}
-        where = target.get("url") or target.get("queue_url") or ""
+        where = next((str(target[f]) for f in TARGET_FIELDS if target.get(f)), "")
         retry = q.retry
         retry_text = (
             f"{retry.get('max_attempts', '')}x {retry.get('backoff_base', '')}..{retry.get('backoff_max', '')}s"
@@ -149,9 +195,7 @@ def queue_table(found: Iterable[Queue]) -> Table:
 
 @queues.command("put")
 @click.argument("name")
-@click.option("--target-url", help="HTTP callback URL")
-@click.option("--target-sqs", help="SQS queue URL to deliver to")
-@click.option("--header", "headers", multiple=True, help="NAME=VALUE header for the HTTP target (repeatable)")
+@target_options
 @click.option("--default-delay", type=float)
 @click.option("--max-delay", type=float)
 @click.option("--ttl", type=float)
@@ -168,9 +212,6 @@ def queue_table(found: Iterable[Queue]) -> Table:
 def queues_put(
     state: State,
     name: str,
-    target_url: str | None,
-    target_sqs: str | None,
-    headers: tuple[str, ...],
     default_delay: float | None,
     max_delay: float | None,
     ttl: float | None,
@@ -183,17 +224,10 @@ def queues_put(
     max_concurrency: int | None,
     timeout: float | None,
     settings_json: str | None,
+    **target_given: Any,
 ) -> None:
     """Create or replace queue NAME."""
-    if target_url and target_sqs:
-        raise click.UsageError("--target-url and --target-sqs are mutually exclusive")
-    target: dict[str, Any] | None = None
-    if target_url:
-        target = {"type": "http", "url": target_url}
-        if headers:
-            target["headers"] = dict(h.split("=", 1) for h in headers if "=" in h)
-    elif target_sqs:
-        target = {"type": "sqs", "queue_url": target_sqs}
+    target = chosen_target(target_given)
     retry = {
         k: v
         for k, v in (("max_attempts", max_attempts), ("backoff_base", backoff_base), ("backoff_max", backoff_max))
@@ -487,7 +521,7 @@ def schedule_table(found: Iterable[Schedule]) -> Table:
 @click.option("--every", type=float, help="seconds between occurrences (>= 60)")
 @click.option("--timezone", help="IANA zone (default UTC)")
 @click.option("--body", help="body of each occurrence (JSON or text)")
-@click.option("--target-url", help="HTTP target overriding the queue's")
+@target_options
 @click.option("--start-at")
 @click.option("--end-at")
 @pass_state
@@ -499,11 +533,11 @@ def schedules_put(
     every: float | None,
     timezone: str | None,
     body: str | None,
-    target_url: str | None,
     start_at: str | None,
     end_at: str | None,
+    **target_given: Any,
 ) -> None:
-    """Create or replace schedule NAME of QUEUE."""
+    """Create or replace schedule NAME of QUEUE (a `--target-*` overrides the queue's target)."""
     if (cron is None) == (every is None):
         raise click.UsageError("give exactly one of --cron and --every")
     s = state.client.put_schedule(
@@ -513,7 +547,7 @@ def schedules_put(
         every=every,
         timezone=timezone,
         body=None if body is None else parse_value(body),
-        target={"type": "http", "url": target_url} if target_url else None,
+        target=chosen_target(target_given),
         start_at=start_at,
         end_at=end_at,
     )
