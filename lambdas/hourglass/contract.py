@@ -26,6 +26,9 @@ TIMER_DLQ_URL = "HOURGLASS_TIMER_DLQ_URL"
 
 # The table: its sparse due index and the TTL attribute.
 DUE_INDEX = "due"
+# Lists in order (v1.2), keys only: by the time each message was scheduled for, and by creation.
+LIST_INDEX = "list"
+CREATED_INDEX = "created"
 TTL_ATTRIBUTE = "expire_at"
 
 # Defaults; rows keyed for another shard count or bucket width are never swept.
