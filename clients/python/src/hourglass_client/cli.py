@@ -7,6 +7,7 @@ HOURGLASS_URL / HOURGLASS_API_KEY and by --url / --api-key. `--output table|json
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -82,8 +83,11 @@ class State:
     def _console(self, *, stderr: bool) -> PlainConsole:
         stream = sys.stderr if stderr else sys.stdout
         width = None if stream.isatty() else PIPE_WIDTH
-        # Rich itself honours NO_COLOR; --no-color turns colour off whatever the environment says.
-        return PlainConsole(stderr=stderr, width=width, no_color=True if not self.color else None)
+        # --no-color or NO_COLOR (https://no-color.org): no escape codes at all, bold included.
+        plain = not self.color or bool(os.environ.get("NO_COLOR"))
+        if plain:
+            return PlainConsole(stderr=stderr, width=width, color_system=None)
+        return PlainConsole(stderr=stderr, width=width)
 
     def emit(self, doc: Any, human: Callable[[], None]) -> None:
         """One document: the table (or line) for people, else the document as one line of JSON."""
