@@ -24,3 +24,16 @@ def test_concurrent_sends_and_async_paging(api_url: str, queue: str) -> None:
 def test_errors_are_raised_from_the_awaited_call(api_url: str) -> None:
     with pytest.raises(NotFound):
         asyncio.run(AsyncClient(api_url, API_KEY).get_queue("no-such-queue-async"))
+
+
+def test_async_order_due_and_deliver_now(api_url: str, queue: str) -> None:
+    async def scenario() -> tuple[list[str], list[str], str]:
+        hg = AsyncClient(api_url, API_KEY)
+        late = await hg.send(queue, "late", delay=900)
+        early = await hg.send(queue, "early", delay=600)
+        listed = [m.id async for m in hg.iter_messages(queue, order="due")]
+        moved = await hg.deliver_now(queue, late.id)
+        return [early.id, late.id], listed, str(moved.status)
+
+    expected, listed, status = asyncio.run(scenario())
+    assert listed == expected and status == "pending"

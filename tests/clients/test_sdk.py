@@ -185,3 +185,15 @@ def test_send_batch_splits_requests_by_size(client: Client, queue: str) -> None:
     created = client.send_batch(queue, [message({"n": n, "pad": pad}, delay=600) for n in range(60)])
     stored = client.get_message(queue, created[59].id)
     assert (len({c.id for c in created}), stored.body["n"]) == (60, 59)
+
+
+# --- v1.2 ------------------------------------------------------------------------------------
+
+
+def test_order_due_counts_and_deliver_now(client: Client, queue: str) -> None:
+    late = client.send(queue, "late", delay=900)
+    early = client.send(queue, "early", delay=600)
+    assert [m.id for m in client.iter_messages(queue, order="due")] == [early.id, late.id]
+    assert client.get_queue(queue).counts["pending"] == 2
+    moved = client.deliver_now(queue, late.id)
+    assert moved.due_at is not None and late.due_at is not None and moved.due_at < late.due_at
