@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from hourglass import contract
 from hourglass.adapters.items import item_size
 from hourglass.core.keys import (
     BODY_PREFIX,
@@ -172,7 +173,9 @@ class CapacityMeter:
         return {name: item[name] for name in names if name in item}
 
     def _indexed(self, item: Item) -> bool:
-        return any(self._entry(index, item) is not None for index in self.indexes)
+        """Whether the item waits in the due index (the sweep path); the list indexes hold every message."""
+        due = [index for index in self.indexes if index.name == contract.DUE_INDEX]
+        return any(self._entry(index, item) is not None for index in due)
 
     # reads --------------------------------------------------------------------------------------
     def _get_item(self, kwargs: dict[str, Any]) -> None:
