@@ -23,12 +23,19 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION ?= 20
 $(STAMP): requirements.txt requirements-dev.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"' \
 		|| { echo "error: Python 3.11 or newer is required ($(PYTHON))"; exit 1; }
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -r requirements.txt -r requirements-dev.txt
+	@echo "hourglass: building $(VENV) from requirements.txt and requirements-dev.txt (first run, or they changed):"
+	@echo "hourglass:   about 4-5 minutes on a laptop (CDK, moto, PySpark, Playwright); later runs start at once."
+	@echo "hourglass: [1/3] creating $(VENV)"
+	@$(PYTHON) -m venv $(VENV)
+	@$(BIN)/pip install --quiet --upgrade pip
+	@echo "hourglass: [2/3] installing packages (the long part; pip prints only errors)"
+	@start=$$(date +%s); $(BIN)/pip install --quiet -r requirements.txt -r requirements-dev.txt \
+		&& echo "hourglass:   packages installed in $$(( $$(date +%s) - start )) s"
+	@echo "hourglass: [3/3] linking the checkout into $(VENV)"
 	@# The venv's python finds the Lambda package and the repo's tools (`python -m devstack...`) from any shell.
-	$(BIN)/python -c 'import site, pathlib; pathlib.Path(site.getsitepackages()[0], "hourglass-checkout.pth").write_text("$(CURDIR)/lambdas\n$(CURDIR)\n")'
-	touch $(STAMP)
+	@$(BIN)/python -c 'import site, pathlib; pathlib.Path(site.getsitepackages()[0], "hourglass-checkout.pth").write_text("$(CURDIR)/lambdas\n$(CURDIR)\n")'
+	@touch $(STAMP)
+	@echo "hourglass: $(VENV) is ready"
 
 # MiniStack pins a botocore the project's boto3 cannot share: a venv of its own, which is also the
 # deployed Lambdas' runtime (requirements-ministack.txt).

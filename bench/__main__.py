@@ -77,15 +77,18 @@ def run_all(*, quick: bool = False, only: tuple[str, ...] = ORDER, out: Path | N
     timings: dict[str, float] = {}
     if {"precision", "cost", "body_cost"} & set(only):
         t = time.time()
+        _starting("precision (its run also yields the cost figures)")
         try:
             section, record = precision.run(QUICK_PRECISION if quick else precision.PrecisionConfig())
             sections["precision"], sections["cost"] = section, cost.section(record)
         except Exception:
             sections["precision"], sections["cost"] = _failed("precision"), _failed("cost")
         timings["precision+cost"] = round(time.time() - t, 1)
+        _show(sections["precision"], timings["precision+cost"])
+        _show(sections["cost"])
         sections["body_cost"] = _timed("body_cost", timings, lambda: _body_cost(sections["cost"]))
     if "history_cost" in only:
-        sections["history_cost"] = history_cost.section()
+        sections["history_cost"] = _timed("history_cost", timings, history_cost.section)
     if "delivery_limits" in only:
         sections["delivery_limits"] = _timed("delivery_limits", timings, lambda: delivery_limits.section(quick=quick))
     if "bulk_operations" in only:
@@ -102,11 +105,14 @@ def run_all(*, quick: bool = False, only: tuple[str, ...] = ORDER, out: Path | N
     t = time.time()
     costs = _measured_costs(sections.get("cost"))
     running = {name: _start_child(name, quick, costs) for name in SIDE_BY_SIDE if name in only}
+    if running:
+        _starting(f"{', '.join(running)} (side by side, each in a process of its own)")
     for name, child in running.items():
         try:
             sections[name] = _finish_child(name, child)
         except Exception:
             sections[name] = _failed(name)
+        _show(sections[name], round(time.time() - t, 1))
     timings["side by side"] = round(time.time() - t, 1)
     meta = {
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
@@ -121,21 +127,34 @@ def run_all(*, quick: bool = False, only: tuple[str, ...] = ORDER, out: Path | N
     ordered = [sections[k] for k in ORDER if k in sections]
     path = write(ordered, meta, out)
     for section in ordered:
-        print(section.markdown(), flush=True)
+        print(f"bench: {'met   ' if section.passed else 'MISSED'} {section.key}", flush=True)
     print(f"bench: {'all budgets met' if meta['passed'] else 'SOME BUDGETS MISSED'} in {meta['seconds']:.0f} s; "
           f"results in {path}", flush=True)
     return json.loads(path.read_text())
 
 
 def _timed(name: str, timings: dict[str, float], target: Callable[[], Section]) -> Section:
-    """`target`'s section, its seconds in `timings`; a target that raises is a failed section."""
+    """`target`'s section, its seconds in `timings`, announced as it starts and shown as it ends; a target
+    that raises is a failed section."""
+    _starting(name)
     started = time.time()
     try:
-        return target()
+        section = target()
     except Exception:
-        return _failed(name)
-    finally:
-        timings[name] = round(time.time() - started, 1)
+        section = _failed(name)
+    timings[name] = round(time.time() - started, 1)
+    _show(section, timings[name])
+    return section
+
+
+def _starting(what: str) -> None:
+    print(f"bench: {time.strftime('%H:%M:%S')} starting {what}...", flush=True)
+
+
+def _show(section: Section, seconds: float | None = None) -> None:
+    """A section's table as soon as it is done (a long run is never silent until its end)."""
+    took = "" if seconds is None else f" in {seconds:.0f} s"
+    print(f"bench: {section.key} done{took}\n{section.markdown()}", flush=True)
 
 
 def _body_cost(cost_section: Section) -> Section:

@@ -58,8 +58,14 @@ TARGET_PRICES = {
     "stepfunctions": PRICE_STEP_TRANSITION,
 }
 
-HANDOFF_WRITE_BUDGET = 3.0
-SWEEP_WRITE_BUDGET = 6.0
+# Each includes the two keys-only list indexes (v1.2, `order=due` and `order=created`): one entry each, written
+# once when the message is stored (LIST_INDEX_WRITES); a status change never writes them.
+LIST_INDEX_WRITES = 2.0
+HANDOFF_WRITE_BUDGET = 3.0 + LIST_INDEX_WRITES
+SWEEP_WRITE_BUDGET = 6.0 + LIST_INDEX_WRITES
+# The status counters (v1.2 `counts`): one small ADD per status change (stored, started, ended: 3 for a
+# message delivered at its first attempt; an ingest batch adds once per counter item it touches).
+COUNTER_WRITE_BUDGET = 3.0
 SWEEP_READ_BUDGET = 1.0
 SQS_BUDGET = 0.3
 LAMBDA_BUDGET = 0.15
@@ -77,7 +83,7 @@ MEMORY_GB = {
 
 # What a message costs on each path when nothing goes wrong (docs/design.md): written, started, done;
 # written with index keys, claimed (index keys removed), started, done.
-BASE_WRITES = {"hand-off": 3.0, "swept": 6.0}
+BASE_WRITES = {"hand-off": 3.0 + LIST_INDEX_WRITES, "swept": 6.0 + LIST_INDEX_WRITES}
 
 
 @dataclass
@@ -123,6 +129,8 @@ def section(run: Run) -> Section:
     result.at_most(
         "sweep path: read units per message", per_swept_read, "RU", SWEEP_READ_BUDGET, required=swept.messages > 0
     )
+    counters = shared.get("status counters", (0.0, 0.0, 0))
+    result.at_most("status counters: write units per message", counters[0] / delivered, "WU", COUNTER_WRITE_BUDGET)
     bookkeeping = f"{state[0] / max(1, runs):.2f} WU + {state[1] / max(1, runs):.2f} RU"
     result.check("sweeper bookkeeping per run (fixed)", bookkeeping)
     result.at_most("SQS requests per message (send, receive, delete)", hourglass_sqs / delivered, "", SQS_BUDGET)
@@ -165,6 +173,8 @@ def section(run: Run) -> Section:
         f"{lambdas.get('dispatcher', (0, 0))[0]} dispatcher invocations.",
         "Write and read units follow DynamoDB's published rules applied to every request the Store made "
         "(bench/capacity_units.py); failed conditional writes are included.",
+        f"Per-message write figures include {LIST_INDEX_WRITES:g} WU for the list indexes (order=due, order=created); "
+        "the status counters are shown apart (one ADD per status change, whatever the queue's size).",
         "Per-message DynamoDB figures are the message items and the due index; the sweeper's own state is a fixed "
         "cost per run, shown apart (and included in the dollars).",
         "Empty receives are the fixed cost of the event source's long polling, per hour whatever the traffic; "

@@ -42,6 +42,9 @@ CRASH_PHASES = ("received", "begun", "delivered")
 
 # The table: its sparse due index and the TTL attribute.
 DUE_INDEX = "due"
+# Lists in order (v1.2), keys only: by the time each message was scheduled for, and by creation.
+LIST_INDEX = "list"
+CREATED_INDEX = "created"
 TTL_ATTRIBUTE = "expire_at"
 
 # Defaults; rows keyed for another shard count or bucket width are never swept.

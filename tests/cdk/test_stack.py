@@ -105,22 +105,54 @@ def test_due_index_keys_and_projection(template: Template) -> None:
     template.has_resource_properties(
         "AWS::DynamoDB::Table",
         {
-            "GlobalSecondaryIndexes": [
-                {
-                    "IndexName": "due",
-                    "KeySchema": [
-                        {"AttributeName": "sweep_pk", "KeyType": "HASH"},
-                        {"AttributeName": "sweep_sk", "KeyType": "RANGE"},
-                    ],
-                    "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["version"]},
-                }
-            ],
+            "GlobalSecondaryIndexes": Match.array_with(
+                [
+                    {
+                        "IndexName": "due",
+                        "KeySchema": [
+                            {"AttributeName": "sweep_pk", "KeyType": "HASH"},
+                            {"AttributeName": "sweep_sk", "KeyType": "RANGE"},
+                        ],
+                        "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["version"]},
+                    }
+                ]
+            ),
             "AttributeDefinitions": Match.array_with(
                 [
                     {"AttributeName": "sweep_pk", "AttributeType": "S"},
                     {"AttributeName": "sweep_sk", "AttributeType": "S"},
                 ]
             ),
+        },
+    )
+
+
+def test_list_indexes_are_keys_only(template: Template) -> None:
+    """The list orders' indexes (v1.2) project keys only, so a status change never writes them."""
+    template.has_resource_properties(
+        "AWS::DynamoDB::Table",
+        {
+            "GlobalSecondaryIndexes": Match.array_with(
+                [
+                    {
+                        "IndexName": "list",
+                        "KeySchema": [
+                            {"AttributeName": "list_pk", "KeyType": "HASH"},
+                            {"AttributeName": "list_sk", "KeyType": "RANGE"},
+                        ],
+                        "Projection": {"ProjectionType": "KEYS_ONLY"},
+                    },
+                    {
+                        "IndexName": "created",
+                        "KeySchema": [
+                            {"AttributeName": "list_pk", "KeyType": "HASH"},
+                            {"AttributeName": "created_at", "KeyType": "RANGE"},
+                        ],
+                        "Projection": {"ProjectionType": "KEYS_ONLY"},
+                    },
+                ]
+            ),
+            "AttributeDefinitions": Match.array_with([{"AttributeName": "created_at", "AttributeType": "N"}]),
         },
     )
 

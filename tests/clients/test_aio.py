@@ -35,3 +35,16 @@ def test_a_target_builder_gives_the_message_its_aws_target(api_url: str, queue: 
         return (await hg.get_message(queue, created.id)).raw.get("target")
 
     assert asyncio.run(scenario()) == {"type": "sns", "topic_arn": topic}
+
+
+def test_async_order_due_and_deliver_now(api_url: str, queue: str) -> None:
+    async def scenario() -> tuple[list[str], list[str], str]:
+        hg = AsyncClient(api_url, API_KEY)
+        late = await hg.send(queue, "late", delay=900)
+        early = await hg.send(queue, "early", delay=600)
+        listed = [m.id async for m in hg.iter_messages(queue, order="due")]
+        moved = await hg.deliver_now(queue, late.id)
+        return [early.id, late.id], listed, str(moved.status)
+
+    expected, listed, status = asyncio.run(scenario())
+    assert listed == expected and status == "pending"

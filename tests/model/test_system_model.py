@@ -217,6 +217,36 @@ class SystemModel(RuleBasedStateMachine):
 
         self.act(crash_at, patch)
 
+    @rule(picked=messages, crash_at=st.sampled_from((None, None, 1, 2)))
+    def deliver_now(self, picked: list[tuple[str, str]], crash_at: int | None) -> None:
+        """v1.2: a pending message becomes due now (PATCH {"delay": 0}); anything else is a 409."""
+        if not picked:
+            return
+        name, message_id = picked[0]
+
+        def deliver_now() -> None:
+            status, doc = self.call("POST", f"/v1/queues/{name}/messages/{message_id}/deliver-now")
+            assert status in (200, 404, 409), doc
+            if status == 200 and (doc["status"], doc["next_attempt_at"]) != ("pending", None):
+                self.reference.violate("rule 2", f"deliver-now left {name}/{message_id} {doc['status']}: {doc}")
+
+        self.act(crash_at, deliver_now)
+
+    @rule(name=st.sampled_from(QUEUES), status=st.sampled_from((None, "pending", "delivered")))
+    def list_by_due(self, name: str, status: str | None) -> None:
+        """v1.2: `order=due` lists what the unordered list lists (with the same filter), earliest due first."""
+        plain_params = {"limit": "1000", **({"status": status} if status else {})}
+        path = f"/v1/queues/{name}/messages"
+        answer, ordered = self.world.h.call("GET", path, params={**plain_params, "order": "due"})
+        _, plain = self.world.h.call("GET", path, params=plain_params)
+        if answer != 200 or ordered["next_cursor"] or plain["next_cursor"]:
+            return
+        dues = [m["due_at"] for m in ordered["messages"]]
+        if dues != sorted(dues):
+            self.reference.violate("rule 1", f"{name} order=due is not in due order: {dues}")
+        if {m["id"] for m in ordered["messages"]} != {m["id"] for m in plain["messages"]}:
+            self.reference.violate("rule 1", f"{name} order=due lists other messages than the unordered list")
+
     @rule(picked=messages, crash_at=st.sampled_from((None, None, 1)))
     def cancel(self, picked: list[tuple[str, str]], crash_at: int | None) -> None:
         if not picked:

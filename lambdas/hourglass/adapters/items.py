@@ -43,7 +43,7 @@ from hourglass.core.model import (
     Target,
 )
 from hourglass.core.recurrence import Recurrence, Schedule
-from hourglass.core.schedule import SweepKeys
+from hourglass.core.schedule import SweepKeys, shard_of
 from hourglass.core.sweep_state import ShardProgress, SweepState
 from hourglass.core.timestamps import from_ms, to_ms
 
@@ -141,11 +141,13 @@ def message_to_item(message: Message, sweep: SweepKeys | None = None, *, body: B
         "attempts_base": n(message.attempts_base) if message.attempts_base else None,
         "schedule": s(message.schedule) if message.schedule else None,
         "occurrence_at": n(to_ms(message.occurrence_at)) if message.occurrence_at else None,
+        "scheduled_at": n(to_ms(message.scheduled)) if message.scheduled != message.due_at else None,
         "final_attempt": s(_dumps(attempts.to_record(message.final_attempt))) if message.final_attempt else None,
         "sweep_pk": s(sweep.pk) if sweep else None,
         "sweep_sk": s(sweep.sk) if sweep else None,
     }
     item.update({key: value for key, value in optional.items() if value is not None})
+    item.update(list_keys(message))
     if message.redelivered:
         item["redelivered"] = {"BOOL": True}
     return item
@@ -195,7 +197,43 @@ def message_from_item(item: Item) -> Message:
         final_attempt=_final_attempt(item),
         notice=notice_of(item),
         redelivered="redelivered" in item,
+        scheduled_at=_time(item, "scheduled_at"),
     )
+
+
+def list_keys(message: Message) -> Item:
+    """The keys of the list index (`contract.LIST_INDEX`): a list by due reads its queue's messages in
+    the order of the time each was scheduled for, which a retry never changes, so the index entry is
+    written once per message (and again only when it is rescheduled). `@later` messages are never listed."""
+    if message.queue == keys.LATER_QUEUE:
+        return {}
+    return {"list_pk": s(message.queue), "list_sk": s(keys.sort_key(to_ms(message.scheduled), message.id))}
+
+
+def order_keys(message: Message) -> Item:
+    """The attributes the list orders' indexes key `message` by (`list_pk` with `list_sk` or `created_at`)."""
+    return {**list_keys(message), "created_at": n(to_ms(message.created_at))}
+
+
+@dataclass(frozen=True)
+class ListFilter:
+    """What an ordered list keeps of the messages its index names (the unordered list filters in its Query)."""
+
+    status: Status | None = None
+    schedule: str | None = None
+    notice: NoticeStatus | None = None
+
+    @property
+    def empty(self) -> bool:
+        return self.status is None and self.schedule is None and self.notice is None
+
+    def matches(self, item: Item) -> bool:
+        if self.status is not None and item["status"]["S"] != self.status.value:
+            return False
+        if self.schedule is not None and _str(item, "schedule") != self.schedule:
+            return False
+        notice = notice_of(item)
+        return self.notice is None or (notice is not None and notice.status is self.notice)
 
 
 def notice_of(item: Item) -> Notice | None:
@@ -462,6 +500,51 @@ def _placed_body(message: Message, ref: BodyRef, retention: timedelta) -> BodyVe
         keep = keep_days(message.created_at, until)
         return BodyVersion(message.queue, message.id, ref, key, body=message.body, keep_days=keep)
     return BodyVersion(message.queue, message.id, ref, key)
+
+
+# status counters -----------------------------------------------------------------------------
+# Each queue life's counts are spread over this many items (by message id), so that no one item takes
+# every status change of a busy queue; reading them is one Query of this many small items.
+COUNT_SHARDS = 16
+CountKey = tuple[str, int, int]  # queue, epoch ms, shard
+
+
+def count_changes(changes: list[tuple[Message, Status | None]]) -> dict[CountKey, dict[Status, int]]:
+    """What status changes (a message now, and its status before; None: new) add to which counter item,
+    summed per item; a change that leaves the status as it was adds nothing. `@later` is not counted."""
+    deltas: dict[CountKey, dict[Status, int]] = {}
+    for message, before in changes:
+        if before is message.status or message.queue == keys.LATER_QUEUE:
+            continue
+        epoch = to_ms(message.queue_epoch) if message.queue_epoch is not None else 0
+        counts = deltas.setdefault((message.queue, epoch, shard_of(message.id, COUNT_SHARDS)), {})
+        counts[message.status] = counts.get(message.status, 0) + 1
+        if before is not None:
+            counts[before] = counts.get(before, 0) - 1
+    return {key: {s: d for s, d in counts.items() if d} for key, counts in deltas.items() if any(counts.values())}
+
+
+def count_update(key: CountKey, deltas: Mapping[Status, int]) -> dict[str, Any]:
+    """The UpdateItem adding `deltas` to one counter item (created by its first update)."""
+    queue, epoch, shard = key
+    names = {f"#s{i}": status.value for i, status in enumerate(deltas)}
+    values = {f":d{i}": n(delta) for i, delta in enumerate(deltas.values())}
+    return {
+        "Key": {"pk": s(queue), "sk": s(keys.count_sk(epoch, shard))},
+        "UpdateExpression": "ADD " + ", ".join(f"#s{i} :d{i}" for i in range(len(deltas))),
+        "ExpressionAttributeNames": names,
+        "ExpressionAttributeValues": values,
+    }
+
+
+def counts_from_items(items: list[Item]) -> dict[str, int]:
+    """A queue life's counts from its counter items, every status named (a message stored before counters
+    were kept may take a count below zero as it moves on: shown as 0)."""
+    totals = {status.value: 0 for status in Status}
+    for item in items:
+        for status in totals:
+            totals[status] += _int(item, status, 0)
+    return {status: max(0, total) for status, total in totals.items()}
 
 
 # sizes, by DynamoDB's published rules -------------------------------------------------------

@@ -6,7 +6,17 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
-from hourglass.core.model import FINISHED, DeliveryControl, LaterTarget, Message, Notice, Queue, RetryPolicy, Target
+from hourglass.core.model import (
+    FINISHED,
+    DeliveryControl,
+    LaterTarget,
+    Message,
+    Notice,
+    Queue,
+    RetryPolicy,
+    Status,
+    Target,
+)
 from hourglass.core.recurrence import Schedule
 from hourglass.core.timestamps import format_rfc3339, to_ms
 
@@ -56,7 +66,8 @@ def message_doc(message: Message) -> dict[str, Any]:
         "status": message.status.value,
         "body": message.body,
         "created_at": _time(message.created_at),
-        "due_at": _time(message.due_at),
+        "due_at": _time(message.scheduled),
+        "next_attempt_at": _time(next_attempt(message)),
         "expires_at": _time(message.expires_at),
         "attempts": message.attempts,
         "delivered_at": _time(message.delivered_at),
@@ -67,6 +78,14 @@ def message_doc(message: Message) -> dict[str, Any]:
         # Only a finished version has one (a version made from it in memory may still carry its predecessor's).
         "notice": notice_doc(message.notice) if message.status in FINISHED else None,
     }
+
+
+def next_attempt(message: Message) -> datetime | None:
+    """When a pending message's next attempt starts, if not at the time it was scheduled for (a retry
+    waiting, or a delivery deferred); None otherwise."""
+    if message.status is not Status.PENDING or message.due_at == message.scheduled:
+        return None
+    return message.due_at
 
 
 def notice_doc(notice: Notice | None) -> dict[str, Any] | None:
@@ -84,7 +103,7 @@ def notice_doc(notice: Notice | None) -> dict[str, Any] | None:
 def created_doc(message: Message, duplicate: bool) -> dict[str, Any]:
     return {
         "id": message.id,
-        "due_at": _time(message.due_at),
+        "due_at": _time(message.scheduled),
         "status": message.status.value,
         "duplicate": duplicate,
     }

@@ -17,9 +17,10 @@ DEDUP_PREFIX = "d#"
 BODY_PREFIX = "b#"
 SCHEDULE_PREFIX = "s#"
 OPERATION_PREFIX = "o#"
+COUNT_PREFIX = "#count#"  # the queue's status counters: `#count#<epoch ms>#<shard>`
 # What one life of a queue leaves besides its messages, removed when it ends. Messages, bodies, attempt
 # history and dedup records are not here: each carries its queue's epoch or goes with its message.
-QUEUE_SCOPED_PREFIXES = (PACE_SK, SLOT_PREFIX, SCHEDULE_PREFIX, OPERATION_PREFIX)
+QUEUE_SCOPED_PREFIXES = (PACE_SK, SLOT_PREFIX, SCHEDULE_PREFIX, OPERATION_PREFIX, COUNT_PREFIX)
 
 # Partitions of their own: queue names never start with "@" (validation.QUEUE_NAME).
 LATER_QUEUE = "@later"  # the queue of `/later` messages: a queue partition like any other
@@ -88,6 +89,15 @@ def operation_sk(operation_id: str) -> str:
 
 def running_operation_sk(queue: str, operation_id: str) -> str:
     return f"{queue}/{operation_id}"
+
+
+def count_prefix(epoch_ms: int) -> str:
+    """`begins_with` prefix of the status counters of one life of a queue (its epoch, its `created_at`)."""
+    return f"{COUNT_PREFIX}{epoch_ms}#"
+
+
+def count_sk(epoch_ms: int, shard: int) -> str:
+    return f"{count_prefix(epoch_ms)}{shard:02d}"
 
 
 def slot_key(slot: int) -> str:

@@ -87,7 +87,7 @@ def reschedule(
     kept for `retention` from `now`)."""
     expired = message.expires_at is not None and due > message.expires_at
     status = S.EXPIRED if expired else S.PENDING
-    return _change(message, retention, now, body=body, due_at=due, status=status, claimed_until=None)
+    return _change(message, retention, now, body=body, due_at=due, scheduled_at=None, status=status, claimed_until=None)
 
 
 def begin_delivery(version: int, now: datetime, lease: timedelta) -> DeliveryStart:
@@ -95,8 +95,15 @@ def begin_delivery(version: int, now: datetime, lease: timedelta) -> DeliverySta
 
 
 def await_retry(message: Message, retry_at: datetime, error: str | None) -> Change:
-    """A failed attempt waits as pending for its retry at `retry_at`."""
-    return _change(message, status=S.PENDING, due_at=retry_at, last_error=error, claimed_until=None)
+    """A failed attempt waits as pending for its retry at `retry_at`; it stays scheduled for its own time."""
+    return _change(
+        message,
+        status=S.PENDING,
+        due_at=retry_at,
+        scheduled_at=message.scheduled,
+        last_error=error,
+        claimed_until=None,
+    )
 
 
 def put_back(message: Message) -> Change:
@@ -114,6 +121,7 @@ def redeliver(message: Message, due: datetime) -> Change:
         message,
         status=S.PENDING,
         due_at=due,
+        scheduled_at=None,
         expires_at=None,
         delivered_at=None,
         claimed_until=None,
@@ -133,8 +141,9 @@ def finish(
     delivered_at: datetime | None = None,
     attempt: Attempt | None = None,
 ) -> Change:
-    """The message ends in `status`; `attempt`, the attempt that ended it, rides on the same write."""
-    last_error = error if status is not S.DELIVERED else message.last_error
+    """The message ends in `status`; `attempt`, the attempt that ended it, rides on the same write. A
+    delivered message has no last error (its attempt history keeps each one)."""
+    last_error = error if status is not S.DELIVERED else None
     return _change(
         message,
         retention,

@@ -215,3 +215,11 @@ class Message:
     notice: Notice | None = field(default=None, compare=False)
     # Made pending again by an explicit redelivery: delivered even if its schedule has moved on since.
     redelivered: bool = False
+    # The time it was scheduled for (admission, PATCH, redelivery), kept while retries or deferrals move
+    # `due_at`, the time it is next due; None: the same as `due_at`.
+    scheduled_at: datetime | None = None
+
+    @property
+    def scheduled(self) -> datetime:
+        """The time this message was scheduled for (the document's `due_at`)."""
+        return self.scheduled_at or self.due_at

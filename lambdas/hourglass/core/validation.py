@@ -7,6 +7,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from enum import StrEnum
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -81,6 +82,14 @@ class ListQuery:
     cursor: str | None
     schedule: str | None = None
     notice: NoticeStatus | None = None
+    order: ListOrder | None = None
+
+
+class ListOrder(StrEnum):
+    """A list's order (v1.2): by the time each message was scheduled for, or by creation; None: unspecified."""
+
+    DUE = "due"
+    CREATED = "created"
 
 
 @dataclass(frozen=True)
@@ -410,7 +419,10 @@ def message_patch(doc: object, settings: QueueSettings, now: datetime) -> Messag
 
 def list_query(params: Mapping[str, str] | None) -> ListQuery:
     params = params or {}
-    _only(params, frozenset({"status", "limit", "cursor", "schedule", "notice"}), "")
+    _only(params, frozenset({"status", "limit", "cursor", "schedule", "notice", "order"}), "")
+    order = params.get("order")
+    if order is not None and order not in {o.value for o in ListOrder}:
+        raise ValidationError("order", f"must be one of {', '.join(o.value for o in ListOrder)}")
     status = params.get("status")
     if status is not None and status not in {s.value for s in Status}:
         raise ValidationError("status", f"must be one of {', '.join(s.value for s in Status)}")
@@ -434,6 +446,7 @@ def list_query(params: Mapping[str, str] | None) -> ListQuery:
         cursor=cursor,
         schedule=schedule,
         notice=NoticeStatus(notice) if notice else None,
+        order=ListOrder(order) if order else None,
     )
 
 

@@ -127,11 +127,12 @@ class Messages:
             cursor=query.cursor,
             schedule=query.schedule,
             notice=query.notice,
+            order=query.order,
         )
         # Contract v1.1: a page may hold fewer than `limit`, so that it fits Lambda's 6 MB response.
         fit = limits.page_length([message_doc(m) for m in found])
         if fit < len(found):
-            return found[:fit], cursor_after(found[fit - 1])
+            return found[:fit], cursor_after(found[fit - 1], query.order)
         return found, cursor
 
     def cancel(self, queue: str, message_id: str) -> Message:
@@ -164,6 +165,10 @@ class Messages:
             except StaleVersionError:
                 continue
         raise ConflictError(f"message {message_id} keeps changing; try again")
+
+    def deliver_now(self, queue_name: str, message_id: str) -> Message:
+        """A pending message becomes due now: the PATCH `{"delay": 0}` it is (409 unless pending)."""
+        return self.patch(queue_name, message_id, {"delay": 0})
 
     def _apply_patch(
         self, message: Message, edit: validation.MessagePatch, now: datetime, rate: float | None = None

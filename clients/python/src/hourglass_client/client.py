@@ -216,17 +216,27 @@ class Client:
         schedule: str | None = None,
         limit: int | None = None,
         cursor: str | None = None,
+        order: str | None = None,
     ) -> Page[Message]:
-        params = {"status": status, "schedule": schedule, "limit": limit, "cursor": cursor}
+        """One page; `order`: "due" (earliest scheduled first) or "created" (oldest first)."""
+        params = {"status": status, "schedule": schedule, "limit": limit, "cursor": cursor, "order": order}
         doc = self._call("GET", path("v1", "queues", queue, "messages"), params=params)
         return Page([Message.from_doc(m) for m in doc.get("messages", [])], doc.get("next_cursor"))
 
     def iter_messages(
-        self, queue: str, *, status: str | None = None, schedule: str | None = None, page_size: int | None = None
+        self,
+        queue: str,
+        *,
+        status: str | None = None,
+        schedule: str | None = None,
+        page_size: int | None = None,
+        order: str | None = None,
     ) -> Iterator[Message]:
-        """Every message of the queue (optionally of one status or schedule), page after page."""
+        """Every message of the queue (optionally of one status or schedule, in `order`), page after page."""
         return _pages(
-            lambda cursor: self.list_messages(queue, status=status, schedule=schedule, limit=page_size, cursor=cursor)
+            lambda cursor: self.list_messages(
+                queue, status=status, schedule=schedule, limit=page_size, cursor=cursor, order=order
+            )
         )
 
     def cancel(self, queue: str, message_id: str) -> None:
@@ -261,6 +271,10 @@ class Client:
         return Message.from_doc(
             self._call("POST", route, body=doc or None, retry_on=THROTTLED_ONLY, retry_transport=False)
         )
+
+    def deliver_now(self, queue: str, message_id: str) -> Message:
+        """Makes a pending message due now (Conflict unless pending); safe to repeat."""
+        return Message.from_doc(self._call("POST", path("v1", "queues", queue, "messages", message_id, "deliver-now")))
 
     def attempts(self, queue: str, message_id: str) -> list[Attempt]:
         doc = self._call("GET", path("v1", "queues", queue, "messages", message_id, "attempts"))

@@ -37,6 +37,8 @@ class Queue:
     paused: bool
     created_at: datetime | None
     raw: dict[str, Any] = field(repr=False, compare=False)
+    # Messages by status (v1.2); empty from a server without counts.
+    counts: dict[str, int] = field(default_factory=dict, compare=False)
 
     @classmethod
     def from_doc(cls, doc: Mapping[str, Any]) -> Queue:
@@ -50,6 +52,7 @@ class Queue:
             paused=bool(doc.get("paused", False)),
             created_at=parse_time(doc.get("created_at")),
             raw=dict(doc),
+            counts={str(k): int(v) for k, v in (doc.get("counts") or {}).items()},
         )
 
 
@@ -88,6 +91,8 @@ class Message:
     last_error: str | None
     dedup_id: str | None
     raw: dict[str, Any] = field(repr=False, compare=False)
+    # While pending, when a retry starts if not at due_at (v1.2).
+    next_attempt_at: datetime | None = None
 
     @classmethod
     def from_doc(cls, doc: Mapping[str, Any]) -> Message:
@@ -104,6 +109,7 @@ class Message:
             last_error=doc.get("last_error"),
             dedup_id=doc.get("dedup_id"),
             raw=dict(doc),
+            next_attempt_at=parse_time(doc.get("next_attempt_at")),
         )
 
 
