@@ -157,7 +157,10 @@ class HandOff:
         """
         if not claims:
             return []
-        sent = self.timers.send(self._fresh([handoff.timer_for(claim.entry, now, claim.slot) for claim in claims]))
+        # Timed from the send, not from when the claims were made: a sweep slowed by load (or a bulk
+        # load beside it) would otherwise send timers whose delays are already partly spent, late by its own duration.
+        sent_at = self._now(now)
+        sent = self.timers.send([handoff.timer_for(claim.entry, sent_at, claim.slot) for claim in claims])
         refused = {(s.timer.queue, s.timer.id) for s in sent}
         failed = [claim for claim in claims if (claim.entry.queue, claim.entry.id) in refused]
         if failed:
