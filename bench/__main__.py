@@ -17,6 +17,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from bench import (
     crash,
     delivery_limits,
     history_cost,
+    loaded,
     log_bytes,
     memory,
     precision,
@@ -42,6 +44,7 @@ from devstack.emulator import quiet_emulator_logs, use_dummy_credentials
 
 ORDER = (
     "precision",
+    "loaded",
     "sweep_scaling",
     "cost",
     "body_cost",
@@ -68,7 +71,9 @@ def side_section(name: str, quick: bool, costs: capacity_sim.Costs | None = None
     return capacity_sim.section(costs, scale=0.002 if quick else 1.0)
 
 
-def run_all(*, quick: bool = False, only: tuple[str, ...] = ORDER, out: Path | None = None) -> dict[str, Any]:
+def run_all(
+    *, quick: bool = False, only: tuple[str, ...] = ORDER, out: Path | None = None, hogs: int = loaded.HOGS
+) -> dict[str, Any]:
     """Runs the targets; returns the JSON document it wrote."""
     quiet_emulator_logs()
     use_dummy_credentials("us-east-1")
@@ -87,6 +92,9 @@ def run_all(*, quick: bool = False, only: tuple[str, ...] = ORDER, out: Path | N
         _show(sections["precision"], timings["precision+cost"])
         _show(sections["cost"])
         sections["body_cost"] = _timed("body_cost", timings, lambda: _body_cost(sections["cost"]))
+    if "loaded" in only:
+        under_load = loaded.QUICK if quick else replace(loaded.CONFIG, hogs=hogs)
+        sections["loaded"] = _timed("loaded", timings, lambda: loaded.run(under_load))
     if "history_cost" in only:
         sections["history_cost"] = _timed("history_cost", timings, history_cost.section)
     if "delivery_limits" in only:
@@ -208,6 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS / "latest.json")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--costs", help=argparse.SUPPRESS)
+    parser.add_argument("--hogs", type=int, default=loaded.HOGS, help="busy processes beside the loaded target")
     args = parser.parse_args(argv)
     os.environ.setdefault("HOURGLASS_LOG_LEVEL", "WARNING")
     logs.set_level(os.environ["HOURGLASS_LOG_LEVEL"])
@@ -216,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
         costs = capacity_sim.Costs(**json.loads(args.costs)) if args.costs else None
         print(json.dumps(side_section(args.child, args.quick, costs).to_json(), default=str), flush=True)
         return 0
-    doc = run_all(quick=args.quick, only=tuple(args.only.split(",")), out=args.out)
+    doc = run_all(quick=args.quick, only=tuple(args.only.split(",")), out=args.out, hogs=args.hogs)
     return 0 if doc["meta"]["passed"] else 1
 
 

@@ -159,8 +159,11 @@ class HandOff:
         """
         if not claims:
             return []
-        timers = [handoff.timer_for(claim.entry, now, claim.slot, chained=claim.chained) for claim in claims]
-        sent = self.timers.send(self._fresh(timers))
+        # Timed from the send, not from when the claims were made: a sweep slowed by load (or a bulk
+        # load beside it) would otherwise send timers whose delays are already partly spent, late by its own duration.
+        sent_at = self._now(now)
+        timers = [handoff.timer_for(claim.entry, sent_at, claim.slot, chained=claim.chained) for claim in claims]
+        sent = self.timers.send(timers)
         refused = {(s.timer.queue, s.timer.id) for s in sent}
         failed = [claim for claim in claims if (claim.entry.queue, claim.entry.id) in refused]
         if failed:

@@ -37,6 +37,12 @@ CLAIMS_PER_THREAD = 8
 CLAIM_CHUNK = CLAIM_THREADS * CLAIMS_PER_THREAD
 # A sweep stops starting buckets when its invocation has less time left than this (seconds).
 TIME_MARGIN = 10
+# Claims wait at most this long for their batch to fill before their timers go out: a sweep slowed
+# by load sends what it claimed while it is still ahead of time, not after the whole bucket.
+SEND_AFTER = timedelta(seconds=1)
+# A scheduled run that took longer than this sweeps on from where it got to the look-ahead of the
+# time it has reached (see `_catch_up`); a quick run (the usual case) does nothing more.
+CATCH_UP_AFTER = timedelta(seconds=1)
 
 Invoke = Callable[[dict[str, Any]], None]
 T = TypeVar("T")
@@ -131,6 +137,9 @@ class Sweeper:
         own = self._fan_out(groups, end, run_id)
         own_starts = {shard: starts[shard] for shard in own}
         reached = self._sweep(own_starts, end, now, report, time_left, recovery=False)
+        if len(groups) == 1 and reached == end:
+            reached, as_of = self._catch_up(end, now, report, time_left)
+            end, run_id = reached, to_ms(as_of)
         main_read = report.read
         if len(groups) > 1:
             self.store.save_shard_progress(self._progress(own_starts, reached, report, run_id))
@@ -154,6 +163,26 @@ class Sweeper:
         )
         report.watermark = watermark
         report.workers = len(groups)
+
+    def _catch_up(
+        self, end: int, started: datetime, report: SweepReport, time_left: Callable[[], float]
+    ) -> tuple[int, datetime]:
+        """Sweeps on, every shard from `end`, to the look-ahead of NOW while the run keeps falling behind:
+        what fell inside the look-ahead while a slow run (CPU contention, a busy emulator) swept is handed
+        off ahead of time by this run, not by the next one after it was due. Each pass ends at the
+        look-ahead of its own start, as a run does, so a write in flight is never passed (docs/design.md).
+        Returns how far every shard got and the time that end counts from."""
+        ahead = self.ctx.settings.timing.sweep_ahead
+        as_of = started
+        while True:
+            now = self.ctx.clock()
+            high = schedule.main_sweep_end(now, ahead)
+            if now - as_of < CATCH_UP_AFTER or time_left() < TIME_MARGIN:
+                return end, as_of
+            reached = self._sweep(dict.fromkeys(self.shards, end), high, now, report, time_left, recovery=False)
+            if reached < high:
+                return reached, as_of
+            end, as_of = high, now
 
     def _plan(self, state: SweepState, starts: Mapping[int, int]) -> list[list[int]]:
         if self.invoke is None:
@@ -337,10 +366,14 @@ class _Batch:
         self.recovery = recovery
         self.claims: list[Claim] = []
         self.earliest_failure: int | None = None
+        self.first_at = now  # when the oldest claim waiting to be sent was added
 
     def add(self, entry: DueEntry, lease: datetime, slot: Slot | None = None, chained: bool = False) -> None:
+        added = self.sweeper.ctx.clock()
+        if not self.claims:
+            self.first_at = added
         self.claims.append(Claim(entry, lease, slot, chained))
-        if len(self.claims) >= SEND_CHUNK:
+        if len(self.claims) >= SEND_CHUNK or added - self.first_at >= SEND_AFTER:
             self.flush()
 
     def hold(self, due_ms: int) -> None:
