@@ -99,10 +99,12 @@ def await_retry(message: Message, retry_at: datetime, error: str | None) -> Chan
     return _change(message, status=S.PENDING, due_at=retry_at, last_error=error, claimed_until=None)
 
 
-def put_back(message: Message) -> Change:
-    """An attempt begun but not started (its pacing slot passed meanwhile): pending again, due as
-    before, with the attempt it counted given back (no attempt happened, none is recorded)."""
-    return _change(message, status=S.PENDING, attempts=max(0, message.attempts - 1), claimed_until=None)
+def put_back(message: Message, due: datetime | None = None) -> Change:
+    """An attempt begun but not started (its pacing slot passed, or its delivery window closed, meanwhile):
+    pending again, due as before or at `due`, with the attempt it counted given back (no attempt happened,
+    none is recorded)."""
+    due_at = message.due_at if due is None else due
+    return _change(message, status=S.PENDING, due_at=due_at, attempts=max(0, message.attempts - 1), claimed_until=None)
 
 
 def redeliver(message: Message, due: datetime) -> Change:
