@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from hourglass.core.model import Message, NoticeStatus, Status
+from hourglass.core.window import Window
 
 FINAL = frozenset({Status.DELIVERED, Status.FAILED, Status.EXPIRED, Status.CANCELLED})
 # How late a message of an unlimited, running queue may be handed to its target (sweep interval, lookahead
@@ -41,6 +42,7 @@ class Generation:
     target_failed_ever: bool = False  # its target answered anything but 2xx at some point
     schedules: dict[str, bool] = field(default_factory=dict)  # name -> paused
     admitted: int = 0  # messages, occurrences and redeliveries this lifetime admitted (pacing backlog)
+    window: Window | None = None  # its delivery window, as last PUT
 
     def allowed_lateness(self, slack: timedelta = SLACK) -> timedelta:
         if self.slowest_rate is None:
@@ -71,16 +73,27 @@ class Reference:
 
     # what reached the outside world ---------------------------------------------------------------
     def delivered(
-        self, message: Message | None, queue: str, message_id: str, now: datetime, *, crashed: bool = False
+        self,
+        message: Message | None,
+        queue: str,
+        message_id: str,
+        now: datetime,
+        *,
+        crashed: bool = False,
+        started: bool = True,
     ) -> None:
         """An attempt reached a target: a message of the queue's live lifetime, on time (its first attempt,
-        when nothing crashed and the queue was never paused) within the pacing its own lifetime asked for."""
+        when nothing crashed and the queue was never paused) within the pacing its own lifetime asked for, and
+        (`started`: `now` is when it started) inside its delivery window, its own or its queue's."""
         if message is None:
             return
         live = self.live(queue)
         if live is None or message.queue_epoch != live.epoch:
             self.violate("rule 3", f"{queue}/{message_id} of an earlier lifetime of {queue} reached a target")
             return
+        window = message.window or live.window
+        if started and window is not None and not window.is_open(now):
+            self.violate("windows", f"{queue}/{message_id} started at {now.isoformat()}, outside its window")
         late = now - message.due_at
         if message.attempts == 1 and not crashed and not live.paused_ever and late > live.allowed_lateness(ON_TIME):
             self.violate(
