@@ -36,6 +36,7 @@ from bench import (
     schedules,
     sweep_scaling,
     throughput,
+    windows,
 )
 from bench.report import RESULTS, Section, write
 from devstack.emulator import quiet_emulator_logs, use_dummy_credentials
@@ -47,6 +48,7 @@ ORDER = (
     "body_cost",
     "history_cost",
     "delivery_limits",
+    "windows",
     "bulk_operations",
     "throughput",
     "schedules",
@@ -88,6 +90,8 @@ def run_all(*, quick: bool = False, only: tuple[str, ...] = ORDER, out: Path | N
         sections["history_cost"] = history_cost.section()
     if "delivery_limits" in only:
         sections["delivery_limits"] = _timed("delivery_limits", timings, lambda: delivery_limits.section(quick=quick))
+    if "windows" in only:
+        sections["windows"] = _timed("windows", timings, lambda: windows.section(quick=quick))
     if "bulk_operations" in only:
         sections["bulk_operations"] = _timed("bulk_operations", timings, lambda: bulk_operations.section(quick=quick))
     if "throughput" in only:

@@ -37,6 +37,8 @@ class Queue:
     paused: bool
     created_at: datetime | None
     raw: dict[str, Any] = field(repr=False, compare=False)
+    # Its delivery window ({"timezone", "days", "from", "to", "exclude_dates"}), None when it has none.
+    window: dict[str, Any] | None = None
 
     @classmethod
     def from_doc(cls, doc: Mapping[str, Any]) -> Queue:
@@ -50,6 +52,7 @@ class Queue:
             paused=bool(doc.get("paused", False)),
             created_at=parse_time(doc.get("created_at")),
             raw=dict(doc),
+            window=doc.get("window"),
         )
 
 
@@ -88,6 +91,7 @@ class Message:
     last_error: str | None
     dedup_id: str | None
     raw: dict[str, Any] = field(repr=False, compare=False)
+    window: dict[str, Any] | None = None  # its own delivery window (None: its queue's, if any)
 
     @classmethod
     def from_doc(cls, doc: Mapping[str, Any]) -> Message:
@@ -104,6 +108,7 @@ class Message:
             last_error=doc.get("last_error"),
             dedup_id=doc.get("dedup_id"),
             raw=dict(doc),
+            window=doc.get("window"),
         )
 
 
@@ -180,6 +185,7 @@ class Schedule:
     next_due_at: list[datetime]
     created_at: datetime | None
     raw: dict[str, Any] = field(repr=False, compare=False)
+    window: dict[str, Any] | None = None  # its occurrences' delivery window
 
     @classmethod
     def from_doc(cls, doc: Mapping[str, Any]) -> Schedule:
@@ -195,6 +201,7 @@ class Schedule:
             next_due_at=[t for t in upcoming if t is not None],
             created_at=parse_time(doc.get("created_at")),
             raw=dict(doc),
+            window=doc.get("window"),
         )
 
 
