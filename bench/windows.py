@@ -96,21 +96,24 @@ def _next_opening(lead: float) -> datetime:
     return soon.replace(second=0, microsecond=0) + timedelta(minutes=1)
 
 
-def measure_opening(api: str, count: int, rate: float | None) -> dict[str, Any]:
+def measure_opening(api: str, count: int, rate: float | None, *, windowed: bool = True) -> dict[str, Any]:
     """`count` messages due before an opening about a minute away, on a queue whose window opens then: when each
-    arrived after the opening, and (rate-limited) the most arrivals in a window over the contract's bound."""
+    arrived after the opening, and (rate-limited) the most arrivals in a window over the contract's bound. Not
+    `windowed`: the baseline, the same messages all due at that instant on a queue without a window."""
     receiver = Counting().start()
     try:
         opening = _next_opening(45)
         closing = opening + timedelta(minutes=30)
         window = {"timezone": "UTC", "from": opening.strftime("%H:%M"), "to": closing.strftime("%H:%M")}
-        name = f"window{count}r{rate or 0:g}".replace(".", "_")
-        control = {} if rate is None else {"rate_limit": rate}
-        document(api, "PUT", f"/v1/queues/{name}", {"target": {"type": "http", "url": receiver.url()}, "window": window,
-                                                    **control})
-        first_ms = int((time.time() + 5) * 1000)
+        name = f"{'window' if windowed else 'instant'}{count}r{rate or 0:g}".replace(".", "_")
+        settings: dict[str, Any] = {"target": {"type": "http", "url": receiver.url()}}
+        settings.update({"window": window} if windowed else {})
+        settings.update({} if rate is None else {"rate_limit": rate})
+        document(api, "PUT", f"/v1/queues/{name}", settings)
+        first_ms = int((time.time() + 5) * 1000) if windowed else int(opening.timestamp() * 1000)
         for start in range(0, count, 100):
-            batch = [{"body": i, "deliver_at": _iso(first_ms + i)} for i in range(start, min(count, start + 100))]
+            indices = range(start, min(count, start + 100))
+            batch = [{"body": i, "deliver_at": _iso(first_ms + (i if windowed else 0))} for i in indices]
             document(api, "POST", f"/v1/queues/{name}/messages", {"messages": batch})
         budget = (opening - datetime.now(UTC)).total_seconds() + count / (rate or math.inf) + 90
         got = receiver.wait_for(count, timeout=budget)
@@ -120,6 +123,7 @@ def measure_opening(api: str, count: int, rate: float | None) -> dict[str, Any]:
     result: dict[str, Any] = {
         "count": count,
         "rate": rate,
+        "windowed": windowed,
         "delivered": len({body for _, body in got}),
         "early": sum(1 for x in late if x < -0.005),
         "first_s": late[0],
@@ -145,11 +149,14 @@ def section(*, quick: bool = False) -> Section:
 
     def work(api: str) -> None:
         for rate in (100.0, None):
-            runs.append(measure_opening(api, count, rate))
+            for windowed in (True, False):
+                runs.append(measure_opening(api, count, rate, windowed=windowed))
 
     with_runtime(work)
     for run in runs:
-        label = f"{run['count']} waiting, {'rate_limit ' + format(run['rate'], 'g') if run['rate'] else 'unlimited'}"
+        limit = "rate_limit " + format(run["rate"], "g") if run["rate"] else "unlimited"
+        crowd = "waiting for an opening" if run["windowed"] else "due at one instant, no window"
+        label = f"{run['count']} {crowd}, {limit}"
         complete = run["delivered"] == run["count"]
         out.check(f"{label}: delivered", f"{run['delivered']} of {run['count']}", passed=complete)
         out.check(f"{label}: before the opening", run["early"], budget="0", passed=run["early"] == 0)
@@ -180,7 +187,9 @@ def section(*, quick: bool = False) -> Section:
     out.notes.append(
         "Lateness: through the local runtime (sweep 1 s, lookahead 4 s), messages posted due 5 s ahead, the queue's "
         "window opening on the next whole minute at least 45 s ahead; each arrival at the loopback receiver minus the "
-        "opening. The rate-limited crowd is released by the pacing any due message gets (rate x W + max(1, rate) over "
+        "opening. The baseline posts the same messages all due at that instant to a queue without a window: the "
+        "window makes a crowd due at one instant, and costs its lateness, no more. "
+        "The rate-limited crowd is released by the pacing any due message gets (rate x W + max(1, rate) over "
         "every window), in due order. Write units: 10 messages delivered at the first attempt on a fixed clock, "
         "DynamoDB's rules (CapacityMeter). Deferred at admission: the due time is moved before the first write, so it "
         "costs what any message due that late costs (swept instead of handed off at ingest). Deferred at the start "
