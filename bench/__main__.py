@@ -38,6 +38,7 @@ from bench import (
     schedules,
     sweep_scaling,
     throughput,
+    windows,
 )
 from bench.report import RESULTS, Section, write
 from devstack.emulator import quiet_emulator_logs, use_dummy_credentials
@@ -50,6 +51,7 @@ ORDER = (
     "body_cost",
     "history_cost",
     "delivery_limits",
+    "windows",
     "bulk_operations",
     "throughput",
     "schedules",
@@ -99,6 +101,8 @@ def run_all(
         sections["history_cost"] = _timed("history_cost", timings, history_cost.section)
     if "delivery_limits" in only:
         sections["delivery_limits"] = _timed("delivery_limits", timings, lambda: delivery_limits.section(quick=quick))
+    if "windows" in only:
+        sections["windows"] = _timed("windows", timings, lambda: windows.section(quick=quick))
     if "bulk_operations" in only:
         sections["bulk_operations"] = _timed("bulk_operations", timings, lambda: bulk_operations.section(quick=quick))
     if "throughput" in only:

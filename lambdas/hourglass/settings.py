@@ -48,6 +48,7 @@ class Settings:
     @property
     def timing(self) -> Timing:
         return Timing(self.shards, self.bucket_seconds, self.lookahead, self.handoff_safety)
+
     # Allowed SQS targets (core.sqs_targets): ARNs, names, `prefix*`; empty allows none.
     sqs_targets: str = ""
     timer_dlq_url: str = ""

@@ -49,6 +49,18 @@ def test_send_with_arguments_stores_a_json_body(run: Any, client: Client, queue:
     assert (stored.body, stored.dedup_id, stored.status) == ({"order": 1}, "cli-1", "pending")
 
 
+def test_a_window_is_set_on_a_queue_and_defers_a_send(run: Any, receiver: RawReceiver) -> None:
+    name = f"cli-{uuid.uuid4().hex[:8]}"
+    spec = "03:00-03:01 Pacific/Chatham except=2099-01-01"
+    put = run("--json", "queues", "put", name, "--target-url", receiver.url("/cli"), "--window", spec)
+    assert put.exit_code == 0, put.output
+    assert json.loads(put.stdout)["window"]["timezone"] == "Pacific/Chatham"
+    sent = run("--json", "send", name, '{"a": 1}', "--window", "00:00-00:00 sun")
+    created = json.loads(sent.stdout)
+    got = run("--json", "get", name, created["id"])
+    assert json.loads(got.stdout)["window"]["days"] == ["sun"]
+
+
 def test_send_body_text_is_kept_as_text(run: Any, client: Client, queue: str) -> None:
     created = json.loads(run("--json", "send", queue, "--body-text", "hello there", "--delay", "600").stdout)
     assert client.get_message(queue, created["id"]).body == "hello there"

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from hourglass.core.model import Message, NoticeStatus, Status
+from hourglass.core.window import Window
 from hourglass_client import verify
 
 FINAL = frozenset({Status.DELIVERED, Status.FAILED, Status.EXPIRED, Status.CANCELLED})
@@ -43,6 +44,7 @@ class Generation:
     schedules: dict[str, bool] = field(default_factory=dict)  # name -> paused
     admitted: int = 0  # messages, occurrences and redeliveries this lifetime admitted (pacing backlog)
     secrets: tuple[str, ...] = ()  # signing_secret, then signing_secret_next, as the last PUT set them
+    window: Window | None = None  # its delivery window, as last PUT
 
     def allowed_lateness(self, slack: timedelta = SLACK) -> timedelta:
         if self.slowest_rate is None:
@@ -81,16 +83,27 @@ class Reference:
 
     # what reached the outside world ---------------------------------------------------------------
     def delivered(
-        self, message: Message | None, queue: str, message_id: str, now: datetime, *, crashed: bool = False
+        self,
+        message: Message | None,
+        queue: str,
+        message_id: str,
+        now: datetime,
+        *,
+        crashed: bool = False,
+        started: bool = True,
     ) -> None:
         """An attempt reached a target: a message of the queue's live lifetime, on time (its first attempt,
-        when nothing crashed and the queue was never paused) within the pacing its own lifetime asked for."""
+        when nothing crashed and the queue was never paused) within the pacing its own lifetime asked for, and
+        (`started`: `now` is when it started) inside its delivery window, its own or its queue's."""
         if message is None:
             return
         live = self.live(queue)
         if live is None or message.queue_epoch != live.epoch:
             self.violate("rule 3", f"{queue}/{message_id} of an earlier lifetime of {queue} reached a target")
             return
+        window = message.window or live.window
+        if started and window is not None and not window.is_open(now):
+            self.violate("windows", f"{queue}/{message_id} started at {now.isoformat()}, outside its window")
         late = now - message.due_at
         if message.attempts == 1 and not crashed and not live.paused_ever and late > live.allowed_lateness(ON_TIME):
             self.violate(

@@ -8,7 +8,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from hourglass.core import delivery_control
+from hourglass.core import delivery_control, validation
 from hourglass.core.model import Status
 from hourglass.service.schedules import is_current
 from hypothesis import HealthCheck, Phase, settings
@@ -33,9 +33,29 @@ ACTIONS = ("cancel", "redeliver", "shift")
 # The signing secrets of a queue through a key rotation: none, old, old and next, new.
 ROLL = ((), ("old",), ("old", "new"), ("new",))
 
+# Delivery windows on the world's clock (Saturday 2026-11-21 10:00 UTC at the start): one opening soon, one
+# closing soon (what waits past 10:03 goes a day later), and a recipient's own across midnight in Chatham.
+WINDOWS = (
+    None,
+    None,
+    {"timezone": "UTC", "from": "10:05", "to": "10:15"},
+    {"timezone": "UTC", "from": "10:00", "to": "10:03"},
+)
+OWN_WINDOWS = (None, None, None, {"timezone": "Pacific/Chatham", "from": "23:50", "to": "00:20"})
 
-def queue_doc(world: World, name: str, target: str, rate: float | None, destination: str | None, attempts: int) -> dict:
+
+def queue_doc(
+    world: World,
+    name: str,
+    target: str,
+    rate: float | None,
+    destination: str | None,
+    attempts: int,
+    window: dict[str, str] | None = None,
+) -> dict:
     doc: dict[str, Any] = {"retry": {"max_attempts": attempts, "backoff_base": 1, "backoff_max": 30}}
+    if window is not None:
+        doc["window"] = window
     doc["target"] = {
         "sqs": {"type": "sqs", "queue_url": world.target_url},
         "sns": {"type": "sns", "topic_arn": world.target_topic},
@@ -95,10 +115,13 @@ class SystemModel(RuleBasedStateMachine):
         rate=st.sampled_from(RATES),
         destination=st.sampled_from((None, "http", "sqs", "sns")),
         attempts=st.integers(1, 3),
+        window=st.sampled_from(WINDOWS),
     )
-    def put_queue(self, name: str, kind: str, rate: float | None, destination: str | None, attempts: int) -> None:
+    def put_queue(
+        self, name: str, kind: str, rate: float | None, destination: str | None, attempts: int, window: Any
+    ) -> None:
         status, doc = self.call(
-            "PUT", f"/v1/queues/{name}", queue_doc(self.world, name, kind, rate, destination, attempts)
+            "PUT", f"/v1/queues/{name}", queue_doc(self.world, name, kind, rate, destination, attempts, window)
         )
         assert status in (200, 201), doc
         stored = self.world.h.ctx.store.get_queue(name, consistent=True)
@@ -114,6 +137,7 @@ class SystemModel(RuleBasedStateMachine):
             live.destination_since = self.world.clock()
         live.target, live.rate, live.destination, live.max_attempts = kind, rate, destination, attempts
         live.secrets = ()  # a PUT without them clears the signing secrets
+        live.window = validation.window(window)
         if rate is not None:
             live.slowest_rate = rate if live.slowest_rate is None else min(live.slowest_rate, rate)
 
@@ -169,6 +193,7 @@ class SystemModel(RuleBasedStateMachine):
         dedup=st.sampled_from((None, None, "d1", "d2")),
         big=st.sampled_from((False, False, False, True)),
         crash_at=st.sampled_from((None, None, None, 1, 2)),
+        window=st.sampled_from(OWN_WINDOWS),
     )
     def post(
         self,
@@ -179,8 +204,11 @@ class SystemModel(RuleBasedStateMachine):
         dedup: str | None,
         big: bool,
         crash_at: int | None,
+        window: Any,
     ) -> list[tuple[str, str]]:
         one: dict[str, Any] = {"body": BIG_BODY if big else 1}
+        if window is not None:
+            one["window"] = window
         if delay is not None:
             one["delay"] = delay
         if ttl is not None:

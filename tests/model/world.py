@@ -123,7 +123,7 @@ class World:
                         stored = self.h.ctx.store.get_message(doc["queue"], doc["id"])
                         # read after the fact: no lateness judged
                         self.reference.delivered(
-                            stored, doc["queue"], doc["id"], stored.due_at if stored else self.clock()
+                            stored, doc["queue"], doc["id"], stored.due_at if stored else self.clock(), started=False
                         )
                     self.h.sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
 

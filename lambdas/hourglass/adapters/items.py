@@ -46,6 +46,7 @@ from hourglass.core.recurrence import Recurrence, Schedule
 from hourglass.core.schedule import SweepKeys, shard_of
 from hourglass.core.sweep_state import ShardProgress, SweepState
 from hourglass.core.timestamps import from_ms, to_ms
+from hourglass.core.window import Window, from_doc, to_doc
 
 Item = dict[str, dict[str, Any]]
 
@@ -142,6 +143,7 @@ def message_to_item(message: Message, sweep: SweepKeys | None = None, *, body: B
         "schedule": s(message.schedule) if message.schedule else None,
         "occurrence_at": n(to_ms(message.occurrence_at)) if message.occurrence_at else None,
         "scheduled_at": n(to_ms(message.scheduled)) if message.scheduled != message.due_at else None,
+        "window": _window_text(message.window),
         "final_attempt": s(_dumps(attempts.to_record(message.final_attempt))) if message.final_attempt else None,
         "sweep_pk": s(sweep.pk) if sweep else None,
         "sweep_sk": s(sweep.sk) if sweep else None,
@@ -198,6 +200,7 @@ def message_from_item(item: Item) -> Message:
         notice=notice_of(item),
         redelivered="redelivered" in item,
         scheduled_at=_time(item, "scheduled_at"),
+        window=_window_of(item),
     )
 
 
@@ -234,6 +237,15 @@ class ListFilter:
             return False
         notice = notice_of(item)
         return self.notice is None or (notice is not None and notice.status is self.notice)
+
+
+def _window_text(window: Window | None) -> dict[str, str] | None:
+    return None if window is None else s(_dumps(to_doc(window)))
+
+
+def _window_of(item: Item) -> Window | None:
+    text = _str(item, "window")
+    return None if text is None else from_doc(json.loads(text))
 
 
 def notice_of(item: Item) -> Notice | None:
@@ -309,6 +321,7 @@ def control_from_stored(doc: Mapping[str, Any], *, paused: bool) -> DeliveryCont
         timeout=float(doc.get("timeout", DeliveryControl().timeout)),
         failure_destination=failure_destination,
         paused=paused,
+        window=from_doc(doc.get("window")),
     )
 
 
@@ -663,6 +676,8 @@ def schedule_to_item(schedule: Schedule) -> Item:
     }
     if schedule.target is not None:
         item["target"] = s(target_to_json(schedule.target))
+    if schedule.window is not None:
+        item["window"] = s(_dumps(to_doc(schedule.window)))
     if schedule.queue_epoch is not None:
         item["queue_epoch"] = n(to_ms(schedule.queue_epoch))
     return item
@@ -688,4 +703,5 @@ def schedule_from_item(item: Item) -> Schedule:
         paused=bool(item["paused"]["BOOL"]),
         version=int(item["version"]["N"]),
         queue_epoch=_time(item, "queue_epoch"),
+        window=_window_of(item),
     )

@@ -19,6 +19,7 @@ from hourglass.core.model import (
 )
 from hourglass.core.recurrence import Schedule
 from hourglass.core.timestamps import format_rfc3339, to_ms
+from hourglass.core.window import to_doc as window_doc
 
 
 def _time(value: datetime | None) -> str | None:
@@ -56,6 +57,7 @@ def control_doc(control: DeliveryControl) -> dict[str, Any]:
         "timeout": control.timeout,
         "failure_destination": target_doc(control.failure_destination),
         "paused": control.paused,
+        "window": window_doc(control.window),
     }
 
 
@@ -75,6 +77,7 @@ def message_doc(message: Message) -> dict[str, Any]:
         "dedup_id": message.dedup_id,
         "target": target_doc(message.target),
         "schedule": message.schedule,
+        "window": window_doc(message.window),
         # Only a finished version has one (a version made from it in memory may still carry its predecessor's).
         "notice": notice_doc(message.notice) if message.status in FINISHED else None,
     }
@@ -138,6 +141,7 @@ def schedule_doc(schedule: Schedule, now: datetime) -> dict[str, Any]:
         "end_at": _time(recurrence.end_at),
         "body": schedule.body,
         "target": target_doc(schedule.target),
+        "window": window_doc(schedule.window),
         "paused": schedule.paused,
         "created_at": _time(schedule.created_at),
         "next_due_at": [_time(at) for at in upcoming],

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 
 from hourglass.core import keys
 from hourglass.core.body_placement import BodyRef
+from hourglass.core.window import Window
 
 JSON = Any
 LATER_NAMESPACE = keys.LATER_QUEUE
@@ -131,6 +132,8 @@ class DeliveryControl:
     timeout: float = 15.0
     failure_destination: FailureDestination | None = None
     paused: bool = False
+    # When attempts may start (`core.window`); a message's or schedule's own window replaces it.
+    window: Window | None = None
 
     @property
     def limited(self) -> bool:
@@ -181,6 +184,7 @@ class NewMessage:
     retry: RetryPolicy | None = None
     schedule: str | None = None
     occurrence_at: datetime | None = None
+    window: Window | None = None
 
 
 @dataclass(frozen=True)
@@ -215,6 +219,8 @@ class Message:
     notice: Notice | None = field(default=None, compare=False)
     # Made pending again by an explicit redelivery: delivered even if its schedule has moved on since.
     redelivered: bool = False
+    # Its own delivery window (its request's or its schedule's), which replaces its queue's (`admission.window`).
+    window: Window | None = None
     # The time it was scheduled for (admission, PATCH, redelivery), kept while retries or deferrals move
     # `due_at`, the time it is next due; None: the same as `due_at`.
     scheduled_at: datetime | None = None

@@ -13,6 +13,7 @@ from hourglass.core.cron import CronExpression
 from hourglass.core.ids import occurrence_id
 from hourglass.core.model import JSON, Target
 from hourglass.core.wallclock import DEFAULT_ZONE, resolve, wall_time, zone
+from hourglass.core.window import Window
 
 MIN_EVERY = 60
 NEXT_DUE_COUNT = 3
@@ -49,6 +50,7 @@ class ScheduleRequest:
     recurrence: Recurrence
     body: JSON
     target: Target | None = None
+    window: Window | None = None
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,8 @@ class Schedule:
     version: int = 1
     # The epoch of the queue it was created in (`core.epoch`); None for one stored before epochs were.
     queue_epoch: datetime | None = None
+    # Its occurrences' own delivery window (replacing their queue's).
+    window: Window | None = None
 
     def next_after(self, after: datetime) -> datetime | None:
         return next_occurrence(self.recurrence, after, anchor=self.created_at)

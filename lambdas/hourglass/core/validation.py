@@ -6,12 +6,13 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import date, datetime, time, timedelta
 from enum import StrEnum
 from typing import Any
 from urllib.parse import urlsplit
 
 from hourglass.core import aws_targets, json_body, wallclock
+from hourglass.core import window as windows
 from hourglass.core.cron import parse_cron
 from hourglass.core.delivery_control import (
     CONTROL_FIELDS,
@@ -266,6 +267,49 @@ QUEUE_FIELDS = (
 )
 
 
+HH_MM = re.compile(r"^([01][0-9]|2[0-3]):[0-5][0-9]$")
+DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
+WINDOW_FIELDS = frozenset({"timezone", "days", "from", "to", "exclude_dates"})
+
+
+def window(value: object, field: str = "window") -> windows.Window | None:
+    """A delivery window (`core.window`); null is none. Days default to every day, the zone to UTC."""
+    if value is None:
+        return None
+    doc = _object(value, field)
+    _only(doc, WINDOW_FIELDS, f"{field}.")
+    raw_days = doc.get("days", list(windows.DAYS))
+    if not isinstance(raw_days, list) or not 1 <= len(raw_days) <= len(windows.DAYS):
+        raise ValidationError(f"{field}.days", "must be a list of 1 to 7 day names such as mon")
+    for index, name in enumerate(raw_days):
+        if name not in windows.DAYS:
+            raise ValidationError(f"{field}.days[{index}]", f"must be one of {', '.join(windows.DAYS)}")
+    times = {}
+    for key in ("from", "to"):
+        raw = doc.get(key)
+        if not isinstance(raw, str) or not HH_MM.fullmatch(raw):
+            raise ValidationError(f"{field}.{key}", "is required, a 24-hour local time HH:MM such as 09:00")
+        times[key] = time.fromisoformat(raw)
+    raw_dates = doc.get("exclude_dates", [])
+    if not isinstance(raw_dates, list) or len(raw_dates) > windows.MAX_EXCLUDE_DATES:
+        raise ValidationError(f"{field}.exclude_dates", f"must be a list of at most {windows.MAX_EXCLUDE_DATES} dates")
+    excluded = set()
+    for index, raw in enumerate(raw_dates):
+        try:
+            if not isinstance(raw, str) or not DATE.fullmatch(raw):
+                raise ValueError(raw)
+            excluded.add(date.fromisoformat(raw))
+        except ValueError as exc:
+            raise ValidationError(f"{field}.exclude_dates[{index}]", "must be a date such as 2026-12-25") from exc
+    return windows.Window(
+        timezone=timezone(doc.get("timezone", wallclock.DEFAULT_ZONE), f"{field}.timezone"),
+        days=frozenset(windows.DAYS.index(name) for name in raw_days),
+        start=times["from"],
+        end=times["to"],
+        exclude=frozenset(excluded),
+    )
+
+
 def queue_settings(doc: object) -> QueueSettings:
     settings = _object({} if doc is None else doc, "body")
     _only(settings, QUEUE_FIELDS, "")
@@ -317,10 +361,10 @@ def delivery_control(doc: Mapping[str, Any], *, paused: bool = False) -> Deliver
     destination = None if raw_destination is None else target(raw_destination, "failure_destination")
     if destination is not None and not isinstance(destination, HttpTarget | SqsTarget | AwsTarget):
         raise ValidationError("failure_destination.type", f"must be one of {TARGET_TYPES}")
-    return DeliveryControl(rate, concurrency, timeout, destination, paused)
+    return DeliveryControl(rate, concurrency, timeout, destination, paused, window(doc.get("window")))
 
 
-MESSAGE_FIELDS = frozenset({"body", "delay", "deliver_at", "timezone", "ttl", "dedup_id", "target"})
+MESSAGE_FIELDS = frozenset({"body", "delay", "deliver_at", "timezone", "ttl", "dedup_id", "target", "window"})
 
 
 def _deliver_at(value: object, field: str) -> datetime:
@@ -388,6 +432,7 @@ def new_message(doc: object, index: int, settings: QueueSettings, now: datetime)
         ttl=number(message.get("ttl"), f"{prefix}.ttl", low=0.001, high=MAX_TTL, allow_none=True),
         dedup_id=dedup_id,
         target=own_target,
+        window=window(message.get("window"), f"{prefix}.window"),
     )
 
 
@@ -470,7 +515,7 @@ def later_id(doc: object) -> str:
     return _string(task.get("id"), "id", max_len=64)
 
 
-SCHEDULE_FIELDS = frozenset({"cron", "every", "timezone", "start_at", "end_at", "body", "target"})
+SCHEDULE_FIELDS = frozenset({"cron", "every", "timezone", "start_at", "end_at", "body", "target", "window"})
 
 
 def schedule_name(value: object) -> str:
@@ -522,4 +567,5 @@ def schedule_request(doc: object, now: datetime) -> ScheduleRequest:
         recurrence=recurrence,
         body=body(schedule["body"], "body"),
         target=None if raw_target is None else target(raw_target),
+        window=window(schedule.get("window")),
     )

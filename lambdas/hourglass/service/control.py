@@ -43,7 +43,8 @@ class Control:
         now = self.ctx.clock()
         request = redelivery.redeliver_request(doc, now)
         message = self.messages.get(queue_name, message_id)
-        change = lifecycle.redeliver(message, request.due(now))
+        asked = request.due(now)
+        change = lifecycle.redeliver(message, admission.opening(message, queue, asked), asked)
         admission.check(change.message, queue)
         rate = delivery_control.of(queue).rate_limit
 

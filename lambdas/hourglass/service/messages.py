@@ -14,7 +14,7 @@ from hourglass.core.document import message_doc
 from hourglass.core.handoff import Placement
 from hourglass.core.ids import is_valid_id, new_id
 from hourglass.core.lifecycle import can_cancel, can_edit
-from hourglass.core.model import LATER_NAMESPACE, Message, Status
+from hourglass.core.model import LATER_NAMESPACE, Message, Queue, Status
 from hourglass.core.schedule import SweepKeys
 from hourglass.errors import ConflictError, NotFoundError, StaleVersionError
 from hourglass.logs import log
@@ -161,7 +161,7 @@ class Messages:
             edit = validation.message_patch(doc, queue.settings, now)
             admission.check(replace(message, body=edit.body) if edit.has_body else message, queue)
             try:
-                return self._apply_patch(message, edit, now, delivery_control.of(queue).rate_limit)
+                return self._apply_patch(message, edit, now, delivery_control.of(queue).rate_limit, queue)
             except StaleVersionError:
                 continue
         raise ConflictError(f"message {message_id} keeps changing; try again")
@@ -171,13 +171,20 @@ class Messages:
         return self.patch(queue_name, message_id, {"delay": 0})
 
     def _apply_patch(
-        self, message: Message, edit: validation.MessagePatch, now: datetime, rate: float | None = None
+        self,
+        message: Message,
+        edit: validation.MessagePatch,
+        now: datetime,
+        rate: float | None = None,
+        queue: Queue | None = None,
     ) -> Message:
-        due = message.due_at
+        due, asked = message.due_at, message.scheduled
         if edit.delay is not None or edit.deliver_at is not None:
-            due = schedule.due_time(now, delay=edit.delay, deliver_at=edit.deliver_at, default_delay=0)
+            asked = schedule.due_time(now, delay=edit.delay, deliver_at=edit.deliver_at, default_delay=0)
+            due = admission.opening(message, queue, asked)
         body = edit.body if edit.has_body else message.body
-        change = lifecycle.reschedule(message, due=due, body=body, now=now, retention=transitions.retention(self.ctx))
+        retention = transitions.retention(self.ctx)
+        change = lifecycle.reschedule(message, due=due, body=body, now=now, retention=retention, scheduled=asked)
         return self.ctx.handoff.hand_off(
             change.message,
             now,

@@ -57,6 +57,7 @@ class Schedules:
                 body=request.body,
                 created_at=existing.created_at if existing else now,
                 target=request.target,
+                window=request.window,
                 paused=existing.paused if existing else False,
                 version=existing.version + 1 if existing else 1,
                 queue_epoch=queue.created_at,

@@ -245,9 +245,7 @@ class Sweeper:
                 return max(low, earliest_failure - 1)
         return high
 
-    def _sweep_shard(
-        self, shard: int, bucket: int, low: int, high: int, batch: _Batch, paced: list[DueEntry]
-    ) -> None:
+    def _sweep_shard(self, shard: int, bucket: int, low: int, high: int, batch: _Batch, paced: list[DueEntry]) -> None:
         """Claims and hands off the shard's due entries; a rate-limited queue's go to `paced`, handed
         off once every shard of the bucket is read, so their slots follow due order across shards."""
         entries = self.store.query_due(

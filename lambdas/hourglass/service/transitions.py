@@ -170,9 +170,10 @@ def retry(
     return True
 
 
-def put_back(ctx: Context, message: Message, rate: float | None, now: datetime) -> bool:
-    """An attempt begun but not started: pending again with its attempt given back."""
-    return _pending_again(ctx, lifecycle.put_back(message), rate, now)
+def put_back(ctx: Context, message: Message, rate: float | None, now: datetime, *, due: datetime | None = None) -> bool:
+    """An attempt begun but not started: pending again with its attempt given back (due at `due` if given: its
+    delivery window's next opening)."""
+    return _pending_again(ctx, lifecycle.put_back(message, due), rate, now)
 
 
 def _pending_again(ctx: Context, change: Change, rate: float | None, now: datetime) -> bool:

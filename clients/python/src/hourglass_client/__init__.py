@@ -16,6 +16,7 @@ from hourglass_client.errors import (
 from hourglass_client.models import Attempt, Created, Message, Operation, Page, Queue, Schedule
 from hourglass_client.signing import sign, verify
 from hourglass_client.transport import RetryPolicy
+from hourglass_client.windows import parse_window, window
 
 __all__ = [
     "AsyncClient",
@@ -38,7 +39,9 @@ __all__ = [
     "Unavailable",
     "message",
     "new_dedup_id",
+    "parse_window",
     "sign",
     "targets",
     "verify",
+    "window",
 ]

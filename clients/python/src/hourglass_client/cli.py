@@ -30,6 +30,7 @@ from hourglass_client.client import Client
 from hourglass_client.errors import HourglassError
 from hourglass_client.models import Attempt, Created, Message, Operation, Queue, Schedule
 from hourglass_client.terminal import PlainConsole, json_line, styled
+from hourglass_client.windows import parse_window
 
 F = TypeVar("F", bound=Callable[..., Any])
 STATUSES = ["pending", "delivering", "delivered", "failed", "cancelled", "expired"]
@@ -344,6 +345,18 @@ def parse_body(text: str | None, as_text: str | None, flag: str = "BODY") -> Any
 # --- queues -------------------------------------------------------------------------------------
 
 
+WINDOW_HELP = "delivery window: '09:00-18:00 mon-fri Europe/Paris except=2026-12-25' or a JSON object"
+
+
+def window_option(spec: str | None) -> dict[str, Any] | None:
+    if spec is None:
+        return None
+    try:
+        return parse_window(spec)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--window") from exc
+
+
 @main.group()
 def queues() -> None:
     """Create, inspect, pause and delete queues."""
@@ -380,6 +393,7 @@ def queue_table(found: Iterable[Queue]) -> Table:
 @click.option("--rate-limit", type=float)
 @click.option("--max-concurrency", type=int)
 @click.option("--timeout", type=float)
+@click.option("--window", "window_spec", help=WINDOW_HELP)
 @click.option("--settings", "settings_json", help="extra settings as a JSON object (merged last)")
 @pass_state
 def queues_put(
@@ -396,6 +410,7 @@ def queues_put(
     rate_limit: float | None,
     max_concurrency: int | None,
     timeout: float | None,
+    window_spec: str | None,
     settings_json: str | None,
     **target_given: Any,
 ) -> None:
@@ -421,6 +436,7 @@ def queues_put(
         rate_limit=rate_limit,
         max_concurrency=max_concurrency,
         timeout=timeout,
+        window=window_option(window_spec),
         settings=settings,
     )
     state.emit(q.raw, lambda: state.out.print(queue_table([q])))
@@ -499,6 +515,7 @@ add_switch(
 @click.option("--timezone", help="IANA zone for a --deliver-at without offset")
 @click.option("--ttl", type=float)
 @click.option("--dedup-id")
+@click.option("--window", "window_spec", help=WINDOW_HELP + " (replaces the queue's)")
 @click.option(
     "--file",
     "file",
@@ -517,6 +534,7 @@ def send(
     timezone: str | None,
     ttl: float | None,
     dedup_id: str | None,
+    window_spec: str | None,
     file: Path | None,
     fmt: str | None,
 ) -> None:
@@ -526,7 +544,14 @@ def send(
             raise click.UsageError("give a BODY, --body-text or --file")
         value = parse_body(body, body_text)
         created = state.client.send(
-            queue, value, delay=delay, deliver_at=deliver_at, timezone=timezone, ttl=ttl, dedup_id=dedup_id
+            queue,
+            value,
+            delay=delay,
+            deliver_at=deliver_at,
+            timezone=timezone,
+            ttl=ttl,
+            dedup_id=dedup_id,
+            window=window_option(window_spec),
         )
         state.emit(
             created.raw,
@@ -727,6 +752,7 @@ def schedule_table(found: Iterable[Schedule]) -> Table:
 @target_options
 @click.option("--start-at")
 @click.option("--end-at")
+@click.option("--window", "window_spec", help=WINDOW_HELP + " (for its occurrences)")
 @pass_state
 def schedules_put(
     state: State,
@@ -739,6 +765,7 @@ def schedules_put(
     body_text: str | None,
     start_at: str | None,
     end_at: str | None,
+    window_spec: str | None,
     **target_given: Any,
 ) -> None:
     """Create or replace schedule NAME of QUEUE (a `--target-*` overrides the queue's target)."""
@@ -755,6 +782,7 @@ def schedules_put(
         target=chosen_target(target_given),
         start_at=start_at,
         end_at=end_at,
+        window=window_option(window_spec),
     )
     state.emit(s.raw, lambda: state.out.print(schedule_table([s])))
 

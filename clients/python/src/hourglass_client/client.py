@@ -40,8 +40,10 @@ def message(
     ttl: float | None = None,
     dedup_id: str | None = None,
     target: Mapping[str, Any] | None = None,
+    window: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """One entry of a create request (only the fields given are sent)."""
+    """One entry of a create request (only the fields given are sent); `window` (`windows.window`) replaces the
+    queue's delivery window for this message."""
     return {
         "body": body,
         **_fields(
@@ -51,6 +53,7 @@ def message(
             ttl=ttl,
             dedup_id=dedup_id,
             target=dict(target) if target else None,
+            window=dict(window) if window else None,
         ),
     }
 
@@ -114,6 +117,7 @@ class Client:
         max_concurrency: int | None = None,
         timeout: float | None = None,
         failure_destination: Mapping[str, Any] | None = None,
+        window: Mapping[str, Any] | None = None,
         settings: Mapping[str, Any] | None = None,
     ) -> Queue:
         """Creates or replaces a queue; fields left None take the server's defaults. `settings`
@@ -130,6 +134,7 @@ class Client:
             max_concurrency=max_concurrency,
             timeout=timeout,
             failure_destination=dict(failure_destination) if failure_destination else None,
+            window=dict(window) if window else None,
         )
         doc.update(settings or {})
         return Queue.from_doc(self._call("PUT", path("v1", "queues", name), body=doc))
@@ -167,10 +172,18 @@ class Client:
         ttl: float | None = None,
         dedup_id: str | None = None,
         target: Mapping[str, Any] | None = None,
+        window: Mapping[str, Any] | None = None,
     ) -> Created:
         """Schedules one message."""
         entry = message(
-            body, delay=delay, deliver_at=deliver_at, timezone=timezone, ttl=ttl, dedup_id=dedup_id, target=target
+            body,
+            delay=delay,
+            deliver_at=deliver_at,
+            timezone=timezone,
+            ttl=ttl,
+            dedup_id=dedup_id,
+            target=target,
+            window=window,
         )
         return self.send_batch(queue, [entry])[0]
 
@@ -331,6 +344,7 @@ class Client:
         target: Mapping[str, Any] | None = None,
         start_at: datetime | str | None = None,
         end_at: datetime | str | None = None,
+        window: Mapping[str, Any] | None = None,
     ) -> Schedule:
         """Creates or replaces a recurring schedule (exactly one of `cron` and `every`)."""
         doc = _fields(
@@ -341,6 +355,7 @@ class Client:
             target=dict(target) if target else None,
             start_at=_when(start_at),
             end_at=_when(end_at),
+            window=dict(window) if window else None,
         )
         return Schedule.from_doc(self._call("PUT", path("v1", "queues", queue, "schedules", name), body=doc))
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from hourglass.core import delivery, epoch, lifecycle, schedule
+from hourglass.core import admission, delivery, epoch, lifecycle, schedule
 from hourglass.core.delivery_control import DeliveryControl
 from hourglass.core.handoff import Scheduled, Timer
 from hourglass.core.model import LATER_NAMESPACE, Message, Queue, Status
@@ -64,6 +64,10 @@ class Attempts:
             now = self.ctx.clock()
         if message.expires_at is not None and now > message.expires_at:
             return self.outcomes.end(message, Status.EXPIRED, now, "expired before delivery", read=current)
+        opens = admission.opening(message, queue, now)
+        if opens > now:
+            # Its window closed while it waited (a pacing slot, a pause, an edited window): not delivered now.
+            return self.outcomes.window_closed(message, queue, opens, now, current)
         started = self.ctx.clock()
         try:
             outcome = targets.deliver(self.ctx, message, queue)

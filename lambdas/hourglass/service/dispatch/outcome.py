@@ -7,7 +7,7 @@ import random
 from dataclasses import dataclass
 from datetime import datetime
 
-from hourglass.core import delivery, delivery_control, next_attempt
+from hourglass.core import admission, delivery, delivery_control, next_attempt
 from hourglass.core.attempts import Attempt, AttemptOutcome
 from hourglass.core.model import Message, Queue, RetryPolicy, Status
 from hourglass.errors import StaleVersionError
@@ -60,6 +60,7 @@ class Outcomes:
             expires_at=message.expires_at,
             retry_after=outcome.retry_after,
             jitter=random.random(),
+            window=admission.window(message, queue),
         )
         attempt = self._record(message, started, now, decision.outcome, outcome, retry_at=decision.retry_at)
         if decision.outcome is AttemptOutcome.FAILED:
@@ -69,8 +70,15 @@ class Outcomes:
         assert decision.retry_at is not None
         return self._retry(message, queue, decision.retry_at, outcome.error, now, read)
 
-    def end(self, message: Message, status: Status, now: datetime, error: str | None,
-            attempt: Attempt | None = None, read: transitions.Chained | None = None) -> Result:
+    def end(
+        self,
+        message: Message,
+        status: Status,
+        now: datetime,
+        error: str | None,
+        attempt: Attempt | None = None,
+        read: transitions.Chained | None = None,
+    ) -> Result:
         """The message ends in `status` (`transitions.finish`); `attempt`, the one that ended it, rides on the
         outcome write, and `read` is what was read of its schedule before the attempt."""
         delivered_at = now if status is Status.DELIVERED else None
@@ -82,6 +90,18 @@ class Outcomes:
             # Our lease ran out and another dispatcher took over; its outcome stands.
             return self.superseded(message)
         return Result(True, status.value)
+
+    def window_closed(
+        self, message: Message, queue: Queue | None, opens: datetime, now: datetime, read: transitions.Chained | None
+    ) -> Result:
+        """Begun, but its delivery window closed while it waited (for a pacing slot, a resume): pending again, due
+        at the next opening, its attempt given back; expired if that is after its expiry."""
+        if message.expires_at is not None and opens > message.expires_at:
+            return self.end(message, Status.EXPIRED, now, "expired before its delivery window opened", read=read)
+        if not transitions.put_back(self.ctx, message, delivery_control.of(queue).rate_limit, now, due=opens):
+            return self.superseded(message)
+        self.ctx.metrics.count("WindowDeferred", queue=message.queue)
+        return Result(True, "window_closed")
 
     def put_back(self, message: Message, rate: float, now: datetime) -> Result:
         """Begun, not started: pending again (attempt count restored) with a new slot and timer."""
@@ -111,7 +131,14 @@ class Outcomes:
         attempt happened either way). The attempt that ends the message rides on its outcome write
         instead (`end`): a message delivered at once pays no write for its history."""
         attempt = Attempt(
-            message.id, message.attempts, started, finished, result, outcome.status_code, outcome.error, retry_at,
+            message.id,
+            message.attempts,
+            started,
+            finished,
+            result,
+            outcome.status_code,
+            outcome.error,
+            retry_at,
             outcome.response,
         )
         if result is AttemptOutcome.RETRY:
@@ -119,7 +146,12 @@ class Outcomes:
         return attempt
 
     def _retry(
-        self, message: Message, queue: Queue | None, retry_at: datetime, error: str | None, now: datetime,
+        self,
+        message: Message,
+        queue: Queue | None,
+        retry_at: datetime,
+        error: str | None,
+        now: datetime,
         read: transitions.Chained | None,
     ) -> Result:
         rate = delivery_control.of(queue).rate_limit
@@ -128,4 +160,3 @@ class Outcomes:
         self.ctx.metrics.count("Retried", queue=message.queue)
         log("retry_scheduled", id=message.id, queue=message.queue, attempt=message.attempts, error=error)
         return Result(True, "retry")
-
