@@ -37,7 +37,7 @@ from hourglass.core.model import (
     Status,
     Target,
 )
-from hourglass.core.recurrence import Recurrence, Schedule
+from hourglass.core.recurrence import CatchUp, Recurrence, Schedule
 from hourglass.core.schedule import SweepKeys
 from hourglass.core.sweep_state import ShardProgress, SweepState
 from hourglass.core.timestamps import from_ms, to_ms
@@ -550,6 +550,8 @@ def schedule_to_item(schedule: Schedule) -> Item:
         "timezone": rule.timezone,
         "start_at": to_ms(rule.start_at) if rule.start_at else None,
         "end_at": to_ms(rule.end_at) if rule.end_at else None,
+        "catch_up": rule.catch_up.value,
+        "jitter": rule.jitter,
     }
     item: Item = {
         **schedule_key(schedule.queue, schedule.name),
@@ -567,6 +569,8 @@ def schedule_to_item(schedule: Schedule) -> Item:
         item["target"] = s(target_to_json(schedule.target))
     if schedule.queue_epoch is not None:
         item["queue_epoch"] = n(to_ms(schedule.queue_epoch))
+    if schedule.paused_at is not None:
+        item["paused_at"] = n(to_ms(schedule.paused_at))
     return item
 
 
@@ -579,6 +583,9 @@ def schedule_from_item(item: Item) -> Schedule:
         timezone=doc["timezone"],
         start_at=from_ms(doc["start_at"]) if doc["start_at"] is not None else None,
         end_at=from_ms(doc["end_at"]) if doc["end_at"] is not None else None,
+        # A schedule stored before v1.2 had neither: it skips, with no jitter.
+        catch_up=CatchUp(doc.get("catch_up", CatchUp.SKIP.value)),
+        jitter=doc.get("jitter", 0),
     )
     return Schedule(
         queue=item["pk"]["S"],
@@ -590,4 +597,5 @@ def schedule_from_item(item: Item) -> Schedule:
         paused=bool(item["paused"]["BOOL"]),
         version=int(item["version"]["N"]),
         queue_epoch=_time(item, "queue_epoch"),
+        paused_at=_time(item, "paused_at"),
     )

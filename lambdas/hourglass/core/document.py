@@ -105,7 +105,8 @@ def later_doc(message: Message) -> dict[str, Any]:
 
 
 def schedule_doc(schedule: Schedule, now: datetime) -> dict[str, Any]:
-    """The schedule document; `next_due_at` lists the next three occurrences after `now`, none while paused."""
+    """The schedule document; `next_due_at` lists when the next three occurrences after `now` are due (their
+    jitter included), none while paused."""
     recurrence = schedule.recurrence
     upcoming = [] if schedule.paused else schedule.next_due(now)
     return {
@@ -118,7 +119,9 @@ def schedule_doc(schedule: Schedule, now: datetime) -> dict[str, Any]:
         "end_at": _time(recurrence.end_at),
         "body": schedule.body,
         "target": target_doc(schedule.target),
+        "catch_up": recurrence.catch_up.value,
+        "jitter": recurrence.jitter,
         "paused": schedule.paused,
         "created_at": _time(schedule.created_at),
-        "next_due_at": [_time(at) for at in upcoming],
+        "next_due_at": [_time(schedule.due(at)) for at in upcoming],
     }

@@ -35,7 +35,7 @@ from hourglass.core.model import (
     Status,
     Target,
 )
-from hourglass.core.recurrence import MIN_EVERY, Recurrence, ScheduleRequest
+from hourglass.core.recurrence import MIN_EVERY, CatchUp, Recurrence, ScheduleRequest
 from hourglass.core.timestamps import parse_rfc3339
 from hourglass.core.urls import ascii_url
 from hourglass.errors import ValidationError
@@ -412,7 +412,8 @@ def later_id(doc: object) -> str:
     return _string(task.get("id"), "id", max_len=64)
 
 
-SCHEDULE_FIELDS = frozenset({"cron", "every", "timezone", "start_at", "end_at", "body", "target"})
+SCHEDULE_FIELDS = frozenset({"cron", "every", "timezone", "start_at", "end_at", "body", "target", "catch_up", "jitter"})
+MAX_JITTER = 3600
 
 
 def schedule_name(value: object) -> str:
@@ -459,9 +460,17 @@ def schedule_request(doc: object, now: datetime) -> ScheduleRequest:
         timezone=timezone(schedule.get("timezone", wallclock.DEFAULT_ZONE)),
         start_at=start_at,
         end_at=end_at,
+        catch_up=_catch_up(schedule.get("catch_up", CatchUp.SKIP.value)),
+        jitter=integer(schedule.get("jitter", 0), "jitter", low=0, high=MAX_JITTER),
     )
     return ScheduleRequest(
         recurrence=recurrence,
         body=body(schedule["body"], "body"),
         target=None if raw_target is None else target(raw_target),
     )
+
+
+def _catch_up(value: object) -> CatchUp:
+    if not isinstance(value, str) or value not in {policy.value for policy in CatchUp}:
+        raise ValidationError("catch_up", "must be one of skip, latest, all")
+    return CatchUp(value)
