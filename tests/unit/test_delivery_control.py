@@ -91,6 +91,8 @@ def test_document_shows_every_field():
         "timeout": 15.0,
         "failure_destination": {"type": "http", "url": "https://x.example", "headers": {}},
         "paused": True,
+        "paused_reason": None,
+        "circuit_breaker": None,
     }
 
 

@@ -24,6 +24,7 @@ from hourglass.core.handoff import DueEntry
 from hourglass.core.lifecycle import Change
 from hourglass.core.limits import json_bytes
 from hourglass.core.model import (
+    CircuitBreaker,
     DeliveryControl,
     HttpTarget,
     LaterTarget,
@@ -216,6 +217,8 @@ def queue_to_item(queue: Queue) -> Item:
         # Top level, so pause and resume are one small conditional update.
         "paused": {"BOOL": control.paused},
         "version": n(queue.version),
+        **({"paused_reason": s(control.paused_reason)} if control.paused_reason else {}),
+        **({"resumed_at": n(to_ms(control.resumed_at))} if control.resumed_at else {}),
     }
 
 
@@ -228,7 +231,11 @@ def queue_from_item(item: Item) -> Queue:
         target=target_from_doc(raw_target) if raw_target else None,
     )
     paused = bool(item.get("paused", {}).get("BOOL", False))
-    control: DeliveryControl | None = control_from_stored(raw_control, paused=paused)
+    control: DeliveryControl | None = replace(
+        control_from_stored(raw_control, paused=paused),
+        paused_reason=_str(item, "paused_reason") if paused else None,
+        resumed_at=_time(item, "resumed_at"),
+    )
     if control == DeliveryControl():
         control = None  # the default control, as a queue built without one
     created_at = from_ms(int(item["created_at"]["N"]))
@@ -240,13 +247,15 @@ def control_to_stored(control: DeliveryControl) -> dict[str, Any]:
     """What the queue item's settings JSON keeps of its control: what differs from the defaults, but
     `paused` (a top-level attribute)."""
     doc, defaults = control_doc(control), control_doc(DeliveryControl())
-    return {key: value for key, value in doc.items() if value != defaults[key] and key != "paused"}
+    top_level = ("paused", "paused_reason")
+    return {key: value for key, value in doc.items() if value != defaults[key] and key not in top_level}
 
 
 def control_from_stored(doc: Mapping[str, Any], *, paused: bool) -> DeliveryControl:
     """The control a queue item keeps, read as written: it was validated then, and is not again, so
     that tightening a bound never makes a stored queue unreadable."""
     rate, concurrency, destination = doc.get("rate_limit"), doc.get("max_concurrency"), doc.get("failure_destination")
+    breaker = doc.get("circuit_breaker")
     failure_destination = None if destination is None else target_from_doc(destination)
     if isinstance(failure_destination, LaterTarget):
         raise ValueError("a failure destination is an http or sqs target")
@@ -256,6 +265,7 @@ def control_from_stored(doc: Mapping[str, Any], *, paused: bool) -> DeliveryCont
         timeout=float(doc.get("timeout", DeliveryControl().timeout)),
         failure_destination=failure_destination,
         paused=paused,
+        circuit_breaker=None if breaker is None else CircuitBreaker(**breaker),
     )
 
 

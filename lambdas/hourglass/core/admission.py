@@ -41,7 +41,9 @@ def admit(queue: Queue, request: NewMessage, now: datetime, message_id: str, fie
 
 def occurrence(plan: Schedule, queue: Queue, at: datetime, now: datetime) -> Message:
     """The occurrence of `plan` at `at`: admitted with its schedule (`admit_schedule`), not again when stored."""
-    request = NewMessage(body=plan.body, deliver_at=plan.due(at), target=plan.target, schedule=plan.name, occurrence_at=at)
+    request = NewMessage(
+        body=plan.body, deliver_at=plan.due(at), target=plan.target, schedule=plan.name, occurrence_at=at
+    )
     return _new(queue, request, now, plan.occurrence_id(at))
 
 

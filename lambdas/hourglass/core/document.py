@@ -45,6 +45,8 @@ def control_doc(control: DeliveryControl) -> dict[str, Any]:
         "timeout": control.timeout,
         "failure_destination": target_doc(control.failure_destination),
         "paused": control.paused,
+        "paused_reason": control.paused_reason,
+        "circuit_breaker": None if control.circuit_breaker is None else asdict(control.circuit_breaker),
     }
 
 

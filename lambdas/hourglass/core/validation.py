@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
+from hourglass.core import circuit_breaker as circuit
 from hourglass.core import json_body, wallclock
 from hourglass.core.cron import parse_cron
 from hourglass.core.delivery_control import (
@@ -25,6 +26,7 @@ from hourglass.core.delivery_control import (
 from hourglass.core.limits import json_bytes
 from hourglass.core.model import (
     JSON,
+    CircuitBreaker,
     DeliveryControl,
     HttpTarget,
     NewMessage,
@@ -263,7 +265,33 @@ def delivery_control(doc: Mapping[str, Any], *, paused: bool = False) -> Deliver
     destination = None if raw_destination is None else target(raw_destination, "failure_destination")
     if destination is not None and not isinstance(destination, HttpTarget | SqsTarget):
         raise ValidationError("failure_destination.type", 'must be "http" or "sqs"')
-    return DeliveryControl(rate, concurrency, timeout, destination, paused)
+    raw_breaker = doc.get("circuit_breaker")
+    breaker = None if raw_breaker is None else circuit_breaker(raw_breaker)
+    return DeliveryControl(rate, concurrency, timeout, destination, paused, circuit_breaker=breaker)
+
+
+BREAKER_FIELDS = frozenset({"failure_ratio", "min_attempts", "window"})
+
+
+def circuit_breaker(value: object) -> CircuitBreaker:
+    """`circuit_breaker`: each field optional (the contract's defaults), `paused_reason` is read-only."""
+    doc = _object(value, "circuit_breaker")
+    _only(doc, BREAKER_FIELDS, "circuit_breaker.")
+    defaults = CircuitBreaker()
+    field = "circuit_breaker."
+    ratio = number(
+        doc.get("failure_ratio", defaults.failure_ratio), field + "failure_ratio",
+        low=circuit.MIN_RATIO, high=circuit.MAX_RATIO,
+    )
+    assert ratio is not None
+    attempts = integer(
+        doc.get("min_attempts", defaults.min_attempts), field + "min_attempts",
+        low=circuit.MIN_ATTEMPTS, high=circuit.MAX_ATTEMPTS,
+    )
+    window = integer(
+        doc.get("window", defaults.window), field + "window", low=circuit.MIN_WINDOW, high=circuit.MAX_WINDOW
+    )
+    return CircuitBreaker(ratio, attempts, window)
 
 
 MESSAGE_FIELDS = frozenset({"body", "delay", "deliver_at", "timezone", "ttl", "dedup_id", "target"})

@@ -76,7 +76,7 @@ class Attempts:
             outcome = delivery.Outcome(False, retryable=False, error=f"internal error: {type(exc).__name__}: {exc}")
         done = self.ctx.clock()
         if outcome.delivered:
-            return self.outcomes.delivered(message, started, done, outcome, current)
+            return self.outcomes.delivered(message, queue, started, done, outcome, current)
         return self.outcomes.failed(message, queue, outcome, started, done, current)
 
     def _begin(self, timer: Timer, now: datetime, lease: timedelta) -> Message:
