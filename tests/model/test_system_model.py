@@ -337,9 +337,13 @@ class SystemModel(RuleBasedStateMachine):
         every=st.sampled_from((60, 300)),
         big=st.sampled_from((False, False, False, True)),
         crash_at=st.sampled_from((None, None, 1, 2)),
+        catch_up=st.sampled_from(("skip", "latest", "all")),
+        jitter=st.sampled_from((0, 0, 90)),
     )
-    def put_schedule(self, name: str, schedule: str, every: int, big: bool, crash_at: int | None) -> None:
-        body = {"every": every, "body": BIG_BODY if big else {"s": schedule}}
+    def put_schedule(
+        self, name: str, schedule: str, every: int, big: bool, crash_at: int | None, catch_up: str, jitter: int
+    ) -> None:
+        body = {"every": every, "body": BIG_BODY if big else {"s": schedule}, "catch_up": catch_up, "jitter": jitter}
 
         def put() -> None:
             status, doc = self.call("PUT", f"/v1/queues/{name}/schedules/{schedule}", body)

@@ -92,6 +92,8 @@ def test_document_shows_every_field():
         "failure_destination": {"type": "http", "url": "https://x.example", "headers": {}},
         "paused": True,
         "window": None,
+        "paused_reason": None,
+        "circuit_breaker": None,
     }
 
 

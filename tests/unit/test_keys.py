@@ -12,6 +12,7 @@ from hourglass.core.validation import QUEUE_NAME
 # begins. A constant added to core.keys without a place here fails test_every_key_constant_has_a_partition.
 QUEUE_PARTITION = (
     keys.QUEUE_SK,
+    keys.BREAKER_PREFIX,
     keys.ENDED_SK,
     keys.PACE_SK,
     keys.SLOT_PREFIX,

@@ -25,6 +25,7 @@ from hourglass.core.lifecycle import Change
 from hourglass.core.limits import json_bytes
 from hourglass.core.model import (
     AwsTarget,
+    CircuitBreaker,
     DeliveryControl,
     EventBridgeTarget,
     HttpTarget,
@@ -42,7 +43,7 @@ from hourglass.core.model import (
     StepFunctionsTarget,
     Target,
 )
-from hourglass.core.recurrence import Recurrence, Schedule
+from hourglass.core.recurrence import CatchUp, Recurrence, Schedule
 from hourglass.core.schedule import SweepKeys, shard_of
 from hourglass.core.sweep_state import ShardProgress, SweepState
 from hourglass.core.timestamps import from_ms, to_ms
@@ -281,6 +282,8 @@ def queue_to_item(queue: Queue) -> Item:
         # Top level, so pause and resume are one small conditional update.
         "paused": {"BOOL": control.paused},
         "version": n(queue.version),
+        **({"paused_reason": s(control.paused_reason)} if control.paused_reason else {}),
+        **({"resumed_at": n(to_ms(control.resumed_at))} if control.resumed_at else {}),
     }
 
 
@@ -293,7 +296,11 @@ def queue_from_item(item: Item) -> Queue:
         target=target_from_doc(raw_target) if raw_target else None,
     )
     paused = bool(item.get("paused", {}).get("BOOL", False))
-    control: DeliveryControl | None = control_from_stored(raw_control, paused=paused)
+    control: DeliveryControl | None = replace(
+        control_from_stored(raw_control, paused=paused),
+        paused_reason=_str(item, "paused_reason") if paused else None,
+        resumed_at=_time(item, "resumed_at"),
+    )
     if control == DeliveryControl():
         control = None  # the default control, as a queue built without one
     created_at = from_ms(int(item["created_at"]["N"]))
@@ -305,13 +312,15 @@ def control_to_stored(control: DeliveryControl) -> dict[str, Any]:
     """What the queue item's settings JSON keeps of its control: what differs from the defaults, but
     `paused` (a top-level attribute)."""
     doc, defaults = control_doc(control), control_doc(DeliveryControl())
-    return {key: value for key, value in doc.items() if value != defaults[key] and key != "paused"}
+    top_level = ("paused", "paused_reason")
+    return {key: value for key, value in doc.items() if value != defaults[key] and key not in top_level}
 
 
 def control_from_stored(doc: Mapping[str, Any], *, paused: bool) -> DeliveryControl:
     """The control a queue item keeps, read as written: it was validated then, and is not again, so
     that tightening a bound never makes a stored queue unreadable."""
     rate, concurrency, destination = doc.get("rate_limit"), doc.get("max_concurrency"), doc.get("failure_destination")
+    breaker = doc.get("circuit_breaker")
     failure_destination = None if destination is None else target_from_doc(destination)
     if isinstance(failure_destination, LaterTarget):
         raise ValueError("a failure destination is an http or sqs target")
@@ -322,6 +331,7 @@ def control_from_stored(doc: Mapping[str, Any], *, paused: bool) -> DeliveryCont
         failure_destination=failure_destination,
         paused=paused,
         window=from_doc(doc.get("window")),
+        circuit_breaker=None if breaker is None else CircuitBreaker(**breaker),
     )
 
 
@@ -661,6 +671,8 @@ def schedule_to_item(schedule: Schedule) -> Item:
         "timezone": rule.timezone,
         "start_at": to_ms(rule.start_at) if rule.start_at else None,
         "end_at": to_ms(rule.end_at) if rule.end_at else None,
+        "catch_up": rule.catch_up.value,
+        "jitter": rule.jitter,
     }
     item: Item = {
         **schedule_key(schedule.queue, schedule.name),
@@ -680,6 +692,8 @@ def schedule_to_item(schedule: Schedule) -> Item:
         item["window"] = s(_dumps(to_doc(schedule.window)))
     if schedule.queue_epoch is not None:
         item["queue_epoch"] = n(to_ms(schedule.queue_epoch))
+    if schedule.paused_at is not None:
+        item["paused_at"] = n(to_ms(schedule.paused_at))
     return item
 
 
@@ -692,6 +706,9 @@ def schedule_from_item(item: Item) -> Schedule:
         timezone=doc["timezone"],
         start_at=from_ms(doc["start_at"]) if doc["start_at"] is not None else None,
         end_at=from_ms(doc["end_at"]) if doc["end_at"] is not None else None,
+        # A schedule stored before v1.2 had neither: it skips, with no jitter.
+        catch_up=CatchUp(doc.get("catch_up", CatchUp.SKIP.value)),
+        jitter=doc.get("jitter", 0),
     )
     return Schedule(
         queue=item["pk"]["S"],
@@ -704,4 +721,5 @@ def schedule_from_item(item: Item) -> Schedule:
         version=int(item["version"]["N"]),
         queue_epoch=_time(item, "queue_epoch"),
         window=_window_of(item),
+        paused_at=_time(item, "paused_at"),
     )

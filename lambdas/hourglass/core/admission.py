@@ -55,7 +55,12 @@ def opening(message: Message | NewMessage, queue: Queue | None, at: datetime) ->
 def occurrence(plan: Schedule, queue: Queue, at: datetime, now: datetime) -> Message:
     """The occurrence of `plan` at `at`: admitted with its schedule (`admit_schedule`), not again when stored."""
     request = NewMessage(
-        body=plan.body, deliver_at=at, target=plan.target, schedule=plan.name, occurrence_at=at, window=plan.window
+        body=plan.body,
+        deliver_at=plan.due(at),
+        target=plan.target,
+        schedule=plan.name,
+        occurrence_at=at,
+        window=plan.window,
     )
     return _new(queue, request, now, plan.occurrence_id(at))
 

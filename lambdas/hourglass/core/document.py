@@ -58,6 +58,8 @@ def control_doc(control: DeliveryControl) -> dict[str, Any]:
         "failure_destination": target_doc(control.failure_destination),
         "paused": control.paused,
         "window": window_doc(control.window),
+        "paused_reason": control.paused_reason,
+        "circuit_breaker": None if control.circuit_breaker is None else asdict(control.circuit_breaker),
     }
 
 
@@ -128,7 +130,8 @@ def later_doc(message: Message) -> dict[str, Any]:
 
 
 def schedule_doc(schedule: Schedule, now: datetime) -> dict[str, Any]:
-    """The schedule document; `next_due_at` lists the next three occurrences after `now`, none while paused."""
+    """The schedule document; `next_due_at` lists when the next three occurrences after `now` are due (their
+    jitter included), none while paused."""
     recurrence = schedule.recurrence
     upcoming = [] if schedule.paused else schedule.next_due(now)
     return {
@@ -142,7 +145,9 @@ def schedule_doc(schedule: Schedule, now: datetime) -> dict[str, Any]:
         "body": schedule.body,
         "target": target_doc(schedule.target),
         "window": window_doc(schedule.window),
+        "catch_up": recurrence.catch_up.value,
+        "jitter": recurrence.jitter,
         "paused": schedule.paused,
         "created_at": _time(schedule.created_at),
-        "next_due_at": [_time(at) for at in upcoming],
+        "next_due_at": [_time(schedule.due(at)) for at in upcoming],
     }

@@ -20,7 +20,8 @@ OPERATION_PREFIX = "o#"
 COUNT_PREFIX = "#count#"  # the queue's status counters: `#count#<epoch ms>#<shard>`
 # What one life of a queue leaves besides its messages, removed when it ends. Messages, bodies, attempt
 # history and dedup records are not here: each carries its queue's epoch or goes with its message.
-QUEUE_SCOPED_PREFIXES = (PACE_SK, SLOT_PREFIX, SCHEDULE_PREFIX, OPERATION_PREFIX, COUNT_PREFIX)
+BREAKER_PREFIX = "#breaker#"
+QUEUE_SCOPED_PREFIXES = (PACE_SK, SLOT_PREFIX, SCHEDULE_PREFIX, OPERATION_PREFIX, COUNT_PREFIX, BREAKER_PREFIX)
 
 # Partitions of their own: queue names never start with "@" (validation.QUEUE_NAME).
 LATER_QUEUE = "@later"  # the queue of `/later` messages: a queue partition like any other
@@ -131,3 +132,8 @@ def split_sort_key(sk: str) -> tuple[int, str]:
 def sort_key_bound(due_ms: int, *, upper: bool) -> str:
     """A bound that sorts before (or after) every sort key with this due time."""
     return f"{due_ms:013d}#{'~' if upper else ''}"
+
+
+def breaker_sk(since_ms: int, bucket: int) -> str:
+    """A circuit breaker counter: per resume (a fresh window) and time bucket, in time order."""
+    return f"{BREAKER_PREFIX}{since_ms:013d}#{bucket:012d}"

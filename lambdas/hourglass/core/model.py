@@ -124,6 +124,16 @@ FailureDestination = HttpTarget | SqsTarget | AwsTarget
 
 
 @dataclass(frozen=True)
+class CircuitBreaker:
+    """When a queue pauses itself (v1.2): at least `min_attempts` attempts ended in the last `window` seconds
+    and at least `failure_ratio` of them failed or were retried (`core.circuit_breaker`)."""
+
+    failure_ratio: float = 0.5
+    min_attempts: int = 20
+    window: int = 300
+
+
+@dataclass(frozen=True)
 class DeliveryControl:
     """A queue's delivery control (v1.1); its bounds and pause timing are in `core.delivery_control`."""
 
@@ -134,6 +144,11 @@ class DeliveryControl:
     paused: bool = False
     # When attempts may start (`core.window`); a message's or schedule's own window replaces it.
     window: Window | None = None
+    circuit_breaker: CircuitBreaker | None = None
+    # Why it is paused when the queue paused itself ("circuit_breaker"); None for a pause by request.
+    paused_reason: str | None = None
+    # The last resume: the breaker counts only attempts after it (a fresh window).
+    resumed_at: datetime | None = None
 
     @property
     def limited(self) -> bool:

@@ -6,8 +6,10 @@ instants reached from two wall times (a gap's shifted time and the real one) fir
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from enum import StrEnum
 
 from hourglass.core.cron import CronExpression
 from hourglass.core.ids import occurrence_id
@@ -23,6 +25,14 @@ _GAP_LOOKBACK = (timedelta(0), timedelta(hours=12), timedelta(hours=25))
 _TICK = timedelta(microseconds=1)
 
 
+class CatchUp(StrEnum):
+    """Which occurrences missed while paused or down are delivered late (`core.catch_up`)."""
+
+    SKIP = "skip"
+    LATEST = "latest"
+    ALL = "all"
+
+
 @dataclass(frozen=True)
 class Recurrence:
     """When a schedule fires: exactly one of `cron` or `every` (seconds), within optional bounds."""
@@ -32,6 +42,9 @@ class Recurrence:
     timezone: str = DEFAULT_ZONE
     start_at: datetime | None = None
     end_at: datetime | None = None
+    catch_up: CatchUp = CatchUp.SKIP
+    # Each occurrence is due up to this many seconds after its time (`Schedule.due`), never before.
+    jitter: int = 0
 
     def __post_init__(self) -> None:
         if (self.cron is None) == (self.every is None):
@@ -68,6 +81,8 @@ class Schedule:
     queue_epoch: datetime | None = None
     # Its occurrences' own delivery window (replacing their queue's).
     window: Window | None = None
+    # When it was last paused: a resume catches up from there (`core.catch_up`); None if never or unknown.
+    paused_at: datetime | None = None
 
     def next_after(self, after: datetime) -> datetime | None:
         return next_occurrence(self.recurrence, after, anchor=self.created_at)
@@ -77,6 +92,15 @@ class Schedule:
 
     def occurrence_id(self, at: datetime) -> str:
         return occurrence_id(self.queue, self.name, at, self.version, self.queue_epoch)
+
+    def due(self, at: datetime) -> datetime:
+        """When the occurrence at `at` is delivered: `at` plus its jitter, the same every time it is planned
+        (a hash of its id, so a repair or a second chaining stores the same message)."""
+        if self.recurrence.jitter <= 0:
+            return at
+        digest = hashlib.sha256(self.occurrence_id(at).encode()).digest()
+        spread_ms = self.recurrence.jitter * 1000 + 1
+        return at + timedelta(milliseconds=int.from_bytes(digest[:8], "big") % spread_ms)
 
 
 def next_occurrence(recurrence: Recurrence, after: datetime, *, anchor: datetime) -> datetime | None:

@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from hourglass.core import aws_targets, json_body, wallclock
+from hourglass.core import circuit_breaker as circuit
 from hourglass.core import window as windows
 from hourglass.core.cron import parse_cron
 from hourglass.core.delivery_control import (
@@ -28,6 +29,7 @@ from hourglass.core.limits import json_bytes
 from hourglass.core.model import (
     JSON,
     AwsTarget,
+    CircuitBreaker,
     DeliveryControl,
     EventBridgeTarget,
     HttpTarget,
@@ -42,7 +44,7 @@ from hourglass.core.model import (
     StepFunctionsTarget,
     Target,
 )
-from hourglass.core.recurrence import MIN_EVERY, Recurrence, ScheduleRequest
+from hourglass.core.recurrence import MIN_EVERY, CatchUp, Recurrence, ScheduleRequest
 from hourglass.core.timestamps import parse_rfc3339
 from hourglass.core.urls import ascii_url
 from hourglass.errors import ValidationError
@@ -361,7 +363,39 @@ def delivery_control(doc: Mapping[str, Any], *, paused: bool = False) -> Deliver
     destination = None if raw_destination is None else target(raw_destination, "failure_destination")
     if destination is not None and not isinstance(destination, HttpTarget | SqsTarget | AwsTarget):
         raise ValidationError("failure_destination.type", f"must be one of {TARGET_TYPES}")
-    return DeliveryControl(rate, concurrency, timeout, destination, paused, window(doc.get("window")))
+    raw_breaker = doc.get("circuit_breaker")
+    breaker = None if raw_breaker is None else circuit_breaker(raw_breaker)
+    return DeliveryControl(
+        rate, concurrency, timeout, destination, paused, window(doc.get("window")), circuit_breaker=breaker
+    )
+
+
+BREAKER_FIELDS = frozenset({"failure_ratio", "min_attempts", "window"})
+
+
+def circuit_breaker(value: object) -> CircuitBreaker:
+    """`circuit_breaker`: each field optional (the contract's defaults), `paused_reason` is read-only."""
+    doc = _object(value, "circuit_breaker")
+    _only(doc, BREAKER_FIELDS, "circuit_breaker.")
+    defaults = CircuitBreaker()
+    field = "circuit_breaker."
+    ratio = number(
+        doc.get("failure_ratio", defaults.failure_ratio),
+        field + "failure_ratio",
+        low=circuit.MIN_RATIO,
+        high=circuit.MAX_RATIO,
+    )
+    assert ratio is not None
+    attempts = integer(
+        doc.get("min_attempts", defaults.min_attempts),
+        field + "min_attempts",
+        low=circuit.MIN_ATTEMPTS,
+        high=circuit.MAX_ATTEMPTS,
+    )
+    window = integer(
+        doc.get("window", defaults.window), field + "window", low=circuit.MIN_WINDOW, high=circuit.MAX_WINDOW
+    )
+    return CircuitBreaker(ratio, attempts, window)
 
 
 MESSAGE_FIELDS = frozenset({"body", "delay", "deliver_at", "timezone", "ttl", "dedup_id", "target", "window"})
@@ -515,7 +549,10 @@ def later_id(doc: object) -> str:
     return _string(task.get("id"), "id", max_len=64)
 
 
-SCHEDULE_FIELDS = frozenset({"cron", "every", "timezone", "start_at", "end_at", "body", "target", "window"})
+SCHEDULE_FIELDS = frozenset(
+    {"cron", "every", "timezone", "start_at", "end_at", "body", "target", "window", "catch_up", "jitter"}
+)
+MAX_JITTER = 3600
 
 
 def schedule_name(value: object) -> str:
@@ -562,6 +599,8 @@ def schedule_request(doc: object, now: datetime) -> ScheduleRequest:
         timezone=timezone(schedule.get("timezone", wallclock.DEFAULT_ZONE)),
         start_at=start_at,
         end_at=end_at,
+        catch_up=_catch_up(schedule.get("catch_up", CatchUp.SKIP.value)),
+        jitter=integer(schedule.get("jitter", 0), "jitter", low=0, high=MAX_JITTER),
     )
     return ScheduleRequest(
         recurrence=recurrence,
@@ -569,3 +608,9 @@ def schedule_request(doc: object, now: datetime) -> ScheduleRequest:
         target=None if raw_target is None else target(raw_target),
         window=window(schedule.get("window")),
     )
+
+
+def _catch_up(value: object) -> CatchUp:
+    if not isinstance(value, str) or value not in {policy.value for policy in CatchUp}:
+        raise ValidationError("catch_up", "must be one of skip, latest, all")
+    return CatchUp(value)

@@ -61,6 +61,7 @@ class Schedules:
                 paused=existing.paused if existing else False,
                 version=existing.version + 1 if existing else 1,
                 queue_epoch=queue.created_at,
+                paused_at=existing.paused_at if existing else None,
             )
             admission.admit_schedule(schedule, queue, now)
             try:
@@ -114,16 +115,19 @@ class Schedules:
             if old.paused == paused:
                 return old
             # A new version: occurrences planned before the change are never delivered.
-            schedule = replace(old, paused=paused, version=old.version + 1)
+            now = self.ctx.clock()
+            paused_at = now if paused else old.paused_at
+            schedule = replace(old, paused=paused, version=old.version + 1, paused_at=paused_at)
             try:
                 self.store.put_schedule(schedule, expected_version=old.version)
             except StaleVersionError:
                 continue
-            now = self.ctx.clock()
             if paused:
                 self._cancel_pending(old, now)
             else:
-                materialize(self.ctx, schedule, self.messages.queues.get(queue_name), now, now)
+                # Occurrences that fell while paused are caught up as its policy says (`catch_up`).
+                queue = self.messages.queues.get(queue_name)
+                materialize(self.ctx, schedule, queue, min(paused_at or now, now), now)
             return schedule
         raise ConflictError(f"schedule {name} keeps changing; try again")
 

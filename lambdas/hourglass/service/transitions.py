@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from hourglass.core import admission, delivery_control, lifecycle
+from hourglass.core import admission, catch_up, delivery_control, lifecycle
 from hourglass.core.attempts import Attempt
 from hourglass.core.handoff import Placement
 from hourglass.core.lifecycle import Change
@@ -263,11 +263,12 @@ def _chain_failed(ctx: Context, message: Message, exc: Exception) -> None:
 
 
 def materialize(ctx: Context, schedule: Schedule, queue: Queue, after: datetime, now: datetime) -> Message | None:
-    """Store the first occurrence after `after` (once) and hand it off like any message.
+    """Store the first occurrence after `after` (once), or the one its catch-up policy picks when that one is
+    past (`catch_up.next_planned`), and hand it off like any message.
 
     None when the schedule has ended or is paused, or the occurrence was stored already.
     """
-    at = schedule.next_after(after)
+    at = catch_up.next_planned(schedule, after, now)
     if at is None or schedule.paused:
         return None
     occurrence = admission.occurrence(schedule, queue, at, now)

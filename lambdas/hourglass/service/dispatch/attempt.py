@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from hourglass.core import admission, delivery, epoch, lifecycle, schedule
+from hourglass.core import admission, catch_up, delivery, epoch, lifecycle, schedule
 from hourglass.core.delivery_control import DeliveryControl
 from hourglass.core.handoff import Scheduled, Timer
 from hourglass.core.model import LATER_NAMESPACE, Message, Queue, Status
@@ -54,6 +54,9 @@ class Attempts:
         current = self._schedule(message, queue, timer.chained) if queue is not None else None
         if message.schedule is not None and queue is not None and not message.redelivered and current is None:
             return self.outcomes.end(message, Status.CANCELLED, now, "schedule deleted, replaced or paused")
+        if current is not None and self._missed(message, current, now):
+            policy = current.schedule.recurrence.catch_up.value
+            return self.outcomes.end(message, Status.CANCELLED, now, f"missed (catch_up {policy})", read=current)
         if timer.slot is not None and control.rate_limit is not None:
             paced_start = self.pacing.start(timer, message, control, lease_end, deadline, paused)
             if paced_start is None:
@@ -77,7 +80,7 @@ class Attempts:
             outcome = delivery.Outcome(False, retryable=False, error=f"internal error: {type(exc).__name__}: {exc}")
         done = self.ctx.clock()
         if outcome.delivered:
-            return self.outcomes.delivered(message, started, done, outcome, current)
+            return self.outcomes.delivered(message, queue, started, done, outcome, current)
         return self.outcomes.failed(message, queue, outcome, started, done, current)
 
     def _begin(self, timer: Timer, now: datetime, lease: timedelta) -> Message:
@@ -108,6 +111,14 @@ class Attempts:
         if current is None or not transitions.is_current(current, message):
             return None
         return transitions.Chained(current, queue, stored=chained)
+
+    @staticmethod
+    def _missed(message: Message, current: transitions.Chained, now: datetime) -> bool:
+        """An occurrence reached for the first time after its successor was due (held by a paused queue, or
+        Hourglass down) that its schedule's catch-up policy does not deliver; its chaining picks the next."""
+        first = message.attempts - message.attempts_base <= 1
+        at = message.occurrence_at
+        return first and at is not None and not catch_up.delivers(current.schedule, at, now)
 
     def _not_startable(self, timer: Timer, now: datetime) -> Result:
         current = self.ctx.store.get_message(timer.queue, timer.id)

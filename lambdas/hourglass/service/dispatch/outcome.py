@@ -12,7 +12,7 @@ from hourglass.core.attempts import Attempt, AttemptOutcome
 from hourglass.core.model import Message, Queue, RetryPolicy, Status
 from hourglass.errors import StaleVersionError
 from hourglass.logs import log
-from hourglass.service import transitions
+from hourglass.service import circuit_breaker, transitions
 from hourglass.service.context import Context
 
 
@@ -32,6 +32,7 @@ class Outcomes:
     def delivered(
         self,
         message: Message,
+        queue: Queue | None,
         started: datetime,
         done: datetime,
         outcome: delivery.Outcome,
@@ -39,6 +40,7 @@ class Outcomes:
     ) -> Result:
         self.ctx.metrics.lateness((done - message.due_at).total_seconds() * 1000, queue=message.queue)
         attempt = self._record(message, started, done, AttemptOutcome.DELIVERED, outcome)
+        circuit_breaker.record(self.ctx, queue, failed=False, now=done)
         return self.end(message, Status.DELIVERED, done, None, attempt, read)
 
     def failed(
@@ -63,6 +65,7 @@ class Outcomes:
             window=admission.window(message, queue),
         )
         attempt = self._record(message, started, now, decision.outcome, outcome, retry_at=decision.retry_at)
+        circuit_breaker.record(self.ctx, queue, failed=True, now=now)
         if decision.outcome is AttemptOutcome.FAILED:
             return self.end(message, Status.FAILED, now, outcome.error, attempt, read)
         if decision.outcome is AttemptOutcome.EXPIRED:
