@@ -91,7 +91,7 @@ test-deployed: $(STAMP) tools
 		tests/e2e/test_delivery.py tests/e2e/test_delivery_control.py tests/e2e/test_operations.py \
 		tests/e2e/test_rate_limits.py tests/e2e/test_smoke.py tests/e2e/test_stack.py \
 		tests/e2e/test_bootstrap.py tests/e2e/test_readme_deploy.py tests/e2e/test_crash_deployed.py \
-		tests/e2e/test_aws_targets.py
+		tests/e2e/test_aws_targets.py tests/e2e/test_windows.py
 
 # Deployment smoke test against a deployed stack (real AWS: credentials from the usual chain):
 # make smoke API_URL=https://abc123.execute-api.eu-west-1.amazonaws.com/prod/ API_KEY=...

@@ -1,13 +1,18 @@
 """Delivery windows end to end: a message due before its queue's window opens arrives at the opening, not before
-(real time, about a minute; runs as deployed too)."""
+(real time, about a minute). Deployed only (`make test-deployed`): in process, tests/integration/test_windows.py
+covers the same deferral on a fixed clock, and `make test` stays within its time."""
 
 from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime, timedelta
 
-from tests.e2e.conftest import Client, Receiver, Stack
+import pytest
+
+from tests.e2e.conftest import MODES, Client, Receiver, Stack
 from tests.e2e.test_delivery import assert_on_time, post
+
+pytestmark = pytest.mark.skipif("deployed" not in MODES, reason="real-time windows: make test-deployed")
 
 
 def _next_opening(lead: float) -> datetime:
