@@ -26,10 +26,10 @@ class SlowClaims:
         self.claim = h.ctx.store.claim
         self.lock = threading.Lock()
 
-    def __call__(self, *args: Any, **kwargs: Any) -> bool:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         with self.lock:
             self.h.clock.advance(CLAIM_SECONDS)
-        return bool(self.claim(*args, **kwargs))
+        return self.claim(*args, **kwargs)
 
 
 class SentTimers:

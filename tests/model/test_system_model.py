@@ -118,7 +118,7 @@ class SystemModel(RuleBasedStateMachine):
         window=st.sampled_from(WINDOWS),
     )
     def put_queue(
-        self, name: str, kind: str, rate: float | None, destination: str | None, attempts: int, window: Any
+        self, name: str, kind: str, rate: float | None, destination: str | None, attempts: int, window: Any = None
     ) -> None:
         status, doc = self.call(
             "PUT", f"/v1/queues/{name}", queue_doc(self.world, name, kind, rate, destination, attempts, window)
@@ -204,7 +204,7 @@ class SystemModel(RuleBasedStateMachine):
         dedup: str | None,
         big: bool,
         crash_at: int | None,
-        window: Any,
+        window: Any = None,
     ) -> list[tuple[str, str]]:
         one: dict[str, Any] = {"body": BIG_BODY if big else 1}
         if window is not None:
@@ -341,7 +341,14 @@ class SystemModel(RuleBasedStateMachine):
         jitter=st.sampled_from((0, 0, 90)),
     )
     def put_schedule(
-        self, name: str, schedule: str, every: int, big: bool, crash_at: int | None, catch_up: str, jitter: int
+        self,
+        name: str,
+        schedule: str,
+        every: int,
+        big: bool,
+        crash_at: int | None,
+        catch_up: str = "skip",
+        jitter: int = 0,
     ) -> None:
         body = {"every": every, "body": BIG_BODY if big else {"s": schedule}, "catch_up": catch_up, "jitter": jitter}
 
