@@ -62,7 +62,11 @@ class Planner:
         message = admit(queue, request, self.now, message_id)
         sweep = (
             schedule.sweep_keys(
-                message.id, message.due_at, shards=self.keys.shards, bucket_seconds=self.keys.bucket_seconds
+                message.id,
+                message.due_at,
+                shards=self.keys.shards,
+                bucket_seconds=self.keys.bucket_seconds,
+                scheduled_ms=to_ms(message.scheduled),
             )
             if message.status is Status.PENDING
             else None

@@ -250,6 +250,7 @@ class TableWriter:
                     dedup = dedup_to_item(planned.queue, planned.dedup_id, planned.id, self.now + DEDUP_WINDOW)
                     requests.append({"PutRequest": {"Item": dedup}})
             self._batch_write(requests)
+            self.bodies.count_new(message for message, _ in placed)
 
         # The message items are written after their timers, as ingest writes a message without a dedup id.
         HandOff(self.timers, self.settings.timing, metrics=self.counts).ingest(messages, wall, None, put)

@@ -403,6 +403,12 @@ def test_new_queue_form_creates_a_queue_with_its_settings(page: Any, client: Cli
     page.fill("#qf-max-concurrency", "3")
     page.fill("#qf-failure-url", receiver.url(f"/{name}-failed"))
     page.fill("#qf-secret", "s3cret")
+    page.fill("#qf-window-timezone", "Europe/Paris")
+    page.fill("#qf-window-from", "09:00")
+    page.fill("#qf-window-to", "18:00")
+    for day in ("sat", "sun"):
+        page.uncheck(f'input[name="qf-window-day"][value="{day}"]')
+    page.fill("#qf-window-exclude", "2026-12-25, 2027-01-01")
     shot(page, "queue-form")
     page.click("#save-queue")
     expect(page.locator("#notice")).to_have_text(f"saved queue {name}")
@@ -412,8 +418,15 @@ def test_new_queue_form_creates_a_queue_with_its_settings(page: Any, client: Cli
         "rate_limit": 10, "max_concurrency": 3, "signing_secret_set": True,
         "failure_destination": {"type": "http", "url": receiver.url(f"/{name}-failed"), "headers": {}},
     })  # fmt: skip
+    assert stored["window"] == {
+        "timezone": "Europe/Paris", "days": ["mon", "tue", "wed", "thu", "fri"], "from": "09:00", "to": "18:00",
+        "exclude_dates": ["2026-12-25", "2027-01-01"],
+    }  # fmt: skip
     row = f'#queues-table tr[data-queue="{name}"]'
-    assert page.inner_text(f"{row} td.limits") == "rate_limit=10, max_concurrency=3, timeout=15, retry 4x"
+    assert page.inner_text(f"{row} td.limits") == (
+        "rate_limit=10, max_concurrency=3, timeout=15, retry 4x, "
+        "window 09:00\N{EN DASH}18:00 Europe/Paris mon\N{EN DASH}fri, not 2026-12-25 2027-01-01"
+    )
     assert page.is_hidden("#queue-form")
 
 

@@ -6,6 +6,7 @@ tests/artifacts/console/."""
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -157,3 +158,24 @@ def test_charts_have_time_and_value_axes_for_the_hour_and_the_day(page: Any, bus
     page.wait_for_selector(f'#view-charts[data-drawn="{queue}:day"]')
     assert "per 10 minutes" in page.inner_text("#chart-source")
     shot(page, "charts-day")
+
+
+def test_a_deferred_messages_detail_shows_its_next_attempt_and_its_own_window(
+    page: Any, client: Client, queue: str
+) -> None:
+    # A window that opened a minute ago closes in one: the next opening is tomorrow at this minute.
+    now = datetime.now(UTC)
+    start, end = (now + timedelta(minutes=m) for m in (-1, 1))
+    window = {"timezone": "UTC", "from": f"{start:%H:%M}", "to": f"{end:%H:%M}", "exclude_dates": [f"{now:%Y-%m-%d}"]}
+    created = client.send(queue, {"n": 1}, window=window)
+    shown = client.get_message(queue, created.id).raw
+    sign_in(page, queue)
+    page.click('nav button[data-view="messages"]')
+    page.fill("#message-id", created.id)
+    page.click("#find-message")
+    page.wait_for_selector("#timeline:not([hidden])")
+    assert page.inner_text('#timeline-doc dd[data-key="next_attempt_at"]') == shown["next_attempt_at"]
+    assert page.inner_text('#timeline-doc dd[data-key="window"]') == (
+        f"{start:%H:%M}\N{EN DASH}{end:%H:%M} UTC every day, not {now:%Y-%m-%d}"
+    )
+    shot(page, "message-window")

@@ -168,3 +168,16 @@ def test_a_crowd_at_the_opening_is_released_within_the_rate_limit_in_due_order_a
     waiting = [_get(harness, "crowd", m["id"]) for m in posted]
     deferred = sorted(m["next_attempt_at"] for m in waiting if m["status"] == "pending")
     assert deferred == ["2026-11-22T10:10:00.000Z"] * 4
+
+
+def test_messages_waiting_for_one_opening_start_in_the_order_they_were_scheduled_for(harness: Harness) -> None:
+    recorder = Recorder(harness)
+    harness.ctx.post = recorder
+    _queue(harness, "opening", rate_limit=1, window={"timezone": "UTC", "from": "10:10", "to": "10:11"})
+    first = harness.clock() + timedelta(seconds=5)
+    for order in (3, 0, 4, 1, 2):
+        _post(harness, "opening", {"body": order, "deliver_at": format_rfc3339(first + timedelta(seconds=order))})
+    harness.clock.now = parse_rfc3339("2026-11-21T10:09:00Z")
+    harness.sweep()
+    drain(harness)
+    assert [body for _, body in recorder.starts] == [0, 1, 2, 3, 4]

@@ -12,10 +12,12 @@ import pytest
 from botocore.exceptions import ClientError
 from hourglass.adapters.body_store import BodyStore
 from hourglass.adapters.items import body_key, dedup_key, dedup_to_item, message_key
+from hourglass.adapters.message_storage import MessageStorage
 from hourglass.adapters.timer_queue import Scheduled
 from hourglass.core import validation
 from hourglass.core.model import Queue
 from hourglass.errors import TimerQueueError
+from hourglass.service.rest import full_queue_doc
 from moto import mock_aws
 
 from pipeline import table
@@ -97,6 +99,16 @@ def test_unprocessed_items_are_retried_with_backoff_until_stored(client: Any) ->
     assert counts.scheduled == 30
     assert all(stored(client, row) is not None for row in rows)
     assert len(sleeps) == 3
+
+
+def test_a_bulk_load_adds_its_rows_to_the_queue_counts(client: Any) -> None:
+    rows = [planned(i, delay=3600) for i in range(1, 121)]
+
+    writer(client).write_all(rows)
+    writer(client).write_all(rows[:10])  # duplicates: not counted again
+
+    counts = MessageStorage("messages", client=client).counts(QUEUES["orders"])
+    assert full_queue_doc(QUEUES["orders"], counts)["counts"]["pending"] == len(rows)
 
 
 def test_an_existing_message_is_a_duplicate_and_stays_as_it_was(client: Any) -> None:

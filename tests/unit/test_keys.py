@@ -75,6 +75,12 @@ def test_a_due_sort_key_reads_back_its_due_time_and_id():
     assert keys.split_sort_key(keys.sort_key(5, "ab12")) == (5, "ab12")
 
 
+def test_a_deferred_messages_sort_key_reads_back_the_time_it_was_scheduled_for_within_its_due_bounds():
+    sk = keys.sort_key(5000, "ab-12", scheduled_ms=1000)
+    assert keys.sort_key_parts(sk) == (5000, 1000, "ab-12") and keys.split_sort_key(sk) == (5000, "ab-12")
+    assert keys.sort_key_bound(5000, upper=False) < sk < keys.sort_key_bound(5000, upper=True)
+
+
 def test_one_message_range_holds_its_messages_and_nothing_else_of_the_queue():
     low, high = keys.message_range("a")
     assert low <= keys.message_sk("a" + "f" * 31) <= high

@@ -618,8 +618,9 @@ def shard_key(shard: int) -> Item:
 
 def due_entry_from_item(item: Item) -> DueEntry:
     """A due-index row (keys-only projection plus version)."""
-    due_ms, message_id = keys.split_sort_key(item["sweep_sk"]["S"])
-    return DueEntry(queue=item["pk"]["S"], id=message_id, version=int(item["version"]["N"]), due_ms=due_ms)
+    due_ms, scheduled_ms, message_id = keys.sort_key_parts(item["sweep_sk"]["S"])
+    version = int(item["version"]["N"])
+    return DueEntry(queue=item["pk"]["S"], id=message_id, version=version, due_ms=due_ms, scheduled_ms=scheduled_ms)
 
 
 def sweep_state_from_items(items: list[Item], default: SweepState) -> SweepState:

@@ -153,7 +153,12 @@ class MessageStorage(Table):
     def put_messages(self, entries: Iterable[tuple[Message, SweepKeys | None]]) -> None:
         entries = list(entries)
         self._batch_write([{"PutRequest": {"Item": item}} for m, keys in entries for item in self.new_items(m, keys)])
-        self._count([(message, None) for message, _ in entries])
+        self.count_new(message for message, _ in entries)
+
+    def count_new(self, messages: Iterable[Message]) -> None:
+        """Counts stored new messages: put_messages' own counting, for a writer that batches its own puts
+        (the bulk loader), once per batch after its writes."""
+        self._count([(message, None) for message in messages])
 
     def put_with_dedup(
         self,

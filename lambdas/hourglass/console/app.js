@@ -160,6 +160,7 @@ function queueRow(queue, counted) {
     .filter((k) => queue[k] !== undefined && queue[k] !== null).map((k) => `${k}=${queue[k]}`);
   const retry = queue.retry || {};
   limits.push(`retry ${retry.max_attempts}x`);
+  if (queue.window) limits.push(`window ${windowText(queue.window)}`);
   cell(row, limits.join(", "), "limits");
   cell(row, queue.paused ? "paused" : "active", `state ${queue.paused ? "status-failed" : "status-delivered"}`);
   STATUSES.forEach((s) => cell(row, counted ? counted[s] : "…", `count count-${s}`));
@@ -245,7 +246,42 @@ function openQueueForm(queue) {
     $(selector).value = value === null || value === undefined ? "" : String(value);
   }
   $("#qf-failure-url").value = targetText(queue.failure_destination);
+  fillWindowForm(queue.window);
   $("#qf-secret").placeholder = queue.signing_secret_set ? "set: type it again to keep it" : "none";
+}
+
+const WINDOW_DAYS = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
+
+function fillWindowForm(window) {
+  $("#qf-window-timezone").value = window ? window.timezone : "";
+  $("#qf-window-from").value = window ? window.from : "";
+  $("#qf-window-to").value = window ? window.to : "";
+  $("#qf-window-exclude").value = window ? window.exclude_dates.join(", ") : "";
+  document.querySelectorAll('input[name="qf-window-day"]').forEach((box) => {
+    box.checked = !window || window.days.includes(box.value);
+  });
+}
+
+// The form's window as the API takes it; none when From, To and the time zone are all empty (the API
+// names a missing or bad field in its 400).
+function windowFormDoc() {
+  const timezone = $("#qf-window-timezone").value.trim();
+  const from = $("#qf-window-from").value.trim();
+  const to = $("#qf-window-to").value.trim();
+  if (!timezone && !from && !to) return null;
+  const days = [...document.querySelectorAll('input[name="qf-window-day"]:checked')].map((box) => box.value);
+  const excluded = $("#qf-window-exclude").value.split(/[\s,]+/).filter(Boolean);
+  return { timezone: timezone || "UTC", days, from, to, ...(excluded.length ? { exclude_dates: excluded } : {}) };
+}
+
+// `09:00–18:00 Europe/Paris mon–fri, not 2026-12-25`: a window in one line.
+function windowText(window) {
+  if (!window) return "";
+  const days = window.days.length === 7 ? "every day"
+    : WINDOW_DAYS.join().includes(window.days.join()) && window.days.length > 2
+      ? `${window.days[0]}–${window.days[window.days.length - 1]}` : window.days.join(" ");
+  const excluded = window.exclude_dates.length ? `, not ${window.exclude_dates.join(" ")}` : "";
+  return `${window.from}–${window.to} ${window.timezone} ${days}${excluded}`;
 }
 
 function editQueue(name) {
@@ -279,6 +315,8 @@ function queueFormDoc() {
   }
   const failure = $("#qf-failure-url").value.trim();
   if (failure) doc.failure_destination = placeOf(failure);
+  const window = windowFormDoc();
+  if (window) doc.window = window;
   const secret = $("#qf-secret").value;
   if (secret) doc.signing_secret = secret;
   return doc;
@@ -533,12 +571,14 @@ async function openTimeline(queue, id) {
   $("#timeline-id").textContent = id;
   const doc = $("#timeline-doc");
   doc.replaceChildren();
-  for (const key of ["queue", "status", "due_at", "next_attempt_at", "expires_at", "attempts", "dedup_id", "last_error"]) {
-    if (key === "next_attempt_at" && !(key in m)) continue;
+  for (const key of ["queue", "status", "due_at", "next_attempt_at", "window", "expires_at", "attempts", "dedup_id", "last_error"]) {
+    if (key === "window" && !m.window) continue;  // only a message's own window (its queue's is on the queue)
     const dt = document.createElement("dt");
     dt.textContent = key;
     const dd = document.createElement("dd");
-    dd.textContent = m[key] === null || m[key] === undefined ? "—" : String(m[key]);
+    dd.textContent = key === "window" ? windowText(m.window) : m[key] === null || m[key] === undefined ? "—" : String(m[key]);
+    dd.dataset.key = key;
+    if (key === "window") dd.className = "window";
     if (key === "status") dd.className = `status-${m.status}`;
     doc.append(dt, dd);
   }
@@ -546,6 +586,10 @@ async function openTimeline(queue, id) {
   list.replaceChildren();
   event(list, m.created_at, "created");
   event(list, m.due_at, "due (handed off to the timer queue ahead of this time)");
+  if (m.next_attempt_at) {
+    const why = m.attempts ? "after a retry's backoff, or at the delivery window's next opening" : "the delivery window's next opening";
+    event(list, m.next_attempt_at, `next attempt (${why})`);
+  }
   if (attempts) {
     attempts.forEach((a) => attemptEvent(list, a));
   } else if (m.attempts) {

@@ -51,10 +51,18 @@ class DueEntry:
     id: str
     version: int
     due_ms: int
+    # When it was scheduled for, if not its due time (deferred to a window's opening, or retried).
+    scheduled_ms: int | None = None
 
     @classmethod
     def of(cls, message: Message) -> DueEntry:
-        return cls(message.queue, message.id, message.version, to_ms(message.due_at))
+        return cls(message.queue, message.id, message.version, to_ms(message.due_at), to_ms(message.scheduled))
+
+    @property
+    def order(self) -> tuple[int, int, str]:
+        """Release order: due time, then the time it was scheduled for (a crowd deferred to one opening
+        goes in the order it was scheduled), then id."""
+        return self.due_ms, self.due_ms if self.scheduled_ms is None else self.scheduled_ms, self.id
 
 
 @dataclass(frozen=True)
@@ -172,8 +180,10 @@ def moved_keys(entry: DueEntry, slot: Slot | None, timing: Timing) -> SweepKeys 
     return keys_of(entry.id, from_ms(slot.start_ms), timing)
 
 
-def keys_of(message_id: str, due: datetime, timing: Timing) -> SweepKeys:
-    return schedule.sweep_keys(message_id, due, shards=timing.shards, bucket_seconds=timing.bucket_seconds)
+def keys_of(message_id: str, due: datetime, timing: Timing, scheduled_ms: int | None = None) -> SweepKeys:
+    return schedule.sweep_keys(
+        message_id, due, shards=timing.shards, bucket_seconds=timing.bucket_seconds, scheduled_ms=scheduled_ms
+    )
 
 
 def timer_for(entry: DueEntry, now: datetime, slot: Slot | None = None, *, chained: bool = False) -> Scheduled:
@@ -221,7 +231,7 @@ def place_entry(entry: DueEntry, pending: bool, now: datetime, timing: Timing, *
     if not pending:
         return Placement(keys=None)
     due = from_ms(entry.due_ms)
-    keys = keys_of(entry.id, due, timing)
+    keys = keys_of(entry.id, due, timing, entry.scheduled_ms)
     if not hands_off(due, now, timing):
         return Placement(keys=keys)
     lease = schedule.claim_lease(due, now) if written_first else None

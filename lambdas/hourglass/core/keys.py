@@ -119,14 +119,26 @@ def bucket_of_pk(pk: str) -> int | None:
     return int(head) if head.isdigit() else None
 
 
-def sort_key(due_ms: int, message_id: str) -> str:
-    return f"{due_ms:013d}#{message_id}"
+def sort_key(due_ms: int, message_id: str, scheduled_ms: int | None = None) -> str:
+    """`<due ms>#<id>`; a message due after the time it was scheduled for (deferred to a window's opening,
+    or retried) has `<due ms>#<scheduled ms>#<id>`, so that those sharing a due time are released in the
+    order they were scheduled for. Message ids never hold `#`."""
+    if scheduled_ms is None or scheduled_ms == due_ms:
+        return f"{due_ms:013d}#{message_id}"
+    return f"{due_ms:013d}#{scheduled_ms:013d}#{message_id}"
 
 
 def split_sort_key(sk: str) -> tuple[int, str]:
     """(due ms, message id) of a due-index sort key."""
-    due_ms, _, message_id = sk.partition("#")
-    return int(due_ms), message_id
+    due_ms, _, message_id = sort_key_parts(sk)
+    return due_ms, message_id
+
+
+def sort_key_parts(sk: str) -> tuple[int, int, str]:
+    """(due ms, scheduled ms, message id) of a due-index sort key (scheduled: the due ms when not in it)."""
+    parts = sk.split("#")
+    due_ms = int(parts[0])
+    return due_ms, int(parts[1]) if len(parts) == 3 else due_ms, parts[-1]
 
 
 def sort_key_bound(due_ms: int, *, upper: bool) -> str:

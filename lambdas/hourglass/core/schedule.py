@@ -46,10 +46,12 @@ def shard_of(message_id: str, shards: int) -> int:
     return zlib.crc32(message_id.encode()) % shards
 
 
-def sweep_keys(message_id: str, due: datetime, *, shards: int, bucket_seconds: int) -> SweepKeys:
+def sweep_keys(
+    message_id: str, due: datetime, *, shards: int, bucket_seconds: int, scheduled_ms: int | None = None
+) -> SweepKeys:
     bucket = bucket_of(due, bucket_seconds)
     pk = bucket_pk(bucket, shard_of(message_id, shards))
-    return SweepKeys(pk=pk, sk=sort_key(to_ms(due), message_id))
+    return SweepKeys(pk=pk, sk=sort_key(to_ms(due), message_id, scheduled_ms))
 
 
 def buckets_between(start_ms: int, end_ms: int, bucket_seconds: int) -> Iterator[int]:

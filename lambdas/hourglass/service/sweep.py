@@ -267,7 +267,7 @@ class Sweeper:
         """Per queue and chunk, in due order: pacing slots first (one write), then claims leased from
         each slot (a failed claim leaves its slot unused, which only lowers the rate)."""
         by_queue: dict[str, list[DueEntry]] = {}
-        for entry in sorted(entries, key=lambda e: e.due_ms):
+        for entry in sorted(entries, key=lambda e: e.order):
             by_queue.setdefault(entry.queue, []).append(entry)
         for queue, queued in by_queue.items():
             rate = self.ctx.limits.rate(queue)
