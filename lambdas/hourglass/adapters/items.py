@@ -24,7 +24,9 @@ from hourglass.core.handoff import DueEntry
 from hourglass.core.lifecycle import Change
 from hourglass.core.limits import json_bytes
 from hourglass.core.model import (
+    DEFAULT_PRIORITY,
     DeliveryControl,
+    FlowControl,
     HttpTarget,
     LaterTarget,
     Message,
@@ -126,6 +128,9 @@ def message_to_item(message: Message, sweep: SweepKeys | None = None, *, body: B
         "attempts_base": n(message.attempts_base) if message.attempts_base else None,
         "schedule": s(message.schedule) if message.schedule else None,
         "occurrence_at": n(to_ms(message.occurrence_at)) if message.occurrence_at else None,
+        # Only when given, so an item without flow control is exactly as before (v1.2).
+        "flow_key": s(message.flow_key) if message.flow_key is not None else None,
+        "priority": n(message.priority) if message.priority != DEFAULT_PRIORITY else None,
         "final_attempt": s(_dumps(attempts.to_record(message.final_attempt))) if message.final_attempt else None,
         "sweep_pk": s(sweep.pk) if sweep else None,
         "sweep_sk": s(sweep.sk) if sweep else None,
@@ -180,6 +185,8 @@ def message_from_item(item: Item) -> Message:
         final_attempt=_final_attempt(item),
         notice=notice_of(item),
         redelivered="redelivered" in item,
+        flow_key=_str(item, "flow_key"),
+        priority=_int(item, "priority", DEFAULT_PRIORITY),
     )
 
 
@@ -250,13 +257,20 @@ def control_from_stored(doc: Mapping[str, Any], *, paused: bool) -> DeliveryCont
     failure_destination = None if destination is None else target_from_doc(destination)
     if isinstance(failure_destination, LaterTarget):
         raise ValueError("a failure destination is an http or sqs target")
+    flow = doc.get("flow_control")
     return DeliveryControl(
         rate_limit=None if rate is None else float(rate),
         max_concurrency=None if concurrency is None else int(concurrency),
         timeout=float(doc.get("timeout", DeliveryControl().timeout)),
         failure_destination=failure_destination,
         paused=paused,
+        flow_control=None if flow is None else _flow_control(flow),
     )
+
+
+def _flow_control(doc: Mapping[str, Any]) -> FlowControl:
+    rate, concurrency = doc.get("key_rate_limit"), doc.get("key_max_concurrency")
+    return FlowControl(None if rate is None else float(rate), None if concurrency is None else int(concurrency))
 
 
 # message bodies ------------------------------------------------------------------------------
@@ -567,6 +581,10 @@ def schedule_to_item(schedule: Schedule) -> Item:
         item["target"] = s(target_to_json(schedule.target))
     if schedule.queue_epoch is not None:
         item["queue_epoch"] = n(to_ms(schedule.queue_epoch))
+    if schedule.flow_key is not None:
+        item["flow_key"] = s(schedule.flow_key)
+    if schedule.priority != DEFAULT_PRIORITY:
+        item["priority"] = n(schedule.priority)
     return item
 
 
@@ -590,4 +608,6 @@ def schedule_from_item(item: Item) -> Schedule:
         paused=bool(item["paused"]["BOOL"]),
         version=int(item["version"]["N"]),
         queue_epoch=_time(item, "queue_epoch"),
+        flow_key=_str(item, "flow_key"),
+        priority=_int(item, "priority", DEFAULT_PRIORITY),
     )

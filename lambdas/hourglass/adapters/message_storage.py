@@ -231,6 +231,7 @@ class MessageStorage(Table):
         cursor: str | None,
         schedule: str | None = None,
         notice: NoticeStatus | None = None,
+        flow_key: str | None = None,
     ) -> tuple[list[Message], str | None]:
         """A page of up to `limit` messages; with a status filter, at most LIST_READ_PAGES reads.
 
@@ -253,6 +254,10 @@ class MessageStorage(Table):
             filters.append("#sch = :sch")
             request.setdefault("ExpressionAttributeNames", {})["#sch"] = "schedule"
             request["ExpressionAttributeValues"][":sch"] = s(schedule)
+            request["Limit"] = max(limit, LIST_PAGE)
+        if flow_key is not None:
+            filters.append("flow_key = :fk")
+            request["ExpressionAttributeValues"][":fk"] = s(flow_key)
             request["Limit"] = max(limit, LIST_PAGE)
         if notice is not None:
             # A pending notice is an outbox entry on the item; an abandoned one, a mark the outbox left.

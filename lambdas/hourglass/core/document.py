@@ -45,6 +45,7 @@ def control_doc(control: DeliveryControl) -> dict[str, Any]:
         "timeout": control.timeout,
         "failure_destination": target_doc(control.failure_destination),
         "paused": control.paused,
+        "flow_control": None if control.flow_control is None else asdict(control.flow_control),
     }
 
 
@@ -63,6 +64,8 @@ def message_doc(message: Message) -> dict[str, Any]:
         "dedup_id": message.dedup_id,
         "target": target_doc(message.target),
         "schedule": message.schedule,
+        "flow_key": message.flow_key,
+        "priority": message.priority,
         # Only a finished version has one (a version made from it in memory may still carry its predecessor's).
         "notice": notice_doc(message.notice) if message.status in FINISHED else None,
     }
@@ -118,6 +121,8 @@ def schedule_doc(schedule: Schedule, now: datetime) -> dict[str, Any]:
         "end_at": _time(recurrence.end_at),
         "body": schedule.body,
         "target": target_doc(schedule.target),
+        "flow_key": schedule.flow_key,
+        "priority": schedule.priority,
         "paused": schedule.paused,
         "created_at": _time(schedule.created_at),
         "next_due_at": [_time(at) for at in upcoming],

@@ -80,6 +80,16 @@ class QueueSettings:
 
 
 FailureDestination = HttpTarget | SqsTarget
+# A message's priority when none is given (0-9, 9 first); it matters only where limits hold messages back.
+DEFAULT_PRIORITY = 5
+
+
+@dataclass(frozen=True)
+class FlowControl:
+    """Limits per `flow_key` of a queue (v1.2), each kept with the queue-wide ones; None: no such limit."""
+
+    key_rate_limit: float | None = None
+    key_max_concurrency: int | None = None
 
 
 @dataclass(frozen=True)
@@ -91,11 +101,25 @@ class DeliveryControl:
     timeout: float = 15.0
     failure_destination: FailureDestination | None = None
     paused: bool = False
+    flow_control: FlowControl | None = None
 
     @property
     def limited(self) -> bool:
         """Whether attempts need the pacing or lease items; queues without limits pay nothing extra."""
-        return self.rate_limit is not None or self.max_concurrency is not None
+        return self.paced or self.max_concurrency is not None or self.key_max_concurrency is not None
+
+    @property
+    def paced(self) -> bool:
+        """Whether hand-offs take start slots: a queue-wide or a per-key rate limit."""
+        return self.rate_limit is not None or self.key_rate_limit is not None
+
+    @property
+    def key_rate_limit(self) -> float | None:
+        return None if self.flow_control is None else self.flow_control.key_rate_limit
+
+    @property
+    def key_max_concurrency(self) -> int | None:
+        return None if self.flow_control is None else self.flow_control.key_max_concurrency
 
 
 @dataclass(frozen=True)
@@ -141,6 +165,9 @@ class NewMessage:
     retry: RetryPolicy | None = None
     schedule: str | None = None
     occurrence_at: datetime | None = None
+    # Flow control (v1.2): the key whose limits it shares, and who goes first when limits hold it back.
+    flow_key: str | None = None
+    priority: int = DEFAULT_PRIORITY
 
 
 @dataclass(frozen=True)
@@ -175,3 +202,5 @@ class Message:
     notice: Notice | None = field(default=None, compare=False)
     # Made pending again by an explicit redelivery: delivered even if its schedule has moved on since.
     redelivered: bool = False
+    flow_key: str | None = None
+    priority: int = DEFAULT_PRIORITY

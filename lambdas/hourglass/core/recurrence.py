@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 from hourglass.core.cron import CronExpression
 from hourglass.core.ids import occurrence_id
-from hourglass.core.model import JSON, Target
+from hourglass.core.model import DEFAULT_PRIORITY, JSON, Target
 from hourglass.core.wallclock import DEFAULT_ZONE, resolve, wall_time, zone
 
 MIN_EVERY = 60
@@ -49,6 +49,8 @@ class ScheduleRequest:
     recurrence: Recurrence
     body: JSON
     target: Target | None = None
+    flow_key: str | None = None
+    priority: int = DEFAULT_PRIORITY
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,9 @@ class Schedule:
     version: int = 1
     # The epoch of the queue it was created in (`core.epoch`); None for one stored before epochs were.
     queue_epoch: datetime | None = None
+    # Given to every occurrence (flow control, v1.2).
+    flow_key: str | None = None
+    priority: int = DEFAULT_PRIORITY
 
     def next_after(self, after: datetime) -> datetime | None:
         return next_occurrence(self.recurrence, after, anchor=self.created_at)

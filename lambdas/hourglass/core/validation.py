@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-from hourglass.core import json_body, wallclock
+from hourglass.core import admission, json_body, wallclock
 from hourglass.core.cron import parse_cron
 from hourglass.core.delivery_control import (
     CONTROL_FIELDS,
@@ -24,8 +24,10 @@ from hourglass.core.delivery_control import (
 )
 from hourglass.core.limits import json_bytes
 from hourglass.core.model import (
+    DEFAULT_PRIORITY,
     JSON,
     DeliveryControl,
+    FlowControl,
     HttpTarget,
     NewMessage,
     NoticeStatus,
@@ -76,6 +78,7 @@ class ListQuery:
     cursor: str | None
     schedule: str | None = None
     notice: NoticeStatus | None = None
+    flow_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -263,10 +266,27 @@ def delivery_control(doc: Mapping[str, Any], *, paused: bool = False) -> Deliver
     destination = None if raw_destination is None else target(raw_destination, "failure_destination")
     if destination is not None and not isinstance(destination, HttpTarget | SqsTarget):
         raise ValidationError("failure_destination.type", 'must be "http" or "sqs"')
-    return DeliveryControl(rate, concurrency, timeout, destination, paused)
+    raw_flow = doc.get("flow_control")
+    flow = None if raw_flow is None else flow_control(raw_flow)
+    return DeliveryControl(rate, concurrency, timeout, destination, paused, flow)
 
 
-MESSAGE_FIELDS = frozenset({"body", "delay", "deliver_at", "timezone", "ttl", "dedup_id", "target"})
+def flow_control(doc: object) -> FlowControl | None:
+    """`flow_control`: limits per flow key, in the ranges of the queue-wide ones; empty is none."""
+    flow = _object(doc, "flow_control")
+    _only(flow, frozenset({"key_rate_limit", "key_max_concurrency"}), "flow_control.")
+    rate = number(
+        flow.get("key_rate_limit"), "flow_control.key_rate_limit", low=MIN_RATE, high=MAX_RATE, allow_none=True
+    )
+    raw = flow.get("key_max_concurrency")
+    field = "flow_control.key_max_concurrency"
+    concurrency = None if raw is None else integer(raw, field, low=MIN_CONCURRENCY, high=MAX_CONCURRENCY)
+    return None if rate is None and concurrency is None else FlowControl(rate, concurrency)
+
+
+MESSAGE_FIELDS = frozenset(
+    {"body", "delay", "deliver_at", "timezone", "ttl", "dedup_id", "target", "flow_key", "priority"}
+)
 
 
 def _deliver_at(value: object, field: str) -> datetime:
@@ -334,6 +354,9 @@ def new_message(doc: object, index: int, settings: QueueSettings, now: datetime)
         ttl=number(message.get("ttl"), f"{prefix}.ttl", low=0.001, high=MAX_TTL, allow_none=True),
         dedup_id=dedup_id,
         target=own_target,
+        # Checked, with the field named, by admission (`admission.check_flow`), as on every other path.
+        flow_key=message.get("flow_key"),
+        priority=message.get("priority", DEFAULT_PRIORITY),
     )
 
 
@@ -365,7 +388,7 @@ def message_patch(doc: object, settings: QueueSettings, now: datetime) -> Messag
 
 def list_query(params: Mapping[str, str] | None) -> ListQuery:
     params = params or {}
-    _only(params, frozenset({"status", "limit", "cursor", "schedule", "notice"}), "")
+    _only(params, frozenset({"status", "limit", "cursor", "schedule", "notice", "flow_key"}), "")
     status = params.get("status")
     if status is not None and status not in {s.value for s in Status}:
         raise ValidationError("status", f"must be one of {', '.join(s.value for s in Status)}")
@@ -383,12 +406,16 @@ def list_query(params: Mapping[str, str] | None) -> ListQuery:
     notice = params.get("notice")
     if notice is not None and notice not in {s.value for s in NoticeStatus}:
         raise ValidationError("notice", f"must be one of {', '.join(s.value for s in NoticeStatus)}")
+    flow_key = params.get("flow_key")
+    if flow_key is not None:
+        admission.check_flow(flow_key, DEFAULT_PRIORITY)
     return ListQuery(
         status=Status(status) if status else None,
         limit=int(raw_limit),
         cursor=cursor,
         schedule=schedule,
         notice=NoticeStatus(notice) if notice else None,
+        flow_key=flow_key,
     )
 
 
@@ -412,7 +439,9 @@ def later_id(doc: object) -> str:
     return _string(task.get("id"), "id", max_len=64)
 
 
-SCHEDULE_FIELDS = frozenset({"cron", "every", "timezone", "start_at", "end_at", "body", "target"})
+SCHEDULE_FIELDS = frozenset(
+    {"cron", "every", "timezone", "start_at", "end_at", "body", "target", "flow_key", "priority"}
+)
 
 
 def schedule_name(value: object) -> str:
@@ -464,4 +493,6 @@ def schedule_request(doc: object, now: datetime) -> ScheduleRequest:
         recurrence=recurrence,
         body=body(schedule["body"], "body"),
         target=None if raw_target is None else target(raw_target),
+        flow_key=schedule.get("flow_key"),
+        priority=schedule.get("priority", DEFAULT_PRIORITY),
     )

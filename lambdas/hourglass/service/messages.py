@@ -127,6 +127,7 @@ class Messages:
             cursor=query.cursor,
             schedule=query.schedule,
             notice=query.notice,
+            flow_key=query.flow_key,
         )
         # Contract v1.1: a page may hold fewer than `limit`, so that it fits Lambda's 6 MB response.
         fit = limits.page_length([message_doc(m) for m in found])

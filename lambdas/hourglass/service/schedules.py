@@ -59,6 +59,8 @@ class Schedules:
                 paused=existing.paused if existing else False,
                 version=existing.version + 1 if existing else 1,
                 queue_epoch=queue.created_at,
+                flow_key=request.flow_key,
+                priority=request.priority,
             )
             admission.admit_schedule(schedule, queue, now)
             try:
