@@ -90,6 +90,11 @@ def running_operation_sk(queue: str, operation_id: str) -> str:
     return f"{queue}/{operation_id}"
 
 
+def pace_sk(flow_key: str | None = None) -> str:
+    """The pacing item of a queue (None), or of one of its flow keys (v1.2; messages without one share "")."""
+    return PACE_SK if flow_key is None else f"{PACE_SK}#k#{flow_key}"
+
+
 def slot_key(slot: int) -> str:
     return f"{SLOT_PREFIX}{slot:04d}"
 

@@ -18,7 +18,7 @@ from hourglass.core.deadline import ATTEMPT_BUDGET, BOOKKEEPING, attempt_deadlin
 from hourglass.core.delivery_control import DeliveryControl
 from hourglass.core.handoff import Timer
 from hourglass.core.model import LATER_NAMESPACE, Message, Queue, Status
-from hourglass.core.pacing import Slot
+from hourglass.core.pacing import Rates, Slot, Start
 from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.errors import StoreError
 from hourglass.logs import log
@@ -34,31 +34,38 @@ CONTROL_TTL = timedelta(seconds=30)
 
 
 class PaceStore(Protocol):
-    def advance_pace(self, queue: str, expected_us: int | None, new_us: int) -> tuple[bool, int | None]: ...
+    def advance_pace(
+        self, queue: str, expected_us: int | None, new_us: int, flow_key: str | None = None
+    ) -> tuple[bool, int | None]: ...
 
 
 class _Request:
-    """One caller's due times waiting for slots; the thread that writes the pacing item fills in the answer."""
+    """One caller's starts waiting for slots; the thread that writes the pacing items fills in the answer."""
 
-    def __init__(self, rate: float, due_ms: Sequence[int], floor_ms: int) -> None:
-        self.rate = rate
-        self.due_ms = list(due_ms)
+    def __init__(self, rates: Rates, starts: Sequence[Start], floor_ms: int) -> None:
+        self.rates = rates
+        self.starts = list(starts)
         self.floor_ms = floor_ms
         self.slots: tuple[Slot, ...] | None = None
         self.error: StoreError | None = None
 
 
+# Pacing items' values a process remembers (a cache: a stale one costs a lost round, never the bound).
+MAX_KNOWN = 10_000
+
+
 class Pacer:
-    """Allocates slots for one queue's hand-off batches; remembers each queue's last `next_us` so the
+    """Allocates slots for one queue's hand-off batches; remembers each pacing item's last `next_us` so the
     first try of a warm process needs no read (a lost race returns the winner's value).
 
     The threads of one process take turns per queue, and the one whose turn it is allocates for every
-    request of that queue waiting meanwhile, in due order, with one write (a group commit): a
-    dispatcher's many missed slots cost one pacing write, and the earliest-due of them goes first."""
+    request of that queue waiting meanwhile, in due order, with one write per pacing item (a group commit):
+    a dispatcher's many missed slots cost one pacing write, and the earliest-due of them goes first. With
+    flow keys (v1.2) the same rule runs per scope: each key's item and the queue's (`pacing.allocate_scoped`)."""
 
     def __init__(self, store: PaceStore) -> None:
         self.store = store
-        self._known: dict[str, int | None] = {}
+        self._known: dict[tuple[str, str | None], int | None] = {}
         self._queue_locks: dict[str, threading.Lock] = {}
         self._waiting: dict[str, list[_Request]] = {}
         self._lock = threading.Lock()
@@ -76,9 +83,23 @@ class Pacer:
         """A slot per due time (same order), at or after it and at least `lead_ms` from `now`, spaced
         by the queue's rate across all allocators. `gather` (waits, returns the time after) runs once
         the request is queued: requests that gather until the same instant are allocated together."""
-        if not due_ms:
+        starts = [Start(due) for due in due_ms]
+        return self.scoped_slots(queue, Rates(rate), starts, now, lead_ms=lead_ms, gather=gather)
+
+    def scoped_slots(
+        self,
+        queue: str,
+        rates: Rates,
+        starts: Sequence[Start],
+        now: datetime,
+        *,
+        lead_ms: int = pacing.HANDOFF_LEAD_MS,
+        gather: Callable[[], datetime] | None = None,
+    ) -> tuple[Slot, ...]:
+        """`slots` for starts that keep the queue's rate and their flow keys' at once (`Rates`)."""
+        if not starts:
             return ()
-        request = _Request(rate, due_ms, to_ms(now) + lead_ms)
+        request = _Request(rates, starts, to_ms(now) + lead_ms)
         with self._lock:
             queue_lock = self._queue_locks.setdefault(queue, threading.Lock())
             self._waiting.setdefault(queue, []).append(request)
@@ -88,39 +109,61 @@ class Pacer:
             if request.slots is None and request.error is None:
                 with self._lock:
                     waiting = self._waiting.pop(queue, [])
-                    group = [r for r in waiting if r.rate == rate]
-                    if other := [r for r in waiting if r.rate != rate]:
+                    group = [r for r in waiting if r.rates == rates]
+                    if other := [r for r in waiting if r.rates != rates]:
                         self._waiting[queue] = other
-                self._allocate(queue, rate, group)
+                self._allocate(queue, rates, group)
         if request.error is not None:
             raise request.error
         assert request.slots is not None
         return request.slots
 
-    def _allocate(self, queue: str, rate: float, group: list[_Request]) -> None:
-        """Slots for every request of `group` from one conditional write (the caller holds the queue's turn)."""
-        due = [d for request in group for d in request.due_ms]
+    def _allocate(self, queue: str, rates: Rates, group: list[_Request]) -> None:
+        """Slots for every request of `group` (the caller holds the queue's turn): the keys' items are written
+        first, then the queue's, each conditionally. A lost write starts a new round from the winner's value;
+        the slots of items already written in the lost round stay unused (a gap only lowers a rate)."""
+        starts = [start for request in group for start in request.starts]
         floor_ms = max(request.floor_ms for request in group)
-        expected = self._known.get(queue)
         for _ in range(MAX_ROUNDS):
-            allocation = pacing.allocate(expected, rate, due, floor_ms, lead_ms=0)
-            assert allocation.next_us is not None
+            scopes = {start.scope for start in starts} if rates.key is not None else set()
+            key_next = {scope: self._known.get((queue, scope)) for scope in scopes}
+            allocation = pacing.allocate_scoped(
+                rates, self._known.get((queue, None)), key_next, starts, floor_ms, lead_ms=0
+            )
+            writes: list[tuple[str | None, int]] = sorted(allocation.key_next.items())
+            if rates.queue is not None:
+                assert allocation.queue_next is not None
+                writes.append((None, allocation.queue_next))
             try:
-                written, current = self.store.advance_pace(queue, expected, allocation.next_us)
+                won = all(
+                    self._advance(
+                        queue, scope, new, key_next.get(scope) if scope is not None else self._known.get((queue, None))
+                    )
+                    for scope, new in writes
+                )
             except Exception as exc:  # every waiting request gets it, not only the writer's
                 for request in group:
                     request.error = exc if isinstance(exc, StoreError) else StoreError(f"pacing failed: {exc}")
                 return
-            self._known[queue] = current
-            if written:
+            if won:
                 at = 0
                 for request in group:
-                    request.slots = allocation.slots[at : at + len(request.due_ms)]
-                    at += len(request.due_ms)
+                    request.slots = allocation.slots[at : at + len(request.starts)]
+                    at += len(request.starts)
                 return
-            expected = current
         for request in group:
             request.error = StoreError(f"pacing item of queue {queue} kept changing")
+
+    def _advance(self, queue: str, scope: str | None, new_us: int, expected: int | None) -> bool:
+        """One pacing item's conditional write; remembers the value it now holds (ours or the winner's)."""
+        if scope is None:
+            written, current = self.store.advance_pace(queue, expected, new_us)
+        else:
+            written, current = self.store.advance_pace(queue, expected, new_us, scope)
+        if len(self._known) >= MAX_KNOWN:
+            self._known.clear()
+        self._known[(queue, scope)] = current
+        return written
 
 
 class QueueLimits:
