@@ -510,9 +510,10 @@ def shard_key(shard: int) -> Item:
 
 
 def due_entry_from_item(item: Item) -> DueEntry:
-    """A due-index row (keys-only projection plus version)."""
+    """A due-index row (keys-only projection plus version, flow key and priority)."""
     due_ms, message_id = keys.split_sort_key(item["sweep_sk"]["S"])
-    return DueEntry(queue=item["pk"]["S"], id=message_id, version=int(item["version"]["N"]), due_ms=due_ms)
+    version, key = int(item["version"]["N"]), _str(item, "flow_key")
+    return DueEntry(item["pk"]["S"], message_id, version, due_ms, key, _int(item, "priority", DEFAULT_PRIORITY))
 
 
 def sweep_state_from_items(items: list[Item], default: SweepState) -> SweepState:

@@ -14,6 +14,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from hourglass.adapters import aws
 from hourglass.core.handoff import Scheduled, Timer
+from hourglass.core.model import DEFAULT_PRIORITY
 from hourglass.errors import TimerQueueError, ValidationError
 
 SQS_BATCH = 10
@@ -37,15 +38,19 @@ def pack_to_json(timers: Sequence[Timer]) -> str:
 
 
 def _entry(timer: Timer) -> list[object]:
-    """A packed timer: [q, id, v, due], plus [latest, waits] for a paced or refused one."""
+    """A packed timer: [q, id, v, due], plus [latest, waits] for a paced or refused one, plus [key, priority]
+    for one with a flow key or priority (v1.2)."""
     entry: list[object] = [timer.queue, timer.id, timer.version, timer.due_ms]
+    if timer.key is not None or timer.priority != DEFAULT_PRIORITY:
+        return [*entry, timer.latest_ms, timer.waits, timer.key, timer.priority]
     return entry if timer.latest_ms is None and not timer.waits else [*entry, timer.latest_ms, timer.waits]
 
 
 def _packed(first: Timer, entry: list[Any]) -> Timer:
-    if len(entry) not in (4, 6):
-        raise ValueError("a packed timer has 4 or 6 fields")
-    queue, message_id, version, due, latest, waits = [*entry, None, 0] if len(entry) == 4 else entry
+    if len(entry) not in (4, 6, 8):
+        raise ValueError("a packed timer has 4, 6 or 8 fields")
+    padded = [*entry, None, 0, None, DEFAULT_PRIORITY][:8] if len(entry) == 4 else [*entry, None, DEFAULT_PRIORITY][:8]
+    queue, message_id, version, due, latest, waits, key, priority = padded
     return Timer(
         str(queue),
         str(message_id),
@@ -54,6 +59,8 @@ def _packed(first: Timer, entry: list[Any]) -> Timer:
         first.sent_ms,
         latest_ms=None if latest is None else int(latest),
         waits=int(waits or 0),
+        key=None if key is None else str(key),
+        priority=int(priority),
     )
 
 

@@ -95,8 +95,9 @@ def pace_sk(flow_key: str | None = None) -> str:
     return PACE_SK if flow_key is None else f"{PACE_SK}#k#{flow_key}"
 
 
-def slot_key(slot: int) -> str:
-    return f"{SLOT_PREFIX}{slot:04d}"
+def slot_key(slot: int, flow_key: str | None = None) -> str:
+    """A concurrency slot of the queue (None) or of one of its flow keys (v1.2)."""
+    return f"{SLOT_PREFIX}{slot:04d}" if flow_key is None else f"{SLOT_PREFIX}k#{flow_key}#{slot:04d}"
 
 
 def shard_sk(shard: int) -> str:

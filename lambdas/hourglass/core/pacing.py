@@ -144,30 +144,30 @@ def allocate_scoped(
         waiting.setdefault(scope, []).append(index)
         cursors.setdefault(scope, max(key_next.get(scope) or 0, floor) if key_pace is not None else floor)
     held: dict[str, list[tuple[int, int, int]]] = {scope: [] for scope in waiting}
+    thresholds: dict[str, int] = {}
     chosen = [0] * len(starts)
     for _ in range(len(starts)):
         best: tuple[int, int, int, int, str] | None = None
         for scope, later in waiting.items():
-            threshold = max(queue_cursor, cursors[scope])
+            if not held[scope] and not later:
+                continue
+            # The scope's next start: never sooner than its cursors or what is left to start (none of it is
+            # due sooner than the last threshold), so it only grows and what is held is due by then.
+            threshold = max(queue_cursor, cursors[scope], thresholds.get(scope, 0))
+            if not held[scope]:
+                threshold = max(threshold, starts[later[-1]].due_ms * 1000)
+            thresholds[scope] = threshold
+            # Everything due by the scope's next start competes for it.
             while later and starts[later[-1]].due_ms * 1000 <= threshold:
                 index = later.pop()
                 heapq.heappush(held[scope], (-starts[index].priority, starts[index].due_ms, index))
-            if held[scope]:
-                minus_priority, due, index = held[scope][0]
-                candidate = (threshold, minus_priority, due, index, scope)
-            elif later:
-                index = later[-1]
-                candidate = (starts[index].due_ms * 1000, -starts[index].priority, starts[index].due_ms, index, scope)
-            else:
-                continue
+            minus_priority, due, index = held[scope][0]
+            candidate = (threshold, minus_priority, due, index, scope)
             if best is None or candidate < best:
                 best = candidate
         assert best is not None
         start, _, _, index, scope = best
-        if held[scope] and held[scope][0][2] == index:
-            heapq.heappop(held[scope])
-        else:
-            waiting[scope].pop()
+        heapq.heappop(held[scope])
         chosen[index] = start
         if queue_pace is not None:
             queue_cursor = start + queue_pace.spacing_us

@@ -45,7 +45,7 @@ class Control:
         message = self.messages.get(queue_name, message_id)
         change = lifecycle.redeliver(message, request.due(now))
         admission.check(change.message, queue)
-        rate = delivery_control.of(queue).rate_limit
+        rate = delivery_control.rates(delivery_control.of(queue))
 
         def write(_: Message, placement: Placement) -> Message:
             return transitions.redeliver(self.ctx, message, change, placement)

@@ -172,16 +172,16 @@ class QueueLimits:
     def __init__(self, read: Callable[[str], Queue | None], clock: Callable[[], datetime]) -> None:
         self.read = read
         self.clock = clock
-        self._seen: dict[str, tuple[datetime, float | None]] = {}
+        self._seen: dict[str, tuple[datetime, Rates | None]] = {}
         self._lock = threading.Lock()
 
-    def rate(self, queue: str) -> float | None:
+    def rate(self, queue: str) -> Rates | None:
         now = self.clock()
         with self._lock:
             cached = self._seen.get(queue)
         if cached is not None and now - cached[0] < CONTROL_TTL:
             return cached[1]
-        rate = delivery_control.of(self.read(queue)).rate_limit
+        rate = delivery_control.rates(delivery_control.of(self.read(queue)))
         with self._lock:
             self._seen[queue] = (now, rate)
         return rate
@@ -202,6 +202,12 @@ class Waiting:
         self.due_ms = due_ms
         self.slot = slot
         self.fits = fits
+
+
+def board_line(timer: Timer, rates: Rates) -> str:
+    """Which waiting attempts may swap slots: a slot keeps the bound of every scope it was allocated in, so
+    with limits per key only attempts of the same key trade (any two of them keep the queue's bound too)."""
+    return timer.queue if rates.key is None else f"{timer.queue}\x00{timer.scope}"
 
 
 class StartBoard:
@@ -298,10 +304,11 @@ class PacedStarts:
         for name, indices in need.items():
             try:
                 queue = control(name)
-                if queue.rate_limit is None or queue.paused:
+                rates = delivery_control.rates(queue)
+                if rates is None or queue.paused:
                     continue
-                due = [timers[i].due_ms for i in indices]
-                slots = self.ctx.pacer.slots(name, queue.rate_limit, due, now, lead_ms=REPACE_LEAD_MS)
+                starts = [timers[i].start(timers[i].due_ms) for i in indices]
+                slots = self.ctx.pacer.scoped_slots(name, rates, starts, now, lead_ms=REPACE_LEAD_MS)
             except Exception as exc:
                 log("batch_pacing_failed", queue=name, error=f"{type(exc).__name__}: {exc}")
                 continue
@@ -310,7 +317,7 @@ class PacedStarts:
             self.ctx.metrics.count("Repaced", len(indices), queue=name)
         return repaced
 
-    def unpaced(self, timer: Timer, rate: float | None) -> Timer:
+    def unpaced(self, timer: Timer, rate: Rates | None) -> Timer:
         """A paced timer of a queue that has no rate limit any more: the slot holds the message back no
         longer and the timer targets the message's own due time instead."""
         if rate is not None:
@@ -321,12 +328,13 @@ class PacedStarts:
         self.ctx.metrics.count("Unpaced", queue=timer.queue)
         return replace(timer, due_ms=to_ms(message.due_at), latest_ms=None)
 
-    def repace(self, timer: Timer, rate: float, now: datetime, repaces: int) -> Timer:
+    def repace(self, timer: Timer, rate: Rates, now: datetime, repaces: int) -> Timer:
         """A new slot for a timer without one (or that missed its own); its message stays pending. Slots
         are never before the timer's due time, which is never before the message's. A slot-less timer
         (back from a pause) first gathers with the others of its queue in this process."""
         gather = functools.partial(self._gather, timer.queue) if timer.slot is None else None
-        (slot,) = self.ctx.pacer.slots(timer.queue, rate, [timer.due_ms], now, lead_ms=REPACE_LEAD_MS, gather=gather)
+        start = timer.start(timer.due_ms)
+        (slot,) = self.ctx.pacer.scoped_slots(timer.queue, rate, [start], now, lead_ms=REPACE_LEAD_MS, gather=gather)
         now = self.ctx.clock()
         self.ctx.metrics.count("Repaced", queue=timer.queue)
         late = None if timer.latest_ms is None else to_ms(now) - timer.latest_ms
@@ -364,7 +372,7 @@ class PacedStarts:
         begin write ate its tolerance) is replaced by a new one while the attempt still owns the message.
         None (put it back): no near slot fits its lease and invocation (`deadline`), or the queue was
         paused meanwhile (`paused`: the queue's pause state and when the read it comes from was sent)."""
-        slot, rate = timer.slot, control.rate_limit
+        slot, rate = timer.slot, delivery_control.rates(control)
         assert slot is not None and rate is not None
 
         def fits(candidate: Slot) -> bool:
@@ -377,12 +385,13 @@ class PacedStarts:
         for _ in range(MAX_REPACES):
             now = self.ctx.clock()
             if slot.missed(to_ms(now)):
-                (slot,) = self.ctx.pacer.slots(timer.queue, rate, [timer.due_ms], now, lead_ms=BEGUN_LEAD_MS)
+                again = timer.start(timer.due_ms)
+                (slot,) = self.ctx.pacer.scoped_slots(timer.queue, rate, [again], now, lead_ms=BEGUN_LEAD_MS)
                 self.ctx.metrics.count("Repaced", queue=timer.queue)
                 log("repaced_begun", id=timer.id, queue=timer.queue, slot_in_ms=slot.start_ms - to_ms(now))
             if not fits(slot):
                 return None
-            waiting = self.board.join(timer.queue, to_ms(message.due_at), slot, fits, to_ms(now))
+            waiting = self.board.join(board_line(timer, rate), to_ms(message.due_at), slot, fits, to_ms(now))
             read_at: datetime | None = None
             try:
                 while (turn := self.board.start(waiting, to_ms(self.ctx.clock()))) is None:

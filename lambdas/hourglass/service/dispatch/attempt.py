@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from hourglass.core import delivery, epoch, lifecycle, schedule
+from hourglass.core import delivery, delivery_control, epoch, lifecycle, schedule
 from hourglass.core.delivery_control import DeliveryControl
 from hourglass.core.handoff import Scheduled, Timer
 from hourglass.core.model import LATER_NAMESPACE, Message, Queue, Status
@@ -54,10 +54,11 @@ class Attempts:
         current = self._schedule(message, queue) if queue is not None else None
         if message.schedule is not None and queue is not None and not message.redelivered and current is None:
             return self.outcomes.end(message, Status.CANCELLED, now, "schedule deleted, replaced or paused")
-        if timer.slot is not None and control.rate_limit is not None:
+        rates = delivery_control.rates(control)
+        if timer.slot is not None and rates is not None:
             paced_start = self.pacing.start(timer, message, control, lease_end, deadline, paused)
             if paced_start is None:
-                return self.outcomes.put_back(message, control.rate_limit, self.ctx.clock())
+                return self.outcomes.put_back(message, rates, self.ctx.clock())
             now = paced_start
         else:
             self.ctx.sleep(schedule.seconds_until(due, self.ctx.clock()))

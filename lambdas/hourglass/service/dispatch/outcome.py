@@ -10,6 +10,7 @@ from datetime import datetime
 from hourglass.core import delivery, delivery_control, next_attempt
 from hourglass.core.attempts import Attempt, AttemptOutcome
 from hourglass.core.model import Message, Queue, RetryPolicy, Status
+from hourglass.core.pacing import Rates
 from hourglass.errors import StaleVersionError
 from hourglass.logs import log
 from hourglass.service import transitions
@@ -83,7 +84,7 @@ class Outcomes:
             return self.superseded(message)
         return Result(True, status.value)
 
-    def put_back(self, message: Message, rate: float, now: datetime) -> Result:
+    def put_back(self, message: Message, rate: Rates, now: datetime) -> Result:
         """Begun, not started: pending again (attempt count restored) with a new slot and timer."""
         if not transitions.put_back(self.ctx, message, rate, now):
             return self.superseded(message)
@@ -121,7 +122,7 @@ class Outcomes:
         self, message: Message, queue: Queue | None, retry_at: datetime, error: str | None, now: datetime,
         read: transitions.Chained | None,
     ) -> Result:
-        rate = delivery_control.of(queue).rate_limit
+        rate = delivery_control.rates(delivery_control.of(queue))
         if not transitions.retry(self.ctx, message, retry_at, error, rate, now, read):
             return self.superseded(message)
         self.ctx.metrics.count("Retried", queue=message.queue)
