@@ -17,7 +17,7 @@ from hourglass.core import delivery_control, pacing, schedule
 from hourglass.core.deadline import ATTEMPT_BUDGET, BOOKKEEPING, attempt_deadline
 from hourglass.core.delivery_control import DeliveryControl
 from hourglass.core.handoff import Timer
-from hourglass.core.model import LATER_NAMESPACE, Message, Queue, Status
+from hourglass.core.model import DEFAULT_PRIORITY, LATER_NAMESPACE, Message, Queue, Status
 from hourglass.core.pacing import Rates, Slot, Start
 from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.errors import StoreError
@@ -197,9 +197,12 @@ BOARD_POLL_S = 0.25
 class Waiting:
     """A begun attempt of a rate-limited queue waiting in this process for `slot` (which may change)."""
 
-    def __init__(self, queue: str, due_ms: int, slot: Slot, fits: Callable[[Slot], bool]) -> None:
+    def __init__(
+        self, queue: str, due_ms: int, slot: Slot, fits: Callable[[Slot], bool], priority: int = DEFAULT_PRIORITY
+    ) -> None:
         self.queue = queue
         self.due_ms = due_ms
+        self.priority = priority
         self.slot = slot
         self.fits = fits
 
@@ -208,6 +211,10 @@ def board_line(timer: Timer, rates: Rates) -> str:
     """Which waiting attempts may swap slots: a slot keeps the bound of every scope it was allocated in, so
     with limits per key only attempts of the same key trade (any two of them keep the queue's bound too)."""
     return timer.queue if rates.key is None else f"{timer.queue}\x00{timer.scope}"
+
+
+def _rank(priority_weight: int, waiting: Waiting) -> tuple[int, int, int]:
+    return priority_weight * waiting.priority, waiting.due_ms, waiting.slot.start_ms
 
 
 class StartBoard:
@@ -221,21 +228,33 @@ class StartBoard:
         self._lock = threading.Lock()
         self._waiting: dict[str, list[Waiting]] = {}
 
-    def join(self, queue: str, due_ms: int, slot: Slot, fits: Callable[[Slot], bool], now_ms: int) -> Waiting:
+    def join(
+        self,
+        queue: str,
+        due_ms: int,
+        slot: Slot,
+        fits: Callable[[Slot], bool],
+        now_ms: int,
+        priority: int = DEFAULT_PRIORITY,
+    ) -> Waiting:
         """`fits(slot)`: whether the attempt could still start in that slot (its lease, its invocation).
-        Slots never go to an attempt due after their start: dealt in due order, the k-th earliest slot
-        is at or after the k-th earliest due time, since each slot was at or after its holder's."""
-        me = Waiting(queue, due_ms, slot, fits)
+        Slots never go to an attempt due after their start: dealt by priority then due order when that
+        keeps every one at or after its due time, else in due order, where the k-th earliest slot is at
+        or after the k-th earliest due time, since each slot was at or after its holder's."""
+        me = Waiting(queue, due_ms, slot, fits, priority)
         with self._lock:
             others = self._waiting.setdefault(queue, [])
             group = [w for w in others if w.slot.start_ms > now_ms + SWAP_MARGIN_MS]
             if slot.start_ms > now_ms + SWAP_MARGIN_MS:
                 group.append(me)
             slots = sorted((w.slot for w in group), key=lambda s: s.start_ms)
-            dealt = list(zip(sorted(group, key=lambda w: (w.due_ms, w.slot.start_ms)), slots, strict=True))
-            if all(new == w.slot or (new.start_ms >= w.due_ms and w.fits(new)) for w, new in dealt):
-                for w, new in dealt:
-                    w.slot = new
+            for weight in (-1, 0):  # by priority first, else by due time alone
+                ranked = sorted(group, key=functools.partial(_rank, weight))
+                dealt = list(zip(ranked, slots, strict=True))
+                if all(new == w.slot or (new.start_ms >= w.due_ms and w.fits(new)) for w, new in dealt):
+                    for w, new in dealt:
+                        w.slot = new
+                    break
             others.append(me)
         return me
 
@@ -391,7 +410,8 @@ class PacedStarts:
                 log("repaced_begun", id=timer.id, queue=timer.queue, slot_in_ms=slot.start_ms - to_ms(now))
             if not fits(slot):
                 return None
-            waiting = self.board.join(board_line(timer, rate), to_ms(message.due_at), slot, fits, to_ms(now))
+            line = board_line(timer, rate)
+            waiting = self.board.join(line, to_ms(message.due_at), slot, fits, to_ms(now), message.priority)
             read_at: datetime | None = None
             try:
                 while (turn := self.board.start(waiting, to_ms(self.ctx.clock()))) is None:
