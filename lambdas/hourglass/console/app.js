@@ -198,6 +198,7 @@ function messageRow(m, selectable) {
   id.appendChild(button("timeline", "open-timeline", () => guarded(() => openTimeline(m.queue, m.id))));
   cell(row, m.status, `status status-${m.status}`);
   cell(row, when(m.due_at));
+  cell(row, `${m.flow_key ?? "—"} · p${m.priority ?? 5}`, "mono");
   cell(row, m.attempts);
   cell(row, m.last_error || "");
   cell(row, short(m.body), "body mono");
@@ -269,7 +270,7 @@ async function openTimeline(queue, id) {
   $("#timeline-id").textContent = id;
   const doc = $("#timeline-doc");
   doc.replaceChildren();
-  for (const key of ["queue", "status", "due_at", "expires_at", "attempts", "dedup_id", "last_error"]) {
+  for (const key of ["queue", "status", "due_at", "expires_at", "attempts", "dedup_id", "flow_key", "priority", "last_error"]) {
     const dt = document.createElement("dt");
     dt.textContent = key;
     const dd = document.createElement("dd");

@@ -268,6 +268,8 @@ add_switch(
 @click.option("--timezone", help="IANA zone for a --deliver-at without offset")
 @click.option("--ttl", type=float)
 @click.option("--dedup-id")
+@click.option("--flow-key", help="the key whose flow_control limits the message shares (e.g. a tenant id)")
+@click.option("--priority", type=click.IntRange(0, 9), help="0-9, 9 first when limits hold messages back")
 @click.option(
     "--file",
     "file",
@@ -285,6 +287,8 @@ def send(
     timezone: str | None,
     ttl: float | None,
     dedup_id: str | None,
+    flow_key: str | None,
+    priority: int | None,
     file: Path | None,
     fmt: str | None,
 ) -> None:
@@ -293,7 +297,15 @@ def send(
         if body is None:
             raise click.UsageError("give a BODY or --file")
         created = state.client.send(
-            queue, parse_value(body), delay=delay, deliver_at=deliver_at, timezone=timezone, ttl=ttl, dedup_id=dedup_id
+            queue,
+            parse_value(body),
+            delay=delay,
+            deliver_at=deliver_at,
+            timezone=timezone,
+            ttl=ttl,
+            dedup_id=dedup_id,
+            flow_key=flow_key,
+            priority=priority,
         )
         state.emit(
             created.raw,
@@ -329,9 +341,10 @@ def send(
 
 
 def message_table(found: Iterable[Message]) -> Table:
-    table = Table("id", "status", "due at", "attempts", "last error", "body")
+    table = Table("id", "status", "due at", "key", "prio", "attempts", "last error", "body")
     for m in found:
-        table.add_row(m.id, m.status, time_text(m.due_at), str(m.attempts), short(m.last_error or ""), short(m.body))
+        row = (m.id, m.status, time_text(m.due_at), m.flow_key or "", str(m.priority), str(m.attempts))
+        table.add_row(*row, short(m.last_error or ""), short(m.body))
     return table
 
 
@@ -356,12 +369,18 @@ def get_message(state: State, queue: str, message_id: str) -> None:
 @click.argument("queue")
 @click.option("--status", type=click.Choice(STATUSES))
 @click.option("--schedule", help="only occurrences of this schedule")
+@click.option("--flow-key", help="only messages of this flow key")
 @click.option("--limit", type=int, default=50, show_default=True, help="how many to show (0: all)")
 @pass_state
-def list_messages(state: State, queue: str, status: str | None, schedule: str | None, limit: int) -> None:
+def list_messages(
+    state: State, queue: str, status: str | None, schedule: str | None, flow_key: str | None, limit: int
+) -> None:
     """List a queue's messages, following next_cursor up to --limit."""
     found: list[Message] = []
-    for m in state.client.iter_messages(queue, status=status, schedule=schedule, page_size=min(limit or 1000, 1000)):
+    pages = state.client.iter_messages(
+        queue, status=status, schedule=schedule, page_size=min(limit or 1000, 1000), flow_key=flow_key
+    )
+    for m in pages:
         found.append(m)
         if limit and len(found) >= limit:
             break

@@ -39,6 +39,8 @@ def message(
     ttl: float | None = None,
     dedup_id: str | None = None,
     target: Mapping[str, Any] | None = None,
+    flow_key: str | None = None,
+    priority: int | None = None,
 ) -> dict[str, Any]:
     """One entry of a create request (only the fields given are sent)."""
     return {
@@ -50,6 +52,8 @@ def message(
             ttl=ttl,
             dedup_id=dedup_id,
             target=dict(target) if target else None,
+            flow_key=flow_key,
+            priority=priority,
         ),
     }
 
@@ -155,10 +159,20 @@ class Client:
         ttl: float | None = None,
         dedup_id: str | None = None,
         target: Mapping[str, Any] | None = None,
+        flow_key: str | None = None,
+        priority: int | None = None,
     ) -> Created:
-        """Schedules one message."""
+        """Schedules one message; `flow_key` and `priority` for a queue's flow control (v1.2)."""
         entry = message(
-            body, delay=delay, deliver_at=deliver_at, timezone=timezone, ttl=ttl, dedup_id=dedup_id, target=target
+            body,
+            delay=delay,
+            deliver_at=deliver_at,
+            timezone=timezone,
+            ttl=ttl,
+            dedup_id=dedup_id,
+            target=target,
+            flow_key=flow_key,
+            priority=priority,
         )
         return self.send_batch(queue, [entry])[0]
 
@@ -204,17 +218,26 @@ class Client:
         schedule: str | None = None,
         limit: int | None = None,
         cursor: str | None = None,
+        flow_key: str | None = None,
     ) -> Page[Message]:
-        params = {"status": status, "schedule": schedule, "limit": limit, "cursor": cursor}
+        params = {"status": status, "schedule": schedule, "limit": limit, "cursor": cursor, "flow_key": flow_key}
         doc = self._call("GET", path("v1", "queues", queue, "messages"), params=params)
         return Page([Message.from_doc(m) for m in doc.get("messages", [])], doc.get("next_cursor"))
 
     def iter_messages(
-        self, queue: str, *, status: str | None = None, schedule: str | None = None, page_size: int | None = None
+        self,
+        queue: str,
+        *,
+        status: str | None = None,
+        schedule: str | None = None,
+        page_size: int | None = None,
+        flow_key: str | None = None,
     ) -> Iterator[Message]:
-        """Every message of the queue (optionally of one status or schedule), page after page."""
+        """Every message of the queue (optionally of one status, schedule or flow key), page after page."""
         return _pages(
-            lambda cursor: self.list_messages(queue, status=status, schedule=schedule, limit=page_size, cursor=cursor)
+            lambda cursor: self.list_messages(
+                queue, status=status, schedule=schedule, limit=page_size, cursor=cursor, flow_key=flow_key
+            )
         )
 
     def cancel(self, queue: str, message_id: str) -> None:

@@ -88,6 +88,8 @@ class Message:
     last_error: str | None
     dedup_id: str | None
     raw: dict[str, Any] = field(repr=False, compare=False)
+    flow_key: str | None = None
+    priority: int = 5
 
     @classmethod
     def from_doc(cls, doc: Mapping[str, Any]) -> Message:
@@ -104,6 +106,8 @@ class Message:
             last_error=doc.get("last_error"),
             dedup_id=doc.get("dedup_id"),
             raw=dict(doc),
+            flow_key=doc.get("flow_key"),
+            priority=int(doc.get("priority", 5)),
         )
 
 
