@@ -29,6 +29,9 @@ BIG_BODY = "x" * 262_140
 RATES = (None, None, 0.1, 1, 100)
 DELAYS = (None, 0, 5, 45, 200, 600)
 ACTIONS = ("cancel", "redeliver", "shift")
+# Flow control (v1.2): a queue's per-key limits, and the keys and priorities messages carry.
+FLOW_CONTROLS = (None, None, {"key_rate_limit": 0.5}, {"key_rate_limit": 5, "key_max_concurrency": 1})
+FLOW_KEYS = (None, None, "k1", "k2")
 
 
 def queue_doc(world: World, name: str, target: str, rate: float | None, destination: str | None, attempts: int) -> dict:
@@ -90,11 +93,15 @@ class SystemModel(RuleBasedStateMachine):
         rate=st.sampled_from(RATES),
         destination=st.sampled_from((None, "http", "sqs")),
         attempts=st.integers(1, 3),
+        flow=st.sampled_from(FLOW_CONTROLS),
     )
-    def put_queue(self, name: str, kind: str, rate: float | None, destination: str | None, attempts: int) -> None:
-        status, doc = self.call(
-            "PUT", f"/v1/queues/{name}", queue_doc(self.world, name, kind, rate, destination, attempts)
-        )
+    def put_queue(
+        self, name: str, kind: str, rate: float | None, destination: str | None, attempts: int, flow: dict | None
+    ) -> None:
+        settings = queue_doc(self.world, name, kind, rate, destination, attempts)
+        if flow is not None:
+            settings["flow_control"] = flow
+        status, doc = self.call("PUT", f"/v1/queues/{name}", settings)
         assert status in (200, 201), doc
         stored = self.world.h.ctx.store.get_queue(name, consistent=True)
         assert stored is not None
@@ -108,8 +115,10 @@ class SystemModel(RuleBasedStateMachine):
         if live.destination is None and destination is not None:
             live.destination_since = self.world.clock()
         live.target, live.rate, live.destination, live.max_attempts = kind, rate, destination, attempts
-        if rate is not None:
-            live.slowest_rate = rate if live.slowest_rate is None else min(live.slowest_rate, rate)
+        # A key's rate paces at worst every message of the lifetime (all of one key), as a queue's would.
+        for limit in (rate, (flow or {}).get("key_rate_limit")):
+            if limit is not None:
+                live.slowest_rate = limit if live.slowest_rate is None else min(live.slowest_rate, limit)
 
     @rule(name=st.sampled_from(QUEUES), crash_at=st.sampled_from((None, None, 1, 2, 3)))
     def delete_queue(self, name: str, crash_at: int | None) -> None:
@@ -150,6 +159,8 @@ class SystemModel(RuleBasedStateMachine):
         dedup=st.sampled_from((None, None, "d1", "d2")),
         big=st.sampled_from((False, False, False, True)),
         crash_at=st.sampled_from((None, None, None, 1, 2)),
+        flow_key=st.sampled_from(FLOW_KEYS),
+        priority=st.sampled_from((None, None, 0, 9)),
     )
     def post(
         self,
@@ -160,8 +171,14 @@ class SystemModel(RuleBasedStateMachine):
         dedup: str | None,
         big: bool,
         crash_at: int | None,
+        flow_key: str | None,
+        priority: int | None,
     ) -> list[tuple[str, str]]:
         one: dict[str, Any] = {"body": BIG_BODY if big else 1}
+        if flow_key is not None:
+            one["flow_key"] = flow_key
+        if priority is not None:
+            one["priority"] = priority
         if delay is not None:
             one["delay"] = delay
         if ttl is not None:
@@ -176,6 +193,8 @@ class SystemModel(RuleBasedStateMachine):
             assert status in (201, 404, 413), doc
             if status == 201:
                 created.extend((name, m["id"]) for m in doc["messages"])
+                for m in doc["messages"]:
+                    self.reference.flow.setdefault(m["id"], (flow_key, 5 if priority is None else priority))
 
         self.act(crash_at, post)
         live = self.reference.live(name)
@@ -322,7 +341,9 @@ class SystemModel(RuleBasedStateMachine):
             self.reference.generations.append(Generation(name, stored.created_at, max_attempts=attempts))
             self.reference.generations[-1].target_failed_ever = True
             self.world.modes[name] = Modes(script=[503] * failures)
-            _, doc = self.call("POST", f"/v1/queues/{name}/messages", {"messages": [{"body": 1, "delay": delay}]})
+            # Keyed, so that both twins must keep the key and priority through the action (v1.2).
+            one = {"body": 1, "delay": delay, "flow_key": "twin", "priority": 7}
+            _, doc = self.call("POST", f"/v1/queues/{name}/messages", {"messages": [one]})
             ids.append(doc["messages"][0]["id"])
         self.world.run_for(120)
         single, bulk = names
