@@ -29,6 +29,7 @@ from bench import (
     cost,
     crash,
     delivery_limits,
+    flow_keys,
     history_cost,
     log_bytes,
     memory,
@@ -47,6 +48,7 @@ ORDER = (
     "body_cost",
     "history_cost",
     "delivery_limits",
+    "flow_keys",
     "bulk_operations",
     "throughput",
     "schedules",
@@ -88,6 +90,8 @@ def run_all(*, quick: bool = False, only: tuple[str, ...] = ORDER, out: Path | N
         sections["history_cost"] = history_cost.section()
     if "delivery_limits" in only:
         sections["delivery_limits"] = _timed("delivery_limits", timings, lambda: delivery_limits.section(quick=quick))
+    if "flow_keys" in only:
+        sections["flow_keys"] = _timed("flow_keys", timings, lambda: flow_keys.section(quick=quick))
     if "bulk_operations" in only:
         sections["bulk_operations"] = _timed("bulk_operations", timings, lambda: bulk_operations.section(quick=quick))
     if "throughput" in only:

@@ -189,3 +189,17 @@ def test_key_concurrency_holds_one_attempt_per_key(harness: Harness) -> None:
         for t in threads:
             t.join()
     assert (peak, len(recorder.starts)) == ({"a": 1, "b": 1}, 8)
+
+
+def test_a_timer_that_does_not_know_its_key_is_put_back_and_handed_off_with_it(harness: Harness) -> None:
+    recorder = limits.Recorder(harness)
+    harness.ctx.post = recorder
+    limits.make_queue(harness, "old", flow_control={"key_rate_limit": 5})
+    post_keyed(harness, "old", [("a", 5)], to_ms(harness.clock() + timedelta(seconds=3)))
+    [record] = harness.timers()
+    keyless = {k: v for k, v in record["json"].items() if k != "k"}  # as an index without the key gives
+    harness.clock.now = from_ms(keyless["due"])
+    Dispatcher(harness.ctx).run_batch([("r", json.dumps(keyless))])
+    assert recorder.starts == []
+    [again] = harness.timers()
+    assert again["json"]["k"] == "a"

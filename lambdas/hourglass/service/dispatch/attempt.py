@@ -55,6 +55,10 @@ class Attempts:
         if message.schedule is not None and queue is not None and not message.redelivered and current is None:
             return self.outcomes.end(message, Status.CANCELLED, now, "schedule deleted, replaced or paused")
         rates = delivery_control.rates(control)
+        if control.flow_control is not None and (timer.key, timer.priority) != (message.flow_key, message.priority):
+            # A timer that does not know its message's key (sent before the due index carried it): it would
+            # count against another key's limits. Put back unstarted, it is handed off again with them.
+            return self.outcomes.put_back(message, rates, self.ctx.clock())
         if timer.slot is not None and rates is not None:
             paced_start = self.pacing.start(timer, message, control, lease_end, deadline, paused)
             if paced_start is None:

@@ -84,7 +84,7 @@ class Outcomes:
             return self.superseded(message)
         return Result(True, status.value)
 
-    def put_back(self, message: Message, rate: Rates, now: datetime) -> Result:
+    def put_back(self, message: Message, rate: Rates | None, now: datetime) -> Result:
         """Begun, not started: pending again (attempt count restored) with a new slot and timer."""
         if not transitions.put_back(self.ctx, message, rate, now):
             return self.superseded(message)
