@@ -3,6 +3,7 @@ message of key-limited queues next to an unlimited one, and what 10,000 distinct
 
 In process on a fixed clock (`delivery_limits.units_per_message`): the figures are the allocation's and the
 store's, not the local runtime's latency; the real-time bounds are checked by tests/e2e/test_flow_keys.py.
+Run alone: `python -m bench --only flow_keys`.
 """
 
 from __future__ import annotations
@@ -116,13 +117,3 @@ def section(*, quick: bool = False) -> Section:
     )
     return out
 
-
-def main() -> int:
-    import sys
-
-    print(section(quick="--quick" in sys.argv).markdown())
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
