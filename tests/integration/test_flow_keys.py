@@ -14,6 +14,7 @@ from hourglass.service.dispatch import Dispatcher
 
 from tests.integration import test_rate_limits as limits
 from tests.integration.conftest import Harness
+from tests.integration.test_delivery_control import run_until_quiet
 from tests.integration.test_flow import HTTP_QUEUE, get, make_queue, post
 from tests.integration.test_rate_limits import atomic  # noqa: F401 (a fixture)
 from tests.integration.test_schedules import occurrences, put
@@ -58,6 +59,15 @@ def test_an_empty_flow_key_is_a_400(harness: Harness) -> None:
     make_queue(harness)
     status, doc = harness.call("POST", "/v1/queues/orders/messages", {"messages": [{"body": 1, "flow_key": ""}]})
     assert (status, error_field(doc)) == (400, "messages[0].flow_key")
+
+
+def test_a_redelivered_message_keeps_its_flow_key_and_priority(harness: Harness) -> None:
+    make_queue(harness, settings=FLOW)
+    harness.receiver.answers = [500, 500, 500, 200]
+    [created] = post(harness, {"body": 1, "flow_key": "t", "priority": 2})
+    run_until_quiet(harness)
+    status, doc = harness.call("POST", f"/v1/queues/orders/messages/{created['id']}/redeliver")
+    assert (status, doc["status"], doc["flow_key"], doc["priority"]) == (200, "pending", "t", 2)
 
 
 def test_the_list_filters_by_flow_key(harness: Harness) -> None:
