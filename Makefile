@@ -17,18 +17,25 @@ export PYTHONPATH := lambdas:.
 # check-node says it once instead.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION ?= 20
 
-.PHONY: dev test total-queue test-deployed smoke tools lint synth bench bench-modes soak spark-schedule spark-report sample clean \
+.PHONY: dev test test-console total-queue test-deployed smoke tools lint synth bench bench-modes soak spark-schedule spark-report sample clean \
 	check-node check-java check-chromium
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"' \
 		|| { echo "error: Python 3.11 or newer is required ($(PYTHON))"; exit 1; }
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -r requirements.txt -r requirements-dev.txt
+	@echo "hourglass: building $(VENV) from requirements.txt and requirements-dev.txt (first run, or they changed):"
+	@echo "hourglass:   about 4-5 minutes on a laptop (CDK, moto, PySpark, Playwright); later runs start at once."
+	@echo "hourglass: [1/3] creating $(VENV)"
+	@$(PYTHON) -m venv $(VENV)
+	@$(BIN)/pip install --quiet --upgrade pip
+	@echo "hourglass: [2/3] installing packages (the long part; pip prints only errors)"
+	@start=$$(date +%s); $(BIN)/pip install --quiet -r requirements.txt -r requirements-dev.txt \
+		&& echo "hourglass:   packages installed in $$(( $$(date +%s) - start )) s"
+	@echo "hourglass: [3/3] linking the checkout into $(VENV)"
 	@# The venv's python finds the Lambda package and the repo's tools (`python -m devstack...`) from any shell.
-	$(BIN)/python -c 'import site, pathlib; pathlib.Path(site.getsitepackages()[0], "hourglass-checkout.pth").write_text("$(CURDIR)/lambdas\n$(CURDIR)\n")'
-	touch $(STAMP)
+	@$(BIN)/python -c 'import site, pathlib; pathlib.Path(site.getsitepackages()[0], "hourglass-checkout.pth").write_text("$(CURDIR)/lambdas\n$(CURDIR)\n")'
+	@touch $(STAMP)
+	@echo "hourglass: $(VENV) is ready"
 
 # MiniStack pins a botocore the project's boto3 cannot share: a venv of its own, which is also the
 # deployed Lambdas' runtime (requirements-ministack.txt).
@@ -69,6 +76,11 @@ dev: $(STAMP) check-node $(if $(filter cdk ministack,$(DEPLOY)),tools)
 test: $(STAMP) check-node check-java check-chromium
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
+# The console's longer browser flows in Chromium (editing and deleting queues, tabs, search, row actions,
+# purge, auto-refresh, charts); `make test` runs the representative ones. Screenshots: tests/artifacts/console/.
+test-console: $(STAMP) check-chromium
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m console tests/clients/test_console_flows.py
+
 # The end-to-end suite and the smoke test against the stack as deployed: `cdk deploy` into MiniStack,
 # API Gateway with its key, the Lambdas, the SQS mapping and the EventBridge schedule; a later
 # `cdk bootstrap` over the devstack's; README's "Deploy to AWS" word for word (~8-12 minutes on 2 cores).
@@ -78,7 +90,8 @@ test-deployed: $(STAMP) tools
 	HOURGLASS_E2E_MODES=$(E2E_MODES) $(BIN)/python -m pytest -q -p no:cacheprovider -o timeout=900 \
 		tests/e2e/test_delivery.py tests/e2e/test_delivery_control.py tests/e2e/test_operations.py \
 		tests/e2e/test_rate_limits.py tests/e2e/test_flow_keys.py tests/e2e/test_smoke.py tests/e2e/test_stack.py \
-		tests/e2e/test_bootstrap.py tests/e2e/test_readme_deploy.py
+		tests/e2e/test_bootstrap.py tests/e2e/test_readme_deploy.py tests/e2e/test_crash_deployed.py \
+		tests/e2e/test_aws_targets.py
 
 # Deployment smoke test against a deployed stack (real AWS: credentials from the usual chain):
 # make smoke API_URL=https://abc123.execute-api.eu-west-1.amazonaws.com/prod/ API_KEY=...

@@ -59,6 +59,11 @@ def settings_from_context(app: cdk.App) -> HourglassSettings:
         allow_private_callbacks=_bool(app, "hourglass:allow_private_callbacks", DEFAULTS.allow_private_callbacks),
         sweep_interval_seconds=_int(app, "hourglass:sweep_interval", DEFAULTS.sweep_interval_seconds),
         sqs_targets=_list(app, "hourglass:sqs_targets"),
+        lambda_targets=_list(app, "hourglass:lambda_targets"),
+        sns_targets=_list(app, "hourglass:sns_targets"),
+        eventbridge_targets=_list(app, "hourglass:eventbridge_targets"),
+        stepfunctions_targets=_list(app, "hourglass:stepfunctions_targets"),
+        auth=str(app.node.try_get_context("hourglass:auth") or DEFAULTS.auth).strip().lower(),
     )
 
 

@@ -17,6 +17,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,24 +32,28 @@ from bench import (
     delivery_limits,
     flow_keys,
     history_cost,
+    loaded,
     log_bytes,
     memory,
     precision,
     schedules,
     sweep_scaling,
     throughput,
+    windows,
 )
 from bench.report import RESULTS, Section, write
 from devstack.emulator import quiet_emulator_logs, use_dummy_credentials
 
 ORDER = (
     "precision",
+    "loaded",
     "sweep_scaling",
     "cost",
     "body_cost",
     "history_cost",
     "delivery_limits",
     "flow_keys",
+    "windows",
     "bulk_operations",
     "throughput",
     "schedules",
@@ -70,7 +75,9 @@ def side_section(name: str, quick: bool, costs: capacity_sim.Costs | None = None
     return capacity_sim.section(costs, scale=0.002 if quick else 1.0)
 
 
-def run_all(*, quick: bool = False, only: tuple[str, ...] = ORDER, out: Path | None = None) -> dict[str, Any]:
+def run_all(
+    *, quick: bool = False, only: tuple[str, ...] = ORDER, out: Path | None = None, hogs: int = loaded.HOGS
+) -> dict[str, Any]:
     """Runs the targets; returns the JSON document it wrote."""
     quiet_emulator_logs()
     use_dummy_credentials("us-east-1")
@@ -79,19 +86,27 @@ def run_all(*, quick: bool = False, only: tuple[str, ...] = ORDER, out: Path | N
     timings: dict[str, float] = {}
     if {"precision", "cost", "body_cost"} & set(only):
         t = time.time()
+        _starting("precision (its run also yields the cost figures)")
         try:
             section, record = precision.run(QUICK_PRECISION if quick else precision.PrecisionConfig())
             sections["precision"], sections["cost"] = section, cost.section(record)
         except Exception:
             sections["precision"], sections["cost"] = _failed("precision"), _failed("cost")
         timings["precision+cost"] = round(time.time() - t, 1)
+        _show(sections["precision"], timings["precision+cost"])
+        _show(sections["cost"])
         sections["body_cost"] = _timed("body_cost", timings, lambda: _body_cost(sections["cost"]))
+    if "loaded" in only:
+        under_load = loaded.QUICK if quick else replace(loaded.CONFIG, hogs=hogs)
+        sections["loaded"] = _timed("loaded", timings, lambda: loaded.run(under_load))
     if "history_cost" in only:
-        sections["history_cost"] = history_cost.section()
+        sections["history_cost"] = _timed("history_cost", timings, history_cost.section)
     if "delivery_limits" in only:
         sections["delivery_limits"] = _timed("delivery_limits", timings, lambda: delivery_limits.section(quick=quick))
     if "flow_keys" in only:
         sections["flow_keys"] = _timed("flow_keys", timings, lambda: flow_keys.section(quick=quick))
+    if "windows" in only:
+        sections["windows"] = _timed("windows", timings, lambda: windows.section(quick=quick))
     if "bulk_operations" in only:
         sections["bulk_operations"] = _timed("bulk_operations", timings, lambda: bulk_operations.section(quick=quick))
     if "throughput" in only:
@@ -106,11 +121,14 @@ def run_all(*, quick: bool = False, only: tuple[str, ...] = ORDER, out: Path | N
     t = time.time()
     costs = _measured_costs(sections.get("cost"))
     running = {name: _start_child(name, quick, costs) for name in SIDE_BY_SIDE if name in only}
+    if running:
+        _starting(f"{', '.join(running)} (side by side, each in a process of its own)")
     for name, child in running.items():
         try:
             sections[name] = _finish_child(name, child)
         except Exception:
             sections[name] = _failed(name)
+        _show(sections[name], round(time.time() - t, 1))
     timings["side by side"] = round(time.time() - t, 1)
     meta = {
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
@@ -125,21 +143,34 @@ def run_all(*, quick: bool = False, only: tuple[str, ...] = ORDER, out: Path | N
     ordered = [sections[k] for k in ORDER if k in sections]
     path = write(ordered, meta, out)
     for section in ordered:
-        print(section.markdown(), flush=True)
+        print(f"bench: {'met   ' if section.passed else 'MISSED'} {section.key}", flush=True)
     print(f"bench: {'all budgets met' if meta['passed'] else 'SOME BUDGETS MISSED'} in {meta['seconds']:.0f} s; "
           f"results in {path}", flush=True)
     return json.loads(path.read_text())
 
 
 def _timed(name: str, timings: dict[str, float], target: Callable[[], Section]) -> Section:
-    """`target`'s section, its seconds in `timings`; a target that raises is a failed section."""
+    """`target`'s section, its seconds in `timings`, announced as it starts and shown as it ends; a target
+    that raises is a failed section."""
+    _starting(name)
     started = time.time()
     try:
-        return target()
+        section = target()
     except Exception:
-        return _failed(name)
-    finally:
-        timings[name] = round(time.time() - started, 1)
+        section = _failed(name)
+    timings[name] = round(time.time() - started, 1)
+    _show(section, timings[name])
+    return section
+
+
+def _starting(what: str) -> None:
+    print(f"bench: {time.strftime('%H:%M:%S')} starting {what}...", flush=True)
+
+
+def _show(section: Section, seconds: float | None = None) -> None:
+    """A section's table as soon as it is done (a long run is never silent until its end)."""
+    took = "" if seconds is None else f" in {seconds:.0f} s"
+    print(f"bench: {section.key} done{took}\n{section.markdown()}", flush=True)
 
 
 def _body_cost(cost_section: Section) -> Section:
@@ -193,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS / "latest.json")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--costs", help=argparse.SUPPRESS)
+    parser.add_argument("--hogs", type=int, default=loaded.HOGS, help="busy processes beside the loaded target")
     args = parser.parse_args(argv)
     os.environ.setdefault("HOURGLASS_LOG_LEVEL", "WARNING")
     logs.set_level(os.environ["HOURGLASS_LOG_LEVEL"])
@@ -201,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         costs = capacity_sim.Costs(**json.loads(args.costs)) if args.costs else None
         print(json.dumps(side_section(args.child, args.quick, costs).to_json(), default=str), flush=True)
         return 0
-    doc = run_all(quick=args.quick, only=tuple(args.only.split(",")), out=args.out)
+    doc = run_all(quick=args.quick, only=tuple(args.only.split(",")), out=args.out, hogs=args.hogs)
     return 0 if doc["meta"]["passed"] else 1
 
 

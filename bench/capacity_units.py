@@ -30,9 +30,11 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from hourglass import contract
 from hourglass.adapters.items import item_size
 from hourglass.core.keys import (
     BODY_PREFIX,
+    COUNT_PREFIX,
     MESSAGE_PREFIX,
     PACE_SK,
     QUEUE_SK,
@@ -171,7 +173,9 @@ class CapacityMeter:
         return {name: item[name] for name in names if name in item}
 
     def _indexed(self, item: Item) -> bool:
-        return any(self._entry(index, item) is not None for index in self.indexes)
+        """Whether the item waits in the due index (the sweep path); the list indexes hold every message."""
+        due = [index for index in self.indexes if index.name == contract.DUE_INDEX]
+        return any(self._entry(index, item) is not None for index in due)
 
     # reads --------------------------------------------------------------------------------------
     def _get_item(self, kwargs: dict[str, Any]) -> None:
@@ -249,6 +253,8 @@ def _use_of(sort_key: str) -> str:
         return "pacing"
     if sort_key.startswith(SLOT_PREFIX):
         return "concurrency slots"
+    if sort_key.startswith(COUNT_PREFIX):
+        return "status counters"
     return "schedule items" if sort_key.startswith(SCHEDULE_PREFIX) else "other"
 
 
@@ -261,15 +267,21 @@ _SET = re.compile(r"^(#?\w+)\s*=\s*(?:if_not_exists\(\s*#?\w+\s*,\s*(:\w+)\s*\)\
 
 def apply_update(before: Item, kwargs: Mapping[str, Any]) -> Item:
     """The item after an UpdateExpression of the forms the Store uses: SET a = :v, SET a = if_not_exists(a, :z) + :o,
-    REMOVE a, b."""
+    REMOVE a, b, ADD a :n (a number)."""
     names = kwargs.get("ExpressionAttributeNames") or {}
     values = kwargs.get("ExpressionAttributeValues") or {}
     item = dict(before)
     expression = kwargs["UpdateExpression"]
-    for clause, body in re.findall(r"(SET|REMOVE)\s+(.*?)(?=\s+(?:SET|REMOVE)\s+|$)", expression):
+    for clause, body in re.findall(r"(SET|REMOVE|ADD)\s+(.*?)(?=\s+(?:SET|REMOVE|ADD)\s+|$)", expression):
         for part in (p.strip() for p in _top_level_split(body)):
             if clause == "REMOVE":
                 item.pop(names.get(part, part), None)
+                continue
+            if clause == "ADD":
+                name, value = part.split()
+                attr = names.get(name, name)
+                current = Decimal(item.get(attr, {"N": "0"})["N"])
+                item[attr] = {"N": str(current + Decimal(values[value]["N"]))}
                 continue
             match = _SET.match(part)
             if match is None:

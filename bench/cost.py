@@ -18,18 +18,54 @@ from bench.precision import Run
 from bench.report import Section
 from stacks.constructs.functions import DISPATCHER, INGEST, SWEEPER
 
-# Published on-demand prices, us-east-1.
+# Published on-demand list prices, us-east-1, checked on 2026-11-25 (PRICES_CHECKED). The AWS pricing pages
+# render most figures client-side, so where AWS's own page text did not show the figure the row names the
+# secondary source that quotes it; none of them differed from the figure here.
+PRICES_CHECKED = "2026-11-25"
+# DynamoDB on-demand, Standard table class, per write / read request unit (the rates since the November 2024
+# cut); aws.amazon.com/dynamodb/pricing/on-demand/ (its figures are rendered client-side: not re-read).
 PRICE_WRITE_UNIT = 0.625 / 1e6
 PRICE_READ_UNIT = 0.125 / 1e6
+# SQS standard, first 100 billion requests a month, each 64 KB chunk one request; aws.amazon.com/sqs/pricing/,
+# quoted as of March and June 2026 (cloudburn.io, factualminds.com).
 PRICE_SQS_REQUEST = 0.40 / 1e6
+# Lambda requests; aws.amazon.com/lambda/pricing/ (transcribed 2026-09-20 by api-evangelist's price harvest).
 PRICE_LAMBDA_REQUEST = 0.20 / 1e6
-# The functions run on Arm (stacks/constructs/functions.py): $0.0000133334 per GB-second, not x86's $0.0000166667.
+# The functions run on Arm (stacks/constructs/functions.py): $0.0000133334 per GB-second, not x86's $0.0000166667
+# (aws.amazon.com/lambda/pricing/, first 7.5 billion GB-seconds a month; as in artillery's price table).
 PRICE_LAMBDA_GB_SECOND = 0.0000133334
+# EventBridge Scheduler, after the 14 million free invocations a month; aws.amazon.com/eventbridge/pricing/
+# (AWS's price list shows the free tier and $1.25 in Tokyo; the us-east-1 $1.00 was not re-read).
 PRICE_SCHEDULER_INVOCATION = 1.00 / 1e6
+# Step Functions Standard, $0.025 per 1,000 state transitions in US East (N. Virginia): read on AWS's own page,
+# aws.amazon.com/step-functions/pricing/.
 PRICE_STEP_TRANSITION = 25.0 / 1e6
+# What each target type's service charges for one delivery (us-east-1 list prices, each payload up to 64 KB
+# billed as one request where the service bills by 64 KB chunks): SQS SendMessage; Lambda's request charge
+# for the asynchronous Invoke (the function's duration is the receiver's); SNS Publish (standard topic,
+# delivery to SQS and Lambda subscriptions free); EventBridge custom event (PutEvents entry); Step Functions
+# StartExecution of a Standard workflow, billed per state transition (one at least; the machine's own
+# transitions are the receiver's). HTTP callbacks cost Hourglass nothing more than its own work.
+# SNS: $0.50 per million standard-topic publishes, each 64 KB chunk one (aws.amazon.com/sns/pricing/, quoted as
+# of June 2026 by factualminds.com). EventBridge: $1.00 per million custom events, each 64 KB chunk one (the
+# chunk rule read on aws.amazon.com/eventbridge/pricing/; the figure quoted as of June 2026 by factualminds.com).
+TARGET_PRICES = {
+    "http": 0.0,
+    "sqs": PRICE_SQS_REQUEST,
+    "lambda": PRICE_LAMBDA_REQUEST,
+    "sns": 0.50 / 1e6,
+    "eventbridge": 1.00 / 1e6,
+    "stepfunctions": PRICE_STEP_TRANSITION,
+}
 
-HANDOFF_WRITE_BUDGET = 3.0
-SWEEP_WRITE_BUDGET = 6.0
+# Each includes the two keys-only list indexes (v1.2, `order=due` and `order=created`): one entry each, written
+# once when the message is stored (LIST_INDEX_WRITES); a status change never writes them.
+LIST_INDEX_WRITES = 2.0
+HANDOFF_WRITE_BUDGET = 3.0 + LIST_INDEX_WRITES
+SWEEP_WRITE_BUDGET = 6.0 + LIST_INDEX_WRITES
+# The status counters (v1.2 `counts`): one small ADD per status change (stored, started, ended: 3 for a
+# message delivered at its first attempt; an ingest batch adds once per counter item it touches).
+COUNTER_WRITE_BUDGET = 3.0
 SWEEP_READ_BUDGET = 1.0
 SQS_BUDGET = 0.3
 LAMBDA_BUDGET = 0.15
@@ -47,7 +83,7 @@ MEMORY_GB = {
 
 # What a message costs on each path when nothing goes wrong (docs/design.md): written, started, done;
 # written with index keys, claimed (index keys removed), started, done.
-BASE_WRITES = {"hand-off": 3.0, "swept": 6.0}
+BASE_WRITES = {"hand-off": 3.0 + LIST_INDEX_WRITES, "swept": 6.0 + LIST_INDEX_WRITES}
 
 
 @dataclass
@@ -93,6 +129,8 @@ def section(run: Run) -> Section:
     result.at_most(
         "sweep path: read units per message", per_swept_read, "RU", SWEEP_READ_BUDGET, required=swept.messages > 0
     )
+    counters = shared.get("status counters", (0.0, 0.0, 0))
+    result.at_most("status counters: write units per message", counters[0] / delivered, "WU", COUNTER_WRITE_BUDGET)
     bookkeeping = f"{state[0] / max(1, runs):.2f} WU + {state[1] / max(1, runs):.2f} RU"
     result.check("sweeper bookkeeping per run (fixed)", bookkeeping)
     result.at_most("SQS requests per message (send, receive, delete)", hourglass_sqs / delivered, "", SQS_BUDGET)
@@ -105,6 +143,8 @@ def section(run: Run) -> Section:
     dollars = _dollars(run, paths, shared, sqs, lambdas)
     for name, value in dollars.items():
         result.check(f"US$ per million messages: {name}", value)
+    for kind, price in target_costs(dollars["Hourglass total"]).items():
+        result.check(f"US$ per million messages to a {kind} target (Hourglass + its service's charge)", price)
     result.check("US$ per million: EventBridge Scheduler, one-time schedules", PRICE_SCHEDULER_INVOCATION * 1e6)
     result.check(
         "US$ per million: Step Functions Standard, Wait + delivery task (≥ 2 transitions)",
@@ -133,10 +173,16 @@ def section(run: Run) -> Section:
         f"{lambdas.get('dispatcher', (0, 0))[0]} dispatcher invocations.",
         "Write and read units follow DynamoDB's published rules applied to every request the Store made "
         "(bench/capacity_units.py); failed conditional writes are included.",
+        f"Per-message write figures include {LIST_INDEX_WRITES:g} WU for the list indexes (order=due, order=created); "
+        "the status counters are shown apart (one ADD per status change, whatever the queue's size).",
         "Per-message DynamoDB figures are the message items and the due index; the sweeper's own state is a fixed "
         "cost per run, shown apart (and included in the dollars).",
         "Empty receives are the fixed cost of the event source's long polling, per hour whatever the traffic; "
         "the target SendMessage is the SQS delivery itself: neither is in the per-message SQS figure.",
+        f"Prices are us-east-1 on-demand list prices as checked on {PRICES_CHECKED} (sources in bench/cost.py).",
+        "Per target type: the measured Hourglass total plus the target service's list price for one delivery "
+        "(payloads up to 64 KB; SNS and EventBridge bill each further 64 KB as one more; Step Functions counts "
+        "one Standard state transition, the machine's own are the receiver's).",
         "Sweeper runs are every "
         f"{run.config.sweep_interval:g} s here (60 s in the stack), so their share per message is far above a "
         "deployment's; Lambda duration is the measured handler time at each function's memory size.",
@@ -173,6 +219,12 @@ def _delta(run: Run, kind: str) -> dict[str, Any]:
 def _target_sends(run: Run, sqs: dict[str, int]) -> float:
     sqs_targets = sum(1 for p in run.posted.values() if p.queue == "sqs")
     return sqs.get("SendMessage", 0) / max(1, sqs_targets)
+
+
+def target_costs(hourglass_total: float) -> dict[str, float]:
+    """US$ per million messages to each target type: Hourglass's own measured cost, plus what the target's
+    service charges for one delivery of a payload up to 64 KB (TARGET_PRICES)."""
+    return {kind: round(hourglass_total + price * 1e6, 3) for kind, price in TARGET_PRICES.items()}
 
 
 def _dollars(

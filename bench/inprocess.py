@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from hourglass import contract
 from hourglass.adapters.http_target import check_url, post
 from hourglass.adapters.items import STATE_KEY, message_to_item
 from hourglass.adapters.metrics import Metrics
@@ -41,7 +42,13 @@ def create_table(ddb: Any, name: str, projected: tuple[str, ...]) -> str:
     ddb.create_table(
         TableName=name,
         BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[{"AttributeName": a, "AttributeType": "S"} for a in ("pk", "sk", "sweep_pk", "sweep_sk")],
+        AttributeDefinitions=[
+            *(
+                {"AttributeName": a, "AttributeType": "S"}
+                for a in ("pk", "sk", "sweep_pk", "sweep_sk", "list_pk", "list_sk")
+            ),
+            {"AttributeName": "created_at", "AttributeType": "N"},
+        ],
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
         GlobalSecondaryIndexes=[
             {
@@ -51,7 +58,18 @@ def create_table(ddb: Any, name: str, projected: tuple[str, ...]) -> str:
                     {"AttributeName": "sweep_sk", "KeyType": "RANGE"},
                 ],
                 "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": list(projected)},
-            }
+            },
+            *(
+                {
+                    "IndexName": name,
+                    "KeySchema": [
+                        {"AttributeName": "list_pk", "KeyType": "HASH"},
+                        {"AttributeName": sort, "KeyType": "RANGE"},
+                    ],
+                    "Projection": {"ProjectionType": "KEYS_ONLY"},
+                }
+                for name, sort in ((contract.LIST_INDEX, "list_sk"), (contract.CREATED_INDEX, "created_at"))
+            ),
         ],
     )
     return name

@@ -15,6 +15,8 @@ import json
 import os
 import random
 import resource
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -49,6 +51,10 @@ class PrecisionConfig:
     dispatcher_threads: int = 8
     settle: float = 4.0
     seed: int = 20261121
+    # Busy processes (a CPU hog each) beside the run, and the lateness budgets it is judged by.
+    hogs: int = 0
+    p99_budget: float = P99_BUDGET
+    max_budget: float = MAX_BUDGET
 
 
 @dataclass
@@ -111,12 +117,24 @@ def local_runtime(timing: Timing, dispatcher_threads: int) -> Iterator[tuple[Run
 
 
 def run(config: PrecisionConfig) -> tuple[Section, Run]:
-    with local_runtime(config, config.dispatcher_threads) as (runtime, receiver):
+    with local_runtime(config, config.dispatcher_threads) as (runtime, receiver), cpu_hogs(config.hogs):
         gc.freeze()  # what start-up built (the synthesized stack, SDK models) is not scanned again
         try:
             return _measure(config, runtime, receiver)
         finally:
             gc.unfreeze()
+
+
+@contextmanager
+def cpu_hogs(count: int) -> Iterator[None]:
+    """`count` processes that each keep a core busy for as long as the block runs."""
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    try:
+        yield
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
 
 
 def _measure(config: PrecisionConfig, runtime: Runtime, receiver: Receiver) -> tuple[Section, Run]:
@@ -210,7 +228,8 @@ def _section(
         mine = {i: p for i, p in posted.items() if p.queue == target}
         late = [arrived[target][i] - p.due for i, p in mine.items() if i in arrived[target]]
         label = target.upper()
-        figures[target] = check_lateness(section, label, late, len(mine))
+        budgets = (config.p99_budget, config.max_budget)
+        figures[target] = check_lateness(section, label, late, len(mine), budgets=budgets)
         paths = {}
         for path in ("hand-off", "swept"):
             on_path = [arrived[target][i] - p.due for i, p in mine.items() if p.path == path and i in arrived[target]]
@@ -232,17 +251,23 @@ def _section(
 
 
 def check_lateness(
-    section: Section, label: str, late: list[float], expected: int, *, judged: bool = True
+    section: Section,
+    label: str,
+    late: list[float],
+    expected: int,
+    *,
+    judged: bool = True,
+    budgets: tuple[float, float] = (P99_BUDGET, MAX_BUDGET),
 ) -> dict[str, Any]:
     """The delivered, early and lateness checks of `late` (seconds, of `expected` messages), against the
-    budgets when `judged`; returns its figures."""
+    `budgets` (p99, max) when `judged`; returns its figures."""
     missing = expected - len(late)
     early = sum(1 for x in late if x < 0)
     p99, worst = percentile(late, 99), max(late, default=float("nan"))
     section.check(f"{label}: delivered", len(late), f"of {expected:,}", budget="all", passed=missing == 0)
     section.check(f"{label}: early deliveries", early, budget="0", passed=early == 0)
-    p99_budget, max_budget = ("≤ 200 ms", "≤ 1000 ms") if judged else ("", "")
-    p99_ok, max_ok = (p99 <= P99_BUDGET, worst <= MAX_BUDGET) if judged else (None, None)
+    p99_budget, max_budget = (f"≤ {budgets[0] * 1000:g} ms", f"≤ {budgets[1] * 1000:g} ms") if judged else ("", "")
+    p99_ok, max_ok = (p99 <= budgets[0], worst <= budgets[1]) if judged else (None, None)
     section.check(f"{label}: p99 lateness", p99 * 1000, "ms", budget=p99_budget, passed=p99_ok)
     section.check(f"{label}: max lateness", worst * 1000, "ms", budget=max_budget, passed=max_ok)
     section.check(f"{label}: p50 lateness", percentile(late, 50) * 1000, "ms")

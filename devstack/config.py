@@ -12,14 +12,16 @@ from hourglass.settings import Settings
 # SQS targets `make dev` allows unless HOURGLASS_SQS_TARGETS says otherwise: queues named for the
 # tests, the sample and the benchmarks (never the timer queue, which create refuses anyway).
 LOCAL_SQS_TARGETS = "target*,hourglass-*,bench-*"
+# The same names allowed for every AWS service target type (Lambda, SNS, EventBridge, Step Functions).
+LOCAL_SERVICE_TARGETS = LOCAL_SQS_TARGETS
 
 # Where the crash switch stops an attempt: its timer received (before the begin write), begun (before
 # the request), delivered (before the outcome write).
-CRASH_PHASES = ("received", "begun", "delivered")
+CRASH_PHASES = c.CRASH_PHASES
 # The fields that are the functions' own settings (hourglass.settings), read from the same variables.
 FUNCTION_SETTINGS = (
     "sweep_interval", "lookahead", "allow_private_callbacks", "api_key", "handoff_safety", "shards", "log_level",
-    "sqs_targets",
+    "sqs_targets", "lambda_targets", "sns_targets", "eventbridge_targets", "stepfunctions_targets",
 )
 
 DEPLOY_MODES = {"": "inprocess", "inprocess": "inprocess", "moto": "inprocess", "cdk": "cdk", "ministack": "cdk"}
@@ -30,6 +32,13 @@ def crash_phase(value: str) -> str | None:
     if phase is not None and phase not in CRASH_PHASES:
         raise ValueError(f"HOURGLASS_CRASH_AT={value!r}: expected one of {', '.join(CRASH_PHASES)}")
     return phase
+
+
+def auth_mode(value: str) -> str:
+    mode = value.strip().lower() or c.AUTH_API_KEY
+    if mode not in c.AUTH_MODES:
+        raise ValueError(f"HOURGLASS_AUTH={value!r}: expected one of {', '.join(c.AUTH_MODES)}")
+    return mode
 
 
 def deploy_mode(value: str) -> str:
@@ -57,18 +66,27 @@ class RuntimeConfig:
     poll_visibility: int | None = None
     log_level: str | None = None
     sqs_targets: str = LOCAL_SQS_TARGETS
+    lambda_targets: str = LOCAL_SERVICE_TARGETS
+    sns_targets: str = LOCAL_SERVICE_TARGETS
+    eventbridge_targets: str = LOCAL_SERVICE_TARGETS
+    stepfunctions_targets: str = LOCAL_SERVICE_TARGETS
     # "inprocess": handlers in this process on moto; "cdk": `cdk deploy` into MiniStack, Lambdas there.
     deploy: str = "inprocess"
     # Fault switch for the crash benchmark (devstack.crash): every attempt that reaches this phase
     # stops there, and the process kills itself (SIGKILL) `crash_after` seconds after the first did.
     crash_at: str | None = None
     crash_after: float = 3.0
+    # As the stack's `hourglass:auth`: "iam" and "both" make the local gateway require SigV4 signatures by the
+    # emulator's credentials (devstack.sigv4); "both" also needs HOURGLASS_API_KEY's key when it is set.
+    auth: str = c.AUTH_API_KEY
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> RuntimeConfig:
         env = os.environ if env is None else env
         # The functions' settings are read as the functions read them; only the local defaults differ.
-        engine = Settings.from_env({c.ALLOW_PRIVATE_CALLBACKS: "1", c.SQS_TARGETS: LOCAL_SQS_TARGETS, **env})
+        local = {c.ALLOW_PRIVATE_CALLBACKS: "1", c.SQS_TARGETS: LOCAL_SQS_TARGETS}
+        local.update({name: LOCAL_SERVICE_TARGETS for name in c.SERVICE_TARGETS.values()})
+        engine = Settings.from_env({**local, **env})
         return cls(
             api_port=int(env.get("HOURGLASS_API_PORT", "8080")),
             emulator_port=int(env.get("HOURGLASS_EMULATOR_PORT", "4566")),
@@ -79,8 +97,14 @@ class RuntimeConfig:
             deploy=deploy_mode(env.get("HOURGLASS_DEPLOY", "")),
             crash_at=crash_phase(env.get("HOURGLASS_CRASH_AT", "")),
             crash_after=float(env.get("HOURGLASS_CRASH_AFTER", "3")),
+            auth=auth_mode(env.get("HOURGLASS_AUTH", "")),
             **{name: getattr(engine, name) for name in FUNCTION_SETTINGS},
         )
+
+    @property
+    def signed(self) -> bool:
+        """Whether requests need a SigV4 signature."""
+        return self.auth in (c.AUTH_IAM, c.AUTH_BOTH)
 
     @property
     def delivery_lease(self) -> float | None:
@@ -99,4 +123,8 @@ class RuntimeConfig:
             "hourglass:allow_private_callbacks": self.allow_private_callbacks,
             "hourglass:sweep_interval": self.sweep_interval,
             "hourglass:sqs_targets": self.sqs_targets,
+            "hourglass:lambda_targets": self.lambda_targets,
+            "hourglass:sns_targets": self.sns_targets,
+            "hourglass:eventbridge_targets": self.eventbridge_targets,
+            "hourglass:stepfunctions_targets": self.stepfunctions_targets,
         }

@@ -1,7 +1,8 @@
 """The crash switch (HOURGLASS_CRASH_AT): attempts stop at a phase, then the local runtime is SIGKILLed.
 
 For the crash benchmark (bench/crash.py): every attempt that reaches the phase stays there, so the kill
-finds them all mid-flight in it, with nothing cleaned up, as when a host dies.
+finds them all mid-flight in it, with nothing cleaned up, as when a host dies. (The deployed dispatcher's
+switch, `hourglass.service.crash_switch`, exits at once instead.)
 """
 
 from __future__ import annotations
@@ -9,9 +10,9 @@ from __future__ import annotations
 import os
 import signal
 import threading
-from typing import Any
 
 from hourglass.logs import log
+from hourglass.service import crash_switch
 from hourglass.service.context import Context
 
 
@@ -22,7 +23,7 @@ class _Switch:
         self._lock = threading.Lock()
         self._fired = False
 
-    def reached(self, phase: str) -> None:
+    def reached(self, phase: str, _: object) -> None:
         """At `phase` of an attempt: the switch's phase stops the attempt for good (the kill ends it)."""
         if phase != self.phase:
             return
@@ -35,21 +36,5 @@ class _Switch:
 
 
 def arm(ctx: Context, phase: str, after: float) -> None:
-    """Wraps the begin write (received: before it, begun: after it) and the HTTP request (delivered:
-    after it) of the runtime's context."""
-    switch = _Switch(phase, after)
-    begin, post = ctx.store.begin_delivery, ctx.post
-
-    def begin_delivery(*args: Any, **kwargs: Any) -> Any:
-        switch.reached("received")
-        message = begin(*args, **kwargs)
-        switch.reached("begun")
-        return message
-
-    def delivered(*args: Any, **kwargs: Any) -> Any:
-        reply = post(*args, **kwargs)
-        switch.reached("delivered")
-        return reply
-
-    ctx.store.begin_delivery = begin_delivery  # type: ignore[method-assign]
-    ctx.post = delivered
+    """Every attempt of the runtime's context stops at `phase` (`crash_switch.wrap`)."""
+    crash_switch.wrap(ctx, _Switch(phase, after).reached)

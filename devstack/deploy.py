@@ -367,9 +367,33 @@ def _warn_skipped(cfn: Any, stack_name: str, template: Mapping[str, Any]) -> Non
     for logical_id, resource in template.get("Resources", {}).items():
         if logical_id not in created and not _may_lack_physical_id(resource.get("Type", "")):
             skipped[resource.get("Type", "?")] = skipped.get(resource.get("Type", "?"), 0) + 1
-    if skipped:
-        kinds = ", ".join(f"{kind} x{count}" for kind, count in sorted(skipped.items()))
-        log.warning("stack %s: the emulator did not create: %s", stack_name, kinds)
+    if not skipped:
+        return
+    covered = {kind: count for kind, count in skipped.items() if kind in STAND_INS}
+    if covered:
+        done = "; ".join(f"{STAND_INS[kind]} ({kind} x{count})" for kind, count in sorted(covered.items()))
+        # At warning level so that it is printed (no handler is configured): it says what runs instead.
+        log.warning("stack %s: the local runtime stands in for what the emulator leaves out: %s", stack_name, done)
+    missing = {kind: count for kind, count in skipped.items() if kind not in STAND_INS}
+    if missing:
+        kinds = ", ".join(f"{kind} x{count}" for kind, count in sorted(missing.items()))
+        log.warning("stack %s: the emulator did not create, and nothing stands in for: %s", stack_name, kinds)
+
+
+# What the local runtime does in place of the resources moto's CloudFormation leaves out, said as such, so
+# that a first run does not read as a failure.
+STAND_INS = {
+    "AWS::ApiGateway::ApiKey": "the API checks x-api-key itself (HOURGLASS_API_KEY)",
+    "AWS::ApiGateway::UsagePlan": "no usage plan: the local gateway has no throttling",
+    "AWS::ApiGateway::UsagePlanKey": "the API key needs no usage plan",
+    "AWS::CloudWatch::Alarm": "no alarms: metrics go to the log as EMF lines",
+    "AWS::CloudWatch::Dashboard": "no dashboard: the console's charts read what the runtime has",
+    "AWS::Events::Rule": "the runtime runs the sweeper on its own timer",
+    "AWS::Scheduler::Schedule": "the runtime runs the sweeper on its own timer",
+    "AWS::Lambda::EventSourceMapping": "the runtime's pollers feed the SQS queues to the handlers",
+    "AWS::SNS::Subscription": "alarm e-mails are not sent",
+    "AWS::Logs::LogGroup": "the handlers log to the runtime's output",
+}
 
 
 def _may_lack_physical_id(resource_type: str) -> bool:

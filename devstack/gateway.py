@@ -4,12 +4,14 @@ Like API Gateway and Lambda it refuses request bodies over 10 MB (413) and answe
 over 6 MB. As a service on the developer's machine it also refuses what a web page could send
 (contract v1.1): a `Host` other than its own address or an `Origin` of another site (403), and a
 body that is not declared `application/json` (415), so no page can drive it or read its answers.
+With an `authenticate` check (HOURGLASS_AUTH=iam) every route but the public ones needs what it asks (403).
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import re
 import threading
 import uuid
 from collections.abc import Callable, Mapping
@@ -18,10 +20,14 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
+# (method, raw path, lower-case headers, body) -> why the request is refused (status, code, message), or None.
+Authenticate = Callable[[str, str, Mapping[str, str], bytes], tuple[int, str, str] | None]
 MAX_BODY = 10 * 1024 * 1024  # API Gateway's payload limit
 MAX_RESPONSE = 6 * 1024 * 1024  # Lambda's synchronous response limit
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+# The console's static page, public in the stack whatever `hourglass:auth` says (stacks/constructs/rest_api.py).
+PUBLIC_PATH = re.compile(r"/console(/[^/]*)?")
 
 
 def own_hosts(port: int) -> frozenset[str]:
@@ -81,9 +87,12 @@ def proxy_event(method: str, raw_path: str, headers: dict[str, str], body: bytes
 
 
 class Gateway:
-    def __init__(self, handler: Handler, port: int, is_ready: Callable[[], bool]) -> None:
+    def __init__(
+        self, handler: Handler, port: int, is_ready: Callable[[], bool], authenticate: Authenticate | None = None
+    ) -> None:
         self.handler = handler
         self.is_ready = is_ready
+        self.authenticate = authenticate
         self.server = ThreadingHTTPServer(("127.0.0.1", port), self._request_class())
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, name="gateway", daemon=True)
@@ -131,6 +140,16 @@ class Gateway:
                     return
                 length = int(lower.get("content-length", "0").strip() or "0")
                 body = self.rfile.read(length) if length else b""
+                public = self.command == "GET" and PUBLIC_PATH.fullmatch(urlsplit(self.path).path)
+                denied = (
+                    None
+                    if gateway.authenticate is None or public
+                    else gateway.authenticate(self.command, self.path, lower, body)
+                )
+                if denied:
+                    status, code, message = denied
+                    self._send(status, {"error": {"code": code, "message": message}})
+                    return
                 headers = {k: v for k, v in self.headers.items()}
                 event = proxy_event(self.command, self.path, headers, body)
                 response = gateway.handler(event, None)

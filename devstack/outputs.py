@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+from hourglass import contract
 
 from devstack.deployed import STACK_NAME, local_api_url
 
@@ -23,10 +24,13 @@ def exports(
     outputs_file: Path, stack: str = STACK_NAME, *, endpoint_url: str | None = None, client: Any = None
 ) -> dict[str, str]:
     outputs = json.loads(outputs_file.read_text())[stack]
-    apigateway = client or boto3.client("apigateway")
-    key = apigateway.get_api_key(apiKey=outputs["ApiKeyId"], includeValue=True)["value"]
     api_url = local_api_url(outputs["ApiUrl"], endpoint_url) if endpoint_url else outputs["ApiUrl"]
-    return {"API_URL": api_url.rstrip("/") + "/", "API_KEY": key}
+    found = {"API_URL": api_url.rstrip("/") + "/"}
+    if contract.OUTPUT_API_KEY_ID in outputs:  # not under `-c hourglass:auth=iam`: callers sign instead
+        apigateway = client or boto3.client("apigateway")
+        key = apigateway.get_api_key(apiKey=outputs[contract.OUTPUT_API_KEY_ID], includeValue=True)
+        found["API_KEY"] = key["value"]
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,7 +15,9 @@ import boto3
 from hourglass import contract
 from hourglass.adapters.aws import AWS_CONFIG
 from hourglass.adapters.body_store import BodyStore
+from hourglass.adapters.metric_history import MinuteHistory
 from hourglass.adapters.metrics import Metrics
+from hourglass.adapters.service_targets import ServiceTargets
 from hourglass.adapters.sqs_target import SqsTargets
 from hourglass.adapters.store import Store
 from hourglass.adapters.timer_queue import TimerQueue
@@ -32,6 +34,7 @@ from devstack.config import RuntimeConfig
 from devstack.emulator import Emulator, use_dummy_credentials
 from devstack.gateway import Gateway
 from devstack.pollers import QueuePoller, Schedule, ThreadInvoker
+from devstack.sigv4 import SigV4Check
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / ".hourglass"
@@ -96,7 +99,12 @@ class Runtime:
             crash.arm(self.context, config.crash_at, config.crash_after)
         api = Api(self.context)
         dispatcher = Dispatcher(self.context)
-        self.gateway = Gateway(lambda event, _: api_handler.handle(api, event), config.api_port, lambda: self.ready)
+        self.gateway = Gateway(
+            lambda event, _: api_handler.handle(api, event),
+            config.api_port,
+            lambda: self.ready,
+            authenticate=SigV4Check.of_emulator(config.region) if config.signed else None,
+        )
         self.gateway.start()
         sqs = self.client("sqs")
         self.pollers = QueuePoller(
@@ -164,7 +172,7 @@ class Runtime:
                 contract.ALLOW_PRIVATE_CALLBACKS: "1" if self.config.allow_private_callbacks else "0",
             }
         )
-        if self.config.api_key:
+        if self.config.api_key and self.config.auth != contract.AUTH_IAM:  # under iam the signature is the key
             env[contract.API_KEY] = self.config.api_key
         if self.config.delivery_lease is not None:
             env[contract.DELIVERY_LEASE] = str(self.config.delivery_lease)
@@ -177,12 +185,16 @@ class Runtime:
     def _build_context(self, endpoint: str) -> Context:
         assert self.settings is not None
         sqs = self.client("sqs")
+        history = MinuteHistory()
         return Context(
             settings=self.settings,
             store=Store(self.settings.table, client=self.client("dynamodb")),
             timers=TimerQueue(self.settings.timer_queue_url, client=sqs),
             targets=SqsTargets(client=sqs),
-            metrics=Metrics(emit=False),
+            # No CloudWatch here: the console's charts read the runtime's own per-minute figures.
+            metrics=Metrics(emit=False, history=history),
+            metric_series=history,
+            services=ServiceTargets.from_clients(self.client),
             body_store=BodyStore(self.settings.body_bucket, client=self.client("s3"))
             if self.settings.body_bucket
             else None,

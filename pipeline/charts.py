@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 from collections import defaultdict
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import matplotlib
@@ -15,6 +15,7 @@ matplotlib.use("Agg")  # no display on a cluster or in CI
 import matplotlib.pyplot as plt  # after use(): the backend is chosen first
 
 MAX_SERIES = 8
+STEPS = {"minute": timedelta(minutes=1), "hour": timedelta(hours=1), "day": timedelta(days=1)}
 _SIZE = (9.0, 4.5)
 
 
@@ -33,7 +34,8 @@ def lateness_histogram(bins: Sequence[Any]) -> bytes:
 
 
 def deliveries_over_time(rows: Sequence[Any], unit: str) -> bytes:
-    """One line per queue (the busiest few, the rest summed as "other"); rows: queue, period, delivered."""
+    """One line per queue (the busiest few, the rest summed as "other"); rows: queue, period, delivered.
+    A period without deliveries is plotted as zero, never bridged by a line."""
     per_queue: dict[str, dict[datetime, int]] = defaultdict(lambda: defaultdict(int))
     totals: dict[str, int] = defaultdict(int)
     for row in rows:
@@ -43,16 +45,28 @@ def deliveries_over_time(rows: Sequence[Any], unit: str) -> bytes:
         # Spark hands timestamps back as naive local times; astimezone reads them as such.
         per_queue[row.queue if row.queue in busiest else "other"][row.period.astimezone(UTC)] += row.delivered
     figure, axes = plt.subplots(figsize=_SIZE)
+    times: list[Any] = periods({t for counts in per_queue.values() for t in counts}, unit)
     for queue in sorted(per_queue):
-        points = sorted(per_queue[queue].items())
-        times: list[Any] = [p for p, _ in points]  # matplotlib's date converter takes datetimes
-        axes.plot(times, [c for _, c in points], marker="o", markersize=3, label=queue)
+        counts = per_queue[queue]  # matplotlib's date converter takes the datetimes
+        axes.plot(times, [counts.get(t, 0) for t in times], marker="o", markersize=3, label=queue)
     if per_queue:
         axes.legend(fontsize=8)
     axes.set_ylabel(f"delivered per {unit}")
     axes.set_title(f"Deliveries per {unit} (UTC)")
     figure.autofmt_xdate()
     return _png(figure)
+
+
+def periods(seen: set[datetime], unit: str, most: int = 20_000) -> list[datetime]:
+    """Every period from the first seen to the last, one `unit` apart (at most `most`; beyond that only
+    those seen, so that a sparse range of years is not drawn minute by minute)."""
+    if not seen:
+        return []
+    step = STEPS[unit]
+    first, last = min(seen), max(seen)
+    if (last - first) / step >= most:
+        return sorted(seen)
+    return [first + step * i for i in range(int((last - first) / step) + 1)]
 
 
 def _bin_label(lower: float, upper: float | None) -> str:

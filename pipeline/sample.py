@@ -26,13 +26,14 @@ from hourglass.core.timestamps import format_rfc3339, parse_rfc3339
 from pipeline import cells
 from pipeline.deployment import Deployment
 
-# name, weight, settings (the REST body of PUT /v1/queues/{name})
+# name, weight, settings (the REST body of PUT /v1/queues/{name}); names of their own, so the sample's rows
+# never reach the queues (and receivers) of the README's examples.
 QUEUES: tuple[tuple[str, int, dict[str, Any]], ...] = (
-    ("orders", 40, {}),
-    ("emails", 25, {"default_delay": 60}),
-    ("reminders", 15, {"max_delay": 30 * 86400, "ttl": 14 * 86400}),
-    ("webhooks", 15, {"retry": {"max_attempts": 8, "backoff_base": 2, "backoff_max": 600}}),
-    ("reports", 5, {"default_delay": 3600}),
+    ("sample-orders", 40, {}),
+    ("sample-emails", 25, {"default_delay": 60}),
+    ("sample-reminders", 15, {"max_delay": 30 * 86400, "ttl": 14 * 86400}),
+    ("sample-webhooks", 15, {"retry": {"max_attempts": 8, "backoff_base": 2, "backoff_max": 600}}),
+    ("sample-reports", 5, {"default_delay": 3600}),
 )
 # Some deliver_at values carry an offset other than Z, as real exports do.
 _PLUS_TWO = timezone(timedelta(hours=2))
@@ -44,17 +45,17 @@ SQS_TARGET = json.dumps(
     separators=(",", ":"),
 )
 BAD_ROWS: tuple[dict[str, str], ...] = (
-    {"queue": "orderz", "body": "{}", "delay": "5"},
+    {"queue": "sample-orderz", "body": "{}", "delay": "5"},
     {"queue": "bad queue!", "body": "{}", "delay": "5"},
-    {"queue": "orders", "body": "{}", "delay": "-5"},
-    {"queue": "orders", "body": "{}", "delay": "soon"},
-    {"queue": "orders", "body": "{}", "delay": "5", "deliver_at": "2026-12-24T18:00:00Z"},
-    {"queue": "emails", "body": "{}", "deliver_at": "tomorrow"},
-    {"queue": "emails", "body": "{}", "ttl": "0"},
-    {"queue": "webhooks", "body": "{}", "target": "{not json"},
-    {"queue": "webhooks", "body": "{}", "target": '{"type":"ftp"}'},
-    {"queue": "orders", "delay": "5"},
-    {"queue": "reminders", "body": "{}", "delay": str(40 * 86400)},
+    {"queue": "sample-orders", "body": "{}", "delay": "-5"},
+    {"queue": "sample-orders", "body": "{}", "delay": "soon"},
+    {"queue": "sample-orders", "body": "{}", "delay": "5", "deliver_at": "2026-12-24T18:00:00Z"},
+    {"queue": "sample-emails", "body": "{}", "deliver_at": "tomorrow"},
+    {"queue": "sample-emails", "body": "{}", "ttl": "0"},
+    {"queue": "sample-webhooks", "body": "{}", "target": "{not json"},
+    {"queue": "sample-webhooks", "body": "{}", "target": '{"type":"ftp"}'},
+    {"queue": "sample-orders", "delay": "5"},
+    {"queue": "sample-reminders", "body": "{}", "delay": str(40 * 86400)},
 )
 
 
@@ -68,11 +69,11 @@ class Generator:
         self.names = [name for name, _, _ in QUEUES]
         self.weights = [weight for _, weight, _ in QUEUES]
         self.bodies: dict[str, Callable[[int], str]] = {
-            "orders": lambda i: f'{{"order_id":"o-{i}","amount":{i % 997 + 0.99:.2f},"currency":"EUR"}}',
-            "emails": lambda i: f'{{"to":"user{i % 50000}@example.com","template":"welcome"}}',
-            "reminders": lambda i: f"Call back customer {i % 20000}",
-            "webhooks": lambda i: f'{{"event":"invoice.paid","invoice":"in_{i:08d}"}}',
-            "reports": lambda i: f'{{"report":"daily","shard":{i % 16}}}',
+            "sample-orders": lambda i: f'{{"order_id":"o-{i}","amount":{i % 997 + 0.99:.2f},"currency":"EUR"}}',
+            "sample-emails": lambda i: f'{{"to":"user{i % 50000}@example.com","template":"welcome"}}',
+            "sample-reminders": lambda i: f"Call back customer {i % 20000}",
+            "sample-webhooks": lambda i: f'{{"event":"invoice.paid","invoice":"in_{i:08d}"}}',
+            "sample-reports": lambda i: f'{{"report":"daily","shard":{i % 16}}}',
         }
 
     def rows(self, count: int) -> Iterator[dict[str, str]]:
@@ -97,7 +98,7 @@ class Generator:
         kind = rnd.random()
         if kind < 0.15:
             return {}  # the queue's default_delay
-        seconds = self._delay_seconds(30 * 86400 if queue == "reminders" else 7 * 86400)
+        seconds = self._delay_seconds(30 * 86400 if queue == "sample-reminders" else 7 * 86400)
         if kind < 0.70:
             return {"delay": str(seconds) if rnd.random() < 0.7 else f"{seconds + rnd.random():.3f}"}
         if rnd.random() < 0.05:

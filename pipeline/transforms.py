@@ -159,9 +159,10 @@ def attempts_histogram(messages: DataFrame) -> DataFrame:
 
 
 def top_failures(messages: DataFrame, limit: int = 5) -> DataFrame:
-    """The most frequent `last_error` texts per queue, with how many messages carry each."""
+    """The most frequent `last_error` texts per queue, with how many messages carry each. A delivered
+    message failed nothing (exports made before v1.2 may still carry an earlier attempt's error)."""
     counts = (
-        messages.where(F.col("last_error").isNotNull())
+        messages.where(F.col("last_error").isNotNull() & (F.col("status") != Status.DELIVERED.value))
         .groupBy("queue", "last_error")
         .agg(F.count("*").alias("messages"))
     )

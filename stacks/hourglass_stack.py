@@ -14,6 +14,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda_event_sources as event_sources
 from constructs import Construct
 from hourglass import contract
+from hourglass.core import aws_targets
 
 from stacks.constructs.body_bucket import BODY_BUCKET_ENV, BodyBucket
 from stacks.constructs.functions import DISPATCHER, INGEST, SWEEPER, Functions
@@ -47,8 +48,24 @@ class HourglassSettings:
     # SQS queues messages may target: queue ARNs, queue names of this account, or `prefix*`.
     # Empty: no SQS targets (HTTP only). Granted exactly in IAM; never the timer queue or its DLQ.
     sqs_targets: tuple[str, ...] = ()
+    # Lambda functions, SNS topics, EventBridge buses and Step Functions state machines messages may target
+    # (`hourglass:<type>_targets`): ARNs or names of this account and region, `*` wildcards as IAM reads them.
+    # Empty: none. Granted exactly in IAM; never a resource of this stack (core.aws_targets).
+    lambda_targets: tuple[str, ...] = ()
+    sns_targets: tuple[str, ...] = ()
+    eventbridge_targets: tuple[str, ...] = ()
+    stepfunctions_targets: tuple[str, ...] = ()
+    # How API callers authenticate: "api_key", "iam" (SigV4) or "both" (contract.AUTH_MODES).
+    auth: str = contract.AUTH_API_KEY
 
     def __post_init__(self) -> None:
+        if self.auth not in contract.AUTH_MODES:
+            raise ValueError(f"auth must be one of {', '.join(contract.AUTH_MODES)}, got {self.auth!r}")
+        for kind in aws_targets.KINDS.values():
+            try:
+                aws_targets.ArnRule.parse(kind, ",".join(self.service_targets(kind)))
+            except ValueError as exc:
+                raise ValueError(f"{kind.setting}: {exc}") from exc
         for entry in self.sqs_targets:
             if not SQS_TARGET.fullmatch(entry):
                 raise ValueError(
@@ -68,6 +85,22 @@ class HourglassSettings:
         """EventBridge schedules have minute granularity: whole minutes, else every minute."""
         seconds = self.sweep_interval_seconds
         return seconds // 60 if seconds >= 60 and seconds % 60 == 0 else 1
+
+    def service_targets(self, kind: aws_targets.Kind) -> tuple[str, ...]:
+        return tuple(getattr(self, f"{kind.type}_targets"))
+
+    def service_target_arns(self, stack: Stack, kind: aws_targets.Kind) -> list[str]:
+        """The allow-list of `kind` as ARN patterns: names become ARNs of the stack's account and region (joins
+        the functions read back as they are granted). Refuses an entry that could match the stack's own
+        resources, all named `<stack name>-...` by CloudFormation."""
+        entries = self.service_targets(kind)
+        for entry in entries:
+            if aws_targets.overlaps_stack(entry, kind, stack.stack_name):
+                raise ValueError(f"{kind.setting} entry {entry!r} could match this stack's own resources")
+        return [
+            e if e.startswith("arn:") else stack.format_arn(service=kind.service, resource=kind.resource + e)
+            for e in entries
+        ]
 
     def sqs_target_arns(self, stack: Stack) -> list[str]:
         """The resources of the dispatcher's `sqs:SendMessage` to targets: exact ARNs, or `<prefix>*`."""
@@ -135,7 +168,7 @@ class HourglassStack(Stack):
             sweeper=SWEEPER,
             dispatcher=DISPATCHER,
         )
-        api = IngestApi(self, "Api", handler=functions.ingest)
+        api = IngestApi(self, "Api", handler=functions.ingest, auth=settings.auth)
         # Bodies too large for a body item (docs/design.md, "Message bodies").
         bodies = BodyBucket(self, "Bodies", retention_days=settings.retention_days)
         # Every function may store a message version whose body goes there: ingest (POST, schedule PUT),
@@ -150,6 +183,10 @@ class HourglassStack(Stack):
         for fn in (functions.ingest, functions.sweeper, functions.dispatcher):
             store.table.grant_read_write_data(fn)
             timer.queue.grant_send_messages(fn)
+        # The console's charts read the queue's metrics back (GetMetricData takes no resource ARNs).
+        functions.ingest.add_to_role_policy(
+            iam.PolicyStatement(sid="ReadQueueMetrics", actions=["cloudwatch:GetMetricData"], resources=["*"])
+        )
         # The dispatcher delivers to the target queues the settings allow, and to no other; the sweeper
         # sends the failure notices a dispatcher left in the outbox, to the same queues.
         if settings.sqs_targets:
@@ -157,6 +194,7 @@ class HourglassStack(Stack):
                 fn.add_to_role_policy(
                     iam.PolicyStatement(sid=sid, actions=["sqs:SendMessage"], resources=settings.sqs_target_arns(self))
                 )
+        self._grant_service_targets(settings, functions)
         # A scheduled sweep with more due than one invocation can claim invokes the sweeper itself
         # (fan-out invocations; the statement id predates that name). A policy of its own: in the
         # role's default policy the function's ARN would make a dependency cycle (the function
@@ -214,7 +252,11 @@ class HourglassStack(Stack):
         )
 
         CfnOutput(self, "ApiUrl", value=api.url)
-        CfnOutput(self, "ApiKeyId", value=api.api_key.key_id)
+        if api.api_key is not None:
+            CfnOutput(self, contract.OUTPUT_API_KEY_ID, value=api.api_key.key_id)
+        if api.invoke_policy is not None:
+            CfnOutput(self, contract.OUTPUT_INVOKE_POLICY, value=api.invoke_policy.managed_policy_arn)
+        CfnOutput(self, contract.OUTPUT_EXECUTE_ARN, value=api.execute_arn)
         CfnOutput(self, contract.OUTPUT_TABLE, value=store.table.table_name)
         CfnOutput(self, contract.OUTPUT_TIMER_QUEUE_URL, value=timer.queue.queue_url)
         CfnOutput(self, contract.OUTPUT_BODY_BUCKET, value=bodies.bucket.bucket_name)
@@ -226,3 +268,21 @@ class HourglassStack(Stack):
         CfnOutput(self, "DashboardName", value=monitoring.dashboard.dashboard_name)
         for name, value in settings.layout_outputs().items():
             CfnOutput(self, name, value=value)
+
+    def _grant_service_targets(self, settings: HourglassSettings, functions: Functions) -> None:
+        """Every function learns the allow-lists (ingest checks them at create) and the stack's name (its own
+        resources are never targets); the dispatcher delivers to exactly those resources, the sweeper sends
+        the failure notices left in the outbox to them."""
+        workers = (functions.ingest, functions.sweeper, functions.dispatcher)
+        for fn in workers:
+            fn.add_environment(contract.STACK_NAME, self.stack_name)
+        for kind in aws_targets.KINDS.values():
+            arns = settings.service_target_arns(self, kind)
+            for fn in workers:
+                fn.add_environment(contract.SERVICE_TARGETS[kind.type], ",".join(arns))
+            if not arns:
+                continue
+            sid = kind.type.capitalize()
+            for fn, role in ((functions.dispatcher, "DeliverTo"), (functions.sweeper, "NotifyTo")):
+                statement = iam.PolicyStatement(sid=f"{role}{sid}Targets", actions=[kind.action], resources=arns)
+                fn.add_to_role_policy(statement)

@@ -23,9 +23,28 @@ LOG_LEVEL = "HOURGLASS_LOG_LEVEL"
 BODY_BUCKET = "HOURGLASS_BODY_BUCKET"
 SQS_TARGETS = "HOURGLASS_SQS_TARGETS"
 TIMER_DLQ_URL = "HOURGLASS_TIMER_DLQ_URL"
+# Allowed AWS service targets per type (core.aws_targets), and the stack's name (its resources never are targets).
+SERVICE_TARGETS = {
+    "lambda": "HOURGLASS_LAMBDA_TARGETS",
+    "sns": "HOURGLASS_SNS_TARGETS",
+    "eventbridge": "HOURGLASS_EVENTBRIDGE_TARGETS",
+    "stepfunctions": "HOURGLASS_STEPFUNCTIONS_TARGETS",
+}
+STACK_NAME = "HOURGLASS_STACK_NAME"
+
+# How callers authenticate (stack setting `hourglass:auth`, the local runtime's HOURGLASS_AUTH): an API
+# key, AWS SigV4 (API Gateway's IAM authorization), or both at once. API Gateway checks it; no function does.
+AUTH_API_KEY, AUTH_IAM, AUTH_BOTH = "api_key", "iam", "both"
+AUTH_MODES = (AUTH_API_KEY, AUTH_IAM, AUTH_BOTH)
+# The crash switch (tests and benchmarks only): the phase of an attempt where its dispatcher dies.
+CRASH_AT = "HOURGLASS_CRASH_AT"
+CRASH_PHASES = ("received", "begun", "delivered")
 
 # The table: its sparse due index and the TTL attribute.
 DUE_INDEX = "due"
+# Lists in order (v1.2), keys only: by the time each message was scheduled for, and by creation.
+LIST_INDEX = "list"
+CREATED_INDEX = "created"
 TTL_ATTRIBUTE = "expire_at"
 
 # Defaults; rows keyed for another shard count or bucket width are never swept.
@@ -51,3 +70,6 @@ OUTPUT_SHARDS = "Shards"
 OUTPUT_BUCKET_SECONDS = "BucketSeconds"
 OUTPUT_LOOKAHEAD = "LookaheadSeconds"
 OUTPUT_HANDOFF_SAFETY = "HandoffSafetySeconds"
+OUTPUT_API_KEY_ID = "ApiKeyId"
+OUTPUT_INVOKE_POLICY = "ApiInvokePolicyArn"
+OUTPUT_EXECUTE_ARN = "ApiExecuteArn"

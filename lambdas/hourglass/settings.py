@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from hourglass import contract
+from hourglass.core.aws_targets import KINDS, ArnRule
 from hourglass.core.handoff import Timing
 from hourglass.core.schedule import MAX_TIMER_DELAY
 from hourglass.core.sqs_targets import SqsTargetRule
@@ -39,15 +40,29 @@ class Settings:
     # The S3 bucket of bodies too large for a body item (docs/design.md, "Message bodies"); unset,
     # such bodies cannot be stored.
     body_bucket: str | None = None
+    # The crash switch (`service.crash_switch`): None in any real deployment.
+    crash_at: str | None = None
     # None leaves the log level as it is (INFO unless set).
     log_level: str | None = None
 
     @property
     def timing(self) -> Timing:
         return Timing(self.shards, self.bucket_seconds, self.lookahead, self.handoff_safety)
+
     # Allowed SQS targets (core.sqs_targets): ARNs, names, `prefix*`; empty allows none.
     sqs_targets: str = ""
     timer_dlq_url: str = ""
+    # Allowed AWS service targets by type (core.aws_targets): ARN or name patterns; empty allows none.
+    lambda_targets: str = ""
+    sns_targets: str = ""
+    eventbridge_targets: str = ""
+    stepfunctions_targets: str = ""
+    # The stack's name: every resource it made is named `<stack name>-...` and is never a target.
+    stack_name: str = ""
+
+    def service_targets(self, kind: str) -> str:
+        """The allow-list setting of an AWS service target type (`lambda`, `sns`, ...)."""
+        return str(getattr(self, f"{kind}_targets"))
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -71,6 +86,12 @@ class Settings:
             body_bucket=env.get(c.BODY_BUCKET) or None,
             sqs_targets=env.get(c.SQS_TARGETS, ""),
             timer_dlq_url=env.get(c.TIMER_DLQ_URL, ""),
+            stack_name=env.get(c.STACK_NAME, ""),
+            lambda_targets=env.get(c.SERVICE_TARGETS["lambda"], ""),
+            sns_targets=env.get(c.SERVICE_TARGETS["sns"], ""),
+            eventbridge_targets=env.get(c.SERVICE_TARGETS["eventbridge"], ""),
+            stepfunctions_targets=env.get(c.SERVICE_TARGETS["stepfunctions"], ""),
+            crash_at=env.get(c.CRASH_AT) or None,
         )
         settings.check()
         return settings
@@ -80,10 +101,17 @@ class Settings:
             SqsTargetRule.parse(self.sqs_targets)
         except ValueError as exc:
             raise ValidationError("HOURGLASS_SQS_TARGETS", str(exc)) from exc
+        for kind, name in contract.SERVICE_TARGETS.items():
+            try:
+                ArnRule.parse(KINDS[kind], self.service_targets(kind))
+            except ValueError as exc:
+                raise ValidationError(name, str(exc)) from exc
         if not 0 < self.delivery_lease <= 3600:
             raise ValidationError(contract.DELIVERY_LEASE, "must be between 0 and 3600 seconds")
         if not 1 <= self.timer_hold <= 900:
             raise ValidationError(contract.TIMER_HOLD, "must be between 1 and 900 seconds")
+        if self.crash_at is not None and self.crash_at not in contract.CRASH_PHASES:
+            raise ValidationError(contract.CRASH_AT, f"must be one of {', '.join(contract.CRASH_PHASES)}")
         if self.sweep_capacity < 1:
             raise ValidationError(contract.SWEEP_CAPACITY, "must be at least 1")
         if not 1 <= self.shards <= 1000:

@@ -8,12 +8,13 @@ from __future__ import annotations
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
+from hourglass.contract import CREATED_INDEX, LIST_INDEX, TTL_ATTRIBUTE
 from hourglass.contract import DUE_INDEX as DUE_INDEX_NAME
-from hourglass.contract import TTL_ATTRIBUTE
 
 
 class MessageTable(Construct):
-    """One on-demand table ``(pk, sk)`` with the sparse GSI ``due`` ``(sweep_pk, sweep_sk)``."""
+    """One on-demand table ``(pk, sk)`` with the sparse GSI ``due`` ``(sweep_pk, sweep_sk)`` and the list
+    orders' ``list`` ``(list_pk, list_sk)`` and ``created`` ``(list_pk, created_at)``."""
 
     def __init__(
         self,
@@ -46,3 +47,13 @@ class MessageTable(Construct):
             projection_type=dynamodb.ProjectionType.INCLUDE,
             non_key_attributes=["version", "flow_key", "priority"],
         )
+        # Lists in order (v1.2), keys only: each message's entry is written when it is stored and again
+        # only when it is rescheduled (its status changes never touch them).
+        for name, sort in ((LIST_INDEX, "list_sk"), (CREATED_INDEX, "created_at")):
+            kind = dynamodb.AttributeType.NUMBER if sort == "created_at" else dynamodb.AttributeType.STRING
+            self.table.add_global_secondary_index(
+                index_name=name,
+                partition_key=dynamodb.Attribute(name="list_pk", type=dynamodb.AttributeType.STRING),
+                sort_key=dynamodb.Attribute(name=sort, type=kind),
+                projection_type=dynamodb.ProjectionType.KEYS_ONLY,
+            )

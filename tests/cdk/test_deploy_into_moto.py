@@ -74,8 +74,9 @@ def test_table_key_schema(outputs: dict[str, str], aws: Any) -> None:
 
 def test_table_has_the_due_index(outputs: dict[str, str], aws: Any) -> None:
     table = aws("dynamodb").describe_table(TableName=outputs["TableName"])["Table"]
-    (index,) = table["GlobalSecondaryIndexes"]
-    assert index["IndexName"] == "due"
+    indexes = {index["IndexName"]: index for index in table["GlobalSecondaryIndexes"]}
+    assert set(indexes) == {"due", "list", "created"}
+    index = indexes["due"]
     assert index["KeySchema"] == [
         {"AttributeName": "sweep_pk", "KeyType": "HASH"},
         {"AttributeName": "sweep_sk", "KeyType": "RANGE"},

@@ -105,25 +105,57 @@ def test_due_index_keys_and_projection(template: Template) -> None:
     template.has_resource_properties(
         "AWS::DynamoDB::Table",
         {
-            "GlobalSecondaryIndexes": [
-                {
-                    "IndexName": "due",
-                    "KeySchema": [
-                        {"AttributeName": "sweep_pk", "KeyType": "HASH"},
-                        {"AttributeName": "sweep_sk", "KeyType": "RANGE"},
-                    ],
-                    "Projection": {
-                        "ProjectionType": "INCLUDE",
-                        "NonKeyAttributes": ["version", "flow_key", "priority"],
-                    },
-                }
-            ],
+            "GlobalSecondaryIndexes": Match.array_with(
+                [
+                    {
+                        "IndexName": "due",
+                        "KeySchema": [
+                            {"AttributeName": "sweep_pk", "KeyType": "HASH"},
+                            {"AttributeName": "sweep_sk", "KeyType": "RANGE"},
+                        ],
+                        "Projection": {
+                            "ProjectionType": "INCLUDE",
+                            "NonKeyAttributes": ["version", "flow_key", "priority"],
+                        },
+                    }
+                ]
+            ),
             "AttributeDefinitions": Match.array_with(
                 [
                     {"AttributeName": "sweep_pk", "AttributeType": "S"},
                     {"AttributeName": "sweep_sk", "AttributeType": "S"},
                 ]
             ),
+        },
+    )
+
+
+def test_list_indexes_are_keys_only(template: Template) -> None:
+    """The list orders' indexes (v1.2) project keys only, so a status change never writes them."""
+    template.has_resource_properties(
+        "AWS::DynamoDB::Table",
+        {
+            "GlobalSecondaryIndexes": Match.array_with(
+                [
+                    {
+                        "IndexName": "list",
+                        "KeySchema": [
+                            {"AttributeName": "list_pk", "KeyType": "HASH"},
+                            {"AttributeName": "list_sk", "KeyType": "RANGE"},
+                        ],
+                        "Projection": {"ProjectionType": "KEYS_ONLY"},
+                    },
+                    {
+                        "IndexName": "created",
+                        "KeySchema": [
+                            {"AttributeName": "list_pk", "KeyType": "HASH"},
+                            {"AttributeName": "created_at", "KeyType": "RANGE"},
+                        ],
+                        "Projection": {"ProjectionType": "KEYS_ONLY"},
+                    },
+                ]
+            ),
+            "AttributeDefinitions": Match.array_with([{"AttributeName": "created_at", "AttributeType": "N"}]),
         },
     )
 
@@ -267,7 +299,9 @@ def _wildcards(template: Template) -> list[str]:
     """Resources with a `*`, except the indexes of the stack's own table (`{Table.Arn}/index/*`) and the
     objects of its own body bucket (`{BodiesBucket….Arn}/*`)."""
     own = re.compile(r"\{[A-Za-z0-9]+\.Arn\}/index/\*|\{BodiesBucket[A-Za-z0-9]*\.Arn\}/\*")
-    resources = [r for s in _statements(template) for r in _resources(s)]
+    # cloudwatch:GetMetricData takes no resource ARN: its statement (the console's charts) can only name `*`.
+    scoped = [s for s in _statements(template) if s.get("Action") != "cloudwatch:GetMetricData"]
+    resources = [r for s in scoped for r in _resources(s)]
     return [r for r in resources if "*" in r and not own.fullmatch(r)]
 
 
@@ -444,3 +478,8 @@ def test_sweep_interval_becomes_whole_minutes(seconds: int, expression: str) -> 
 def test_invalid_context_is_rejected() -> None:
     with pytest.raises(ValueError, match="hourglass:shards"):
         synth(**{"hourglass:shards": "many"})
+
+
+def test_metrics_are_read_back_by_one_statement(template: Template) -> None:
+    readers = [s for s in _statements(template) if s.get("Action") == "cloudwatch:GetMetricData"]
+    assert [(s["Sid"], s["Resource"]) for s in readers] == [("ReadQueueMetrics", "*")]

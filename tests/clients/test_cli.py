@@ -57,9 +57,27 @@ def test_send_with_a_flow_key_and_priority_lists_by_key(run: Any, client: Client
     assert [(m["id"], m["flow_key"], m["priority"]) for m in listed] == [(created["id"], "t1", 8)]
 
 
-def test_send_text_body_is_kept_as_text(run: Any, client: Client, queue: str) -> None:
-    created = json.loads(run("--json", "send", queue, "hello there", "--delay", "600").stdout)
+def test_a_window_is_set_on_a_queue_and_defers_a_send(run: Any, receiver: RawReceiver) -> None:
+    name = f"cli-{uuid.uuid4().hex[:8]}"
+    spec = "03:00-03:01 Pacific/Chatham except=2099-01-01"
+    put = run("--json", "queues", "put", name, "--target-url", receiver.url("/cli"), "--window", spec)
+    assert put.exit_code == 0, put.output
+    assert json.loads(put.stdout)["window"]["timezone"] == "Pacific/Chatham"
+    sent = run("--json", "send", name, '{"a": 1}', "--window", "00:00-00:00 sun")
+    created = json.loads(sent.stdout)
+    got = run("--json", "get", name, created["id"])
+    assert json.loads(got.stdout)["window"]["days"] == ["sun"]
+
+
+def test_send_body_text_is_kept_as_text(run: Any, client: Client, queue: str) -> None:
+    created = json.loads(run("--json", "send", queue, "--body-text", "hello there", "--delay", "600").stdout)
     assert client.get_message(queue, created["id"]).body == "hello there"
+
+
+def test_a_mistyped_json_body_is_an_error_and_sends_nothing(run: Any, client: Client, queue: str) -> None:
+    result = run("send", queue, "{oops", "--delay", "600")
+    assert (result.exit_code, "--body-text" in result.output) == (2, True)
+    assert list(client.iter_messages(queue)) == []
 
 
 def test_send_a_jsonl_file_in_batches(run: Any, client: Client, queue: str, tmp_path: Path) -> None:
@@ -141,13 +159,13 @@ def test_tail_shows_retries(run: Any, client: Client, receiver: RawReceiver, que
 
 
 def test_queues_list_shows_every_queue(run: Any, client: Client, queue: str) -> None:
-    listed = lines(run("--json", "queues", "list"))[0]
+    listed = lines(run("--json", "queues", "list"))
     assert [q["name"] for q in listed] == sorted(q.name for q in client.iter_queues())
     assert queue in [q["name"] for q in listed]
 
 
 def test_queues_delete(run: Any, client: Client, queue: str) -> None:
-    assert run("queues", "delete", queue).exit_code == 0
+    assert run("queues", "delete", queue, "--yes").exit_code == 0
     assert run("queues", "get", queue).exit_code == 1
     assert queue not in [q.name for q in client.iter_queues()]
 
@@ -171,7 +189,7 @@ def test_attempts_and_redeliver(run: Any, client: Client, receiver: RawReceiver,
     receiver.script[f"/{queue}"] = [400, 200]
     created = client.send(queue, "once")
     eventually(lambda: client.get_message(queue, created.id).status == "failed")
-    history = lines(run("--json", "attempts", queue, created.id))[0]
+    history = lines(run("--json", "attempts", queue, created.id))
     assert [(a["outcome"], a["status_code"]) for a in history] == [("failed", 400)]
     table = run("attempts", queue, created.id).stdout
     assert "failed" in table and "400" in table
@@ -188,7 +206,9 @@ def test_redeliver_of_a_pending_message_is_a_409(run: Any, client: Client, queue
 
 def test_operations_start_follow_cancels_pending(run: Any, client: Client, queue: str) -> None:
     created = client.send_batch(queue, [{"body": n, "delay": 600} for n in range(5)])
-    result = run("--json", "operations", "start", queue, "cancel", "--status", "pending", "--follow", "--poll", "0.2")
+    result = run(
+        "--json", "operations", "start", queue, "cancel", "--status", "pending", "--follow", "--poll", "0.2", "--yes"
+    )
     op = json.loads(result.stdout)
     assert (op["status"], op["applied"]) == ("succeeded", 5)
     assert {client.get_message(queue, c.id).status for c in created} == {"cancelled"}
@@ -213,7 +233,7 @@ def test_operations_shift_without_seconds_is_a_usage_error(run: Any) -> None:
 def test_schedules_put_list_delete(run: Any, client: Client, queue: str) -> None:
     made = run("--json", "schedules", "put", queue, "hourly", "--every", "3600", "--body", '{"tick": 1}')
     assert json.loads(made.stdout)["name"] == "hourly"
-    listed = lines(run("--json", "schedules", "list", queue))[0]
+    listed = lines(run("--json", "schedules", "list", queue))
     assert [s["name"] for s in listed] == ["hourly"]
     assert run("schedules", "delete", queue, "hourly").exit_code == 0
     assert list(client.iter_schedules(queue)) == []
@@ -239,9 +259,9 @@ def test_schedules_pause_and_resume(run: Any, client: Client, queue: str) -> Non
 
 
 def test_schedules_put_needs_exactly_one_of_cron_and_every(run: Any, client: Client, queue: str) -> None:
-    result = run("schedules", "put", queue, "both", "--cron", "0 9 * * *", "--every", "3600", "--body", "x")
+    result = run("schedules", "put", queue, "both", "--cron", "0 9 * * *", "--every", "3600", "--body", '"x"')
     assert result.exit_code == 2
-    assert "exactly one of --cron and --every" in result.output
+    assert "--cron / --every: give exactly one" in result.output
     assert list(client.iter_schedules(queue)) == []
 
 
@@ -389,3 +409,162 @@ def test_a_bad_csv_row_is_named_by_its_line_after_a_multi_line_field(
     assert result.exit_code == 2
     assert "multi.csv:4: delay must be a number" in result.output
     assert list(client.iter_messages(queue)) == []
+
+
+ARN_HEAD = "arn:aws:{}:us-east-1:123456789012:"
+
+
+@pytest.mark.parametrize(
+    ("option", "where", "target"),
+    [
+        ("--target-lambda", ARN_HEAD.format("lambda") + "function:target-cli", {"type": "lambda"}),
+        ("--target-sns", ARN_HEAD.format("sns") + "target-cli", {"type": "sns"}),
+        ("--target-sfn", ARN_HEAD.format("states") + "stateMachine:target-cli", {"type": "stepfunctions"}),
+    ],
+)
+def test_queues_put_with_an_aws_target_delivers_there(run: Any, option: str, where: str, target: Any) -> None:
+    name = f"cli-{uuid.uuid4().hex[:8]}"
+    put = run("--json", "queues", "put", name, option, where)
+    assert put.exit_code == 0, put.output
+    doc = json.loads(run("--json", "queues", "get", name).stdout)
+    assert doc["target"]["type"] == target["type"] and where in doc["target"].values()
+
+
+def test_queues_put_with_an_eventbridge_target_keeps_source_and_detail_type(run: Any) -> None:
+    name = f"cli-{uuid.uuid4().hex[:8]}"
+    bus = ARN_HEAD.format("events") + "event-bus/target-cli"
+    args = ("--target-eventbridge", bus, "--event-source", "my.app", "--event-detail-type", "Reminder")
+    assert run("--json", "queues", "put", name, *args).exit_code == 0
+    doc = json.loads(run("--json", "queues", "get", name).stdout)
+    assert doc["target"] == {"type": "eventbridge", "event_bus_arn": bus, "source": "my.app", "detail_type": "Reminder"}
+
+
+def test_two_target_options_are_a_usage_error(run: Any) -> None:
+    sns = ARN_HEAD.format("sns") + "target-cli"
+    result = run("queues", "put", "cli-two-targets", "--target-sqs", "http://q/target-x", "--target-sns", sns)
+    assert result.exit_code == 2 and "mutually exclusive" in result.output
+
+
+def test_schedules_put_with_a_lambda_target_overrides_the_queue_target(run: Any, client: Client, queue: str) -> None:
+    function = ARN_HEAD.format("lambda") + "function:target-cli"
+    made = run(
+        "--json", "schedules", "put", queue, "hourly", "--every", "3600", "--body", "{}", "--target-lambda", function
+    )
+    assert made.exit_code == 0, made.output
+    assert client.get_schedule(queue, "hourly").raw["target"] == {"type": "lambda", "function_arn": function}
+
+
+# --- issue 25: a CLI that fits the shell -----------------------------------------------------------
+
+
+def test_version_prints_the_package_version() -> None:
+    result = CliRunner().invoke(main, ["--version"])
+    assert (result.exit_code, result.output.startswith("hourglass ")) == (0, True)
+
+
+def test_a_profile_of_the_config_file_gives_url_and_key(api_url: str, queue: str, tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(f'[default]\nurl = "http://127.0.0.1:9"\n\n[local]\nurl = "{api_url}"\nkey = "{API_KEY}"\n')
+    runner = CliRunner(env={"HOURGLASS_CONFIG": str(config), "HOURGLASS_URL": None, "HOURGLASS_API_KEY": None})
+    result = runner.invoke(main, ["--profile", "local", "-o", "json", "queues", "get", queue])
+    assert (result.exit_code, json.loads(result.stdout)["name"]) == (0, queue)
+
+
+def test_the_environment_overrides_the_profile(api_url: str, queue: str, tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(f'[prod]\nurl = "http://127.0.0.1:9"\nkey = "{API_KEY}"\n')
+    env = {"HOURGLASS_CONFIG": str(config), "HOURGLASS_PROFILE": "prod", "HOURGLASS_URL": api_url}
+    result = CliRunner(env=env).invoke(main, ["queues", "get", queue, "-o", "json"])
+    assert (result.exit_code, json.loads(result.stdout)["name"]) == (0, queue)
+
+
+def test_an_unknown_profile_is_named_with_the_known_ones(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('[dev]\nurl = "http://127.0.0.1:9"\n')
+    result = CliRunner(env={"HOURGLASS_CONFIG": str(config)}).invoke(main, ["--profile", "prod", "queues", "list"])
+    assert result.exit_code == 2
+    assert "no profile 'prod' (profiles: dev)" in result.output
+
+
+@pytest.mark.parametrize("output", ["json", "jsonl"])
+def test_every_list_command_prints_the_same_shape(run: Any, client: Client, queue: str, output: str) -> None:
+    """json: one array; jsonl: one document per line, for messages, queues and schedules alike."""
+    client.send(queue, "x", delay=600)
+    client.put_schedule(queue, "hourly", every=3600, body="h")
+    for args in (["list", queue], ["queues", "list"], ["schedules", "list", queue]):
+        result = run(*args, "--output", output)
+        parsed = lines(result)
+        docs = parsed[0] if output == "json" else parsed
+        assert (output == "json") == (len(parsed) == 1 and isinstance(parsed[0], list)), args
+        assert all(isinstance(doc, dict) for doc in docs), args
+
+
+def test_a_piped_table_is_not_cut_at_80_columns(api_url: str, client: Client, queue: str) -> None:
+    runner = CliRunner(env={"HOURGLASS_URL": api_url, "HOURGLASS_API_KEY": API_KEY, "COLUMNS": None})
+    result = runner.invoke(main, ["queues", "get", queue])
+    target = client.get_queue(queue).target or {}
+    assert target["url"] in result.stdout
+
+
+def test_no_color_and_NO_COLOR_print_no_escape_codes(api_url: str, queue: str) -> None:
+    env = {"HOURGLASS_URL": api_url, "HOURGLASS_API_KEY": API_KEY, "FORCE_COLOR": "1", "NO_COLOR": None}
+    coloured = CliRunner(env=env).invoke(main, ["queues", "get", queue])
+    assert "\x1b[" in coloured.stdout  # FORCE_COLOR paints even a pipe
+    assert "\x1b[" not in CliRunner(env=env).invoke(main, ["--no-color", "queues", "get", queue]).stdout
+    assert "\x1b[" not in CliRunner(env={**env, "NO_COLOR": "1"}).invoke(main, ["queues", "get", queue]).stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--url", "not-a-url", "queues", "list"],
+        ["--url", "http://127.0.0.1:1", "queues", "list"],
+        ["--url", "http://[::1", "queues", "list"],
+    ],
+)
+def test_no_input_prints_a_traceback(args: list[str]) -> None:
+    result = CliRunner(env={"HOURGLASS_URL": None}).invoke(main, args)
+    assert result.exit_code in (1, 2) and isinstance(result.exception, SystemExit)
+    assert "Traceback" not in result.output
+
+
+def test_schedules_put_reports_every_bad_field(run: Any, client: Client, queue: str) -> None:
+    result = run("schedules", "put", queue, "s", "--every", "3600", "--timezone", "Mars/Base")
+    assert result.exit_code == 2
+    assert "--body: is required" in result.output and "--timezone: 'Mars/Base'" in result.output
+    assert list(client.iter_schedules(queue)) == []
+
+
+def test_queues_delete_says_what_it_cancels_and_asks(api_url: str, client: Client, queue: str) -> None:
+    client.send_batch(queue, [{"body": n, "delay": 600} for n in range(3)])
+    runner = CliRunner(env={"HOURGLASS_URL": api_url, "HOURGLASS_API_KEY": API_KEY})
+    refused = runner.invoke(main, ["queues", "delete", queue], input="n\n")
+    assert "cancels its 3 pending messages" in refused.output and refused.exit_code == 1
+    assert client.get_queue(queue).name == queue
+
+
+def test_purge_cancels_every_pending_message_after_a_yes(api_url: str, client: Client, queue: str) -> None:
+    created = client.send_batch(queue, [{"body": n, "delay": 600} for n in range(4)])
+    runner = CliRunner(env={"HOURGLASS_URL": api_url, "HOURGLASS_API_KEY": API_KEY})
+    result = runner.invoke(main, ["purge", queue, "--poll", "0.2"], input="y\n")
+    assert result.exit_code == 0, result.output
+    assert {client.get_message(queue, c.id).status for c in created} == {"cancelled"}
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_completion_scripts_for_each_shell(shell: str) -> None:
+    result = CliRunner().invoke(main, ["completion", shell])
+    assert (result.exit_code, "_HOURGLASS_COMPLETE" in result.output) == (0, True)
+
+
+def test_help_says_how_to_install_completion() -> None:
+    assert 'eval "$(hourglass completion bash)"' in CliRunner().invoke(main, ["--help"]).output
+
+
+def test_list_order_due_and_deliver_now(run: Any, client: Client, queue: str) -> None:
+    late = client.send(queue, "late", delay=900)
+    early = client.send(queue, "early", delay=600)
+    listed = lines(run("list", queue, "--order", "due", "-o", "jsonl"))
+    assert [m["id"] for m in listed] == [early.id, late.id]
+    assert run("deliver-now", queue, late.id).exit_code == 0
+    eventually(lambda: client.get_message(queue, late.id).status == "delivered")

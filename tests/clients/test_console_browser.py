@@ -51,7 +51,8 @@ def page(browser: Any, api_url: str) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     opened = context.new_page()
     opened.set_default_timeout(20_000)
-    opened.goto(f"{api_url}/console")
+    # Held still (`?refresh=off`): a test reads what its own clicks drew; auto-refresh has a test of its own.
+    opened.goto(f"{api_url}/console?refresh=off")
     yield opened
     context.close()
 
@@ -90,6 +91,12 @@ def when(value: datetime) -> str:
 
 def time_text(value: datetime) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def tab(page: Any, status: str) -> None:
+    """Opens a status tab of the message list and waits until it is the one shown."""
+    page.click(f'#status-tabs button[data-status="{status}"]')
+    page.wait_for_selector(f'#status-tabs button.active[data-status="{status}"]')
 
 
 def counts(page: Any, queue: str) -> dict[str, str]:
@@ -135,8 +142,7 @@ def test_selecting_an_unknown_queue_says_so(page: Any, queue: str) -> None:
 def test_message_list_filters_by_status(page: Any, busy_queue: dict[str, Any]) -> None:
     sign_in(page, busy_queue["name"])
     page.click('nav button[data-view="messages"]')
-    page.select_option("#status-filter", "pending")
-    page.click("#apply-filter")
+    tab(page, "pending")
     expect(page.locator("#messages-table tbody tr")).to_have_count(3)
     shown = page.eval_on_selector_all("#messages-table tbody tr", "rows => rows.map(r => r.dataset.id)")
     assert sorted(shown) == sorted(busy_queue["pending"])
@@ -195,8 +201,7 @@ def test_bulk_cancel_cancels_the_selected_messages(page: Any, client: Client, bu
     queue = busy_queue["name"]
     sign_in(page, queue)
     page.click('nav button[data-view="messages"]')
-    page.select_option("#status-filter", "pending")
-    page.click("#apply-filter")
+    tab(page, "pending")
     expect(page.locator("#messages-table tbody tr")).to_have_count(3)
     page.check("#view-messages .select-all")
     page.click("#cancel-selected")
@@ -246,7 +251,7 @@ def test_bulk_shift_moves_the_matching_messages_due_times(
     before = {mid: client.get_message(queue, mid).due_at for mid in busy_queue["pending"]}
     sign_in(page, queue)
     page.click('nav button[data-view="messages"]')
-    page.select_option("#status-filter", "pending")
+    tab(page, "pending")
     page.select_option("#op-action", "shift")
     page.fill("#op-seconds", "600")
     page.click("#start-operation")
@@ -263,7 +268,7 @@ def test_bulk_cancel_with_a_due_window_leaves_the_others(page: Any, client: Clie
     late = client.send(queue, "late", delay=7200)
     sign_in(page, queue)
     page.click('nav button[data-view="messages"]')
-    page.select_option("#status-filter", "pending")
+    tab(page, "pending")
     page.fill("#op-due-before", time_text(datetime.now(UTC) + timedelta(hours=1)))
     page.select_option("#op-action", "cancel")
     page.click("#start-operation")
@@ -384,3 +389,54 @@ def test_pause_button_pauses_the_queue(page: Any, client: Client, queue: str) ->
     assert client.get_queue(queue).paused is True
     assert page.inner_text(f"{row} td.state") == "paused"
     shot(page, "paused")
+
+
+def test_new_queue_form_creates_a_queue_with_its_settings(page: Any, client: Client, receiver: RawReceiver) -> None:
+    name = f"ui-{uuid.uuid4().hex[:8]}"
+    page.fill("#key", API_KEY)
+    page.click("#save-key")
+    page.click("#new-queue")
+    page.fill("#qf-name", name)
+    page.fill("#qf-target-url", receiver.url(f"/{name}"))
+    page.fill("#qf-max-attempts", "4")
+    page.fill("#qf-rate-limit", "10")
+    page.fill("#qf-max-concurrency", "3")
+    page.fill("#qf-failure-url", receiver.url(f"/{name}-failed"))
+    page.fill("#qf-secret", "s3cret")
+    shot(page, "queue-form")
+    page.click("#save-queue")
+    expect(page.locator("#notice")).to_have_text(f"saved queue {name}")
+    stored = client.get_queue(name).raw
+    got = {k: stored[k] for k in ("rate_limit", "max_concurrency", "signing_secret_set", "failure_destination")}
+    assert (stored["retry"]["max_attempts"], got) == (4, {
+        "rate_limit": 10, "max_concurrency": 3, "signing_secret_set": True,
+        "failure_destination": {"type": "http", "url": receiver.url(f"/{name}-failed"), "headers": {}},
+    })  # fmt: skip
+    row = f'#queues-table tr[data-queue="{name}"]'
+    assert page.inner_text(f"{row} td.limits") == "rate_limit=10, max_concurrency=3, timeout=15, retry 4x"
+    assert page.is_hidden("#queue-form")
+
+
+def test_timeline_shows_each_attempts_status_code_and_response_body(page: Any, client: Client) -> None:
+    replying = RawReceiver(reply=b'{"error": "out of stock"}').start()
+    try:
+        name = f"ui-{uuid.uuid4().hex[:8]}"
+        target = {"type": "http", "url": replying.url(f"/{name}")}
+        client.put_queue(name, target=target, retry={"max_attempts": 2, "backoff_base": 0.2, "backoff_max": 1})
+        replying.script[f"/{name}"] = [503]
+        created = client.send(name, {"sku": 7})
+        eventually(lambda: client.get_message(name, created.id).status == "delivered")
+    finally:
+        replying.stop()
+    sign_in(page, name)
+    page.click('nav button[data-view="messages"]')
+    page.fill("#message-id", created.id)
+    page.click("#find-message")
+    page.wait_for_selector("#timeline:not([hidden]) li.attempt pre.response")
+    attempts = page.locator("#timeline-events li.attempt")
+    expect(attempts).to_have_count(2)
+    assert attempts.nth(0).locator("span").nth(1).inner_text().startswith("attempt 1: retry HTTP 503")
+    assert attempts.nth(1).locator("span").nth(1).inner_text() == "attempt 2: delivered HTTP 200"
+    bodies = page.eval_on_selector_all("#timeline-events pre.response", "els => els.map(e => e.textContent)")
+    assert bodies == ['{"error": "out of stock"}'] * 2
+    shot(page, "timeline-response")

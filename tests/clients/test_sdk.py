@@ -7,7 +7,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from hourglass_client import BadRequest, Client, Conflict, NotFound, Unauthorized, message, verify
+from hourglass_client import BadRequest, Client, Conflict, NotFound, Unauthorized, message, targets, verify
 
 from tests.clients.conftest import RawReceiver, eventually
 
@@ -185,3 +185,22 @@ def test_send_batch_splits_requests_by_size(client: Client, queue: str) -> None:
     created = client.send_batch(queue, [message({"n": n, "pad": pad}, delay=600) for n in range(60)])
     stored = client.get_message(queue, created[59].id)
     assert (len({c.id for c in created}), stored.body["n"]) == (60, 59)
+
+
+def test_a_target_builder_gives_the_queue_its_aws_target(client: Client) -> None:
+    name = f"sdk-{uuid.uuid4().hex[:8]}"
+    machine = "arn:aws:states:us-east-1:123456789012:stateMachine:target-sdk"
+    client.put_queue(name, target=targets.state_machine(machine))
+    assert client.get_queue(name).target == {"type": "stepfunctions", "state_machine_arn": machine}
+
+
+# --- v1.2 ------------------------------------------------------------------------------------
+
+
+def test_order_due_counts_and_deliver_now(client: Client, queue: str) -> None:
+    late = client.send(queue, "late", delay=900)
+    early = client.send(queue, "early", delay=600)
+    assert [m.id for m in client.iter_messages(queue, order="due")] == [early.id, late.id]
+    assert client.get_queue(queue).counts["pending"] == 2
+    moved = client.deliver_now(queue, late.id)
+    assert moved.due_at is not None and late.due_at is not None and moved.due_at < late.due_at

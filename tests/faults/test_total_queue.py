@@ -256,14 +256,18 @@ def liveness_of(endpoint: str, tmp_path: Path, queue: str) -> Liveness:
         for url in filter(None, where["timer_queues"]):
             counts = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
             REPORTS.append(f"liveness: {url.rsplit('/', 1)[-1]} {counts}")
-        for entry in found.stuck[:5]:
-            message_id = entry.split(" ")[0].split("/", 1)[1]
-            key = {"pk": {"S": queue}, "sk": {"S": f"m#{message_id}"}}
-            item = ddb.get_item(TableName=where["table"], Key=key).get("Item", {})
-            REPORTS.append(
-                f"liveness: stuck {message_id}: " + json.dumps({k: item[k] for k in sorted(item) if k != "body"})
-            )
+        explain(endpoint, tmp_path, queue, [entry.split(" ")[0].split("/", 1)[1] for entry in found.stuck], "stuck")
     return found
+
+
+def explain(endpoint: str, tmp_path: Path, queue: str, ids: list[str], why: str) -> None:
+    """The stored items (without bodies) of a few messages that did not come out, for the report."""
+    table = json.loads((tmp_path / "faults.where.json").read_text())["table"]
+    ddb = boto3.client("dynamodb", endpoint_url=endpoint)
+    for message_id in ids[:5]:
+        key = {"pk": {"S": queue}, "sk": {"S": f"m#{message_id}"}}
+        item = ddb.get_item(TableName=table, Key=key).get("Item", {})
+        REPORTS.append(f"{why} {message_id}: " + json.dumps({k: item[k] for k in sorted(item) if k != "body"}))
 
 
 def chaos_runtime(endpoint: str, tmp_path: Path, odds: dict[str, Any]) -> LocalRuntime:
@@ -283,7 +287,11 @@ def test_total_queue_under_faults(moto_endpoint: str, tmp_path: Path, callback: 
         )
         assert status in (200, 201)
         plan = schedule(runtime, "total", count=2000, horizon=30, rng=random.Random(7))
-        statuses = drain(runtime, callback, "total", plan, timeout=60)
+        # The crash-recovery bound (docs/guarantees.md): a message hit by a dispatcher crash or error
+        # is delivered within 120 s of its due time, and the last is due `horizon` after the last POST.
+        # The drain ends as soon as everything has come out; a message the recovery sweep had to find
+        # (minutes) still misses it.
+        statuses = drain(runtime, callback, "total", plan, timeout=30 + 120)
         verdict = judge(plan, callback.snapshot(), statuses)
     finally:
         runtime.stop()
@@ -291,6 +299,7 @@ def test_total_queue_under_faults(moto_endpoint: str, tmp_path: Path, callback: 
     live = liveness_of(moto_endpoint, tmp_path, "total")
     REPORTS.append(verdict.line(faults, time.monotonic() - started) + "; " + live.line())
     assert sum(v for k, v in faults.items() if k[0].islower()) > 0, "no fault was injected"
+    explain(moto_endpoint, tmp_path, "total", verdict.lost, "lost")
     lost = Counter(statuses.get(i, "absent") for i in verdict.lost)
     assert (verdict.lost, verdict.unexpected) == ([], []), f"lost by status: {lost}"
     assert live.ok, live.stuck[:20]

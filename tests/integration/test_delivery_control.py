@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from hourglass.adapters.http_target import HttpReply
+from hourglass.adapters.metric_history import MinuteHistory
 from hourglass.core import failure_notice
 from hourglass.core.timestamps import parse_rfc3339
 from hourglass.handlers import sweeper as sweeper_handler
@@ -147,6 +148,15 @@ def test_every_attempt_is_recorded_with_its_outcome(harness: Harness) -> None:
     history = attempts(harness, created["id"])
     got = [(a["attempt"], a["outcome"], a["status_code"], a["error"], a["retry_at"] is not None) for a in history]
     assert got == [(1, "retry", 503, "HTTP 503", True), (2, "delivered", 200, None, False)]
+
+
+def test_each_attempt_keeps_the_targets_response_body(harness: Harness) -> None:
+    make_queue(harness)
+    harness.receiver.answers = [503, 200]
+    [created] = post(harness, {"body": 1, "delay": 5})
+    run_until_quiet(harness)
+    got = [(a["outcome"], a["response_body"]) for a in attempts(harness, created["id"])]
+    assert got == [("retry", '{"code": 100}'), ("delivered", '{"code": 100}')]
 
 
 def test_a_first_time_delivery_keeps_its_attempt_on_the_message_item_alone(harness: Harness) -> None:
@@ -369,3 +379,26 @@ def test_a_dead_lettered_message_whose_notice_was_lost_is_notified_by_the_sweep(
     harness.clock.advance(failure_notice.OUTBOX_GRACE.total_seconds() + 5)
     assert scheduled_sweep(harness)["notices_recovered"] == 1
     assert [(n["event"], n["id"]) for n in harness.target_messages(url)] == [("message.failed", created["id"])]
+
+
+# charts --------------------------------------------------------------------------------------
+def test_the_queues_metrics_count_its_deliveries_in_the_current_minute(harness: Harness) -> None:
+    history = MinuteHistory(lambda: harness.clock().timestamp())
+    harness.ctx.metrics.history = history
+    harness.ctx.metric_series = history
+    make_queue(harness)
+    harness.receiver.answers = [503, 200, 200]
+    post(harness, {"body": 1}, {"body": 2})
+    run_until_quiet(harness)
+    status, doc = harness.call("GET", "/v1/queues/orders/metrics", params={"range": "hour"})
+    series = doc["series"]
+    got = (status, doc["source"], len(doc["times"]), sum(series["delivered"]), sum(series["retried"]))
+    assert got == (200, "local", 60, 2.0, 1.0)
+    assert series["lateness_p99_ms"][-1] is not None
+
+
+def test_metrics_of_an_unknown_queue_is_a_404_and_a_bad_range_a_400(harness: Harness) -> None:
+    make_queue(harness)
+    missing, _ = harness.call("GET", "/v1/queues/nope/metrics")
+    bad, doc = harness.call("GET", "/v1/queues/orders/metrics", params={"range": "year"})
+    assert (missing, bad, doc["error"]["message"]) == (404, 400, "range: must be hour or day")

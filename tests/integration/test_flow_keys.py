@@ -77,6 +77,19 @@ def test_the_list_filters_by_flow_key(harness: Harness) -> None:
     assert (status, [m["id"] for m in doc["messages"]]) == (200, [created[0]["id"]])
 
 
+def test_the_list_in_due_order_filters_by_flow_key(harness: Harness) -> None:
+    make_queue(harness)
+    late, other, early = post(
+        harness,
+        {"body": 1, "flow_key": "a", "delay": 600},
+        {"body": 2, "flow_key": "b", "delay": 60},
+        {"body": 3, "flow_key": "a", "delay": 120},
+    )
+    params = {"flow_key": "a", "order": "due"}
+    status, doc = harness.call("GET", "/v1/queues/orders/messages", params=params)
+    assert (status, [m["id"] for m in doc["messages"]]) == (200, [early["id"], late["id"]])
+
+
 def test_a_schedule_gives_its_key_and_priority_to_its_occurrences(harness: Harness) -> None:
     make_queue(harness)
     status, doc = put(harness, "daily", {"every": 3600, "body": 1, "flow_key": "t", "priority": 7})

@@ -124,3 +124,15 @@ def test_attempts_and_redeliver_fit_the_schema(harness: Harness, queue: str) -> 
 def test_queue_list_fits_the_schema(harness: Harness, queue: str) -> None:
     status, page = harness.call("GET", "/v1/queues", params={"limit": "1"})
     check("/v1/queues", "GET", status, page)
+
+
+def test_documents_with_windows_fit_the_schema(harness: Harness, queue: str) -> None:
+    window = {"timezone": "Europe/Paris", "days": ["mon"], "from": "09:00", "to": "18:00", "exclude_dates": []}
+    status, doc = harness.call("PUT", f"/v1/queues/{queue}", {"window": window})
+    check("/v1/queues/{queue}", "PUT", status, doc)
+    request = {"messages": [{"body": 1, "window": window}]}
+    status, created = harness.call("POST", f"/v1/queues/{queue}/messages", request)
+    status, doc = harness.call("GET", f"/v1/queues/{queue}/messages/{created['messages'][0]['id']}")
+    check("/v1/queues/{queue}/messages/{id}", "GET", status, doc)
+    status, doc = harness.call("PUT", f"/v1/queues/{queue}/schedules/s", {"every": 3600, "body": 1, "window": window})
+    check("/v1/queues/{queue}/schedules/{id}", "PUT", status, doc)

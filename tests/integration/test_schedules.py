@@ -227,3 +227,39 @@ def test_one_off_message_in_local_time(harness: Harness) -> None:
         {"messages": [{"body": 1, "deliver_at": "2026-12-24T09:00:00", "timezone": "America/New_York"}]},
     )
     assert (code, doc["messages"][0]["due_at"]) == (201, "2026-12-24T14:00:00.000Z")
+
+
+def test_the_sweep_stores_the_next_occurrence_when_it_claims_one(harness: Harness) -> None:
+    make_queue(harness)
+    put(harness, "hourly", {"every": 3600, "body": 1})
+    harness.clock.now = datetime(2026, 11, 21, 10, 58, tzinfo=UTC)
+    harness.sweep()  # claims 11:00 for its hand-off: 12:00 is stored with it, before 11:00 is delivered
+    assert [m["due_at"] for m in occurrences(harness, "hourly", "pending")] == [
+        "2026-11-21T11:00:00.000Z",
+        "2026-11-21T12:00:00.000Z",
+    ]
+    harness.dispatch(harness.timers())
+    assert [(m["due_at"], m["status"]) for m in occurrences(harness, "hourly")] == [
+        ("2026-11-21T11:00:00.000Z", "delivered"),
+        ("2026-11-21T12:00:00.000Z", "pending"),
+    ]
+
+
+def test_delete_cancels_the_occurrence_stored_at_the_claim_too(harness: Harness) -> None:
+    make_queue(harness)
+    put(harness, "hourly", {"every": 3600, "body": 1})
+    harness.clock.now = datetime(2026, 11, 21, 10, 58, tzinfo=UTC)
+    harness.sweep()
+    assert harness.call("DELETE", f"{PATH}/hourly")[0] == 204
+    assert [m["status"] for m in occurrences(harness, "hourly")] == ["cancelled", "cancelled"]
+
+
+def test_a_paused_queue_occurrence_claimed_by_the_sweep_leaves_its_next_one_to_its_delivery(
+    harness: Harness,
+) -> None:
+    make_queue(harness)
+    put(harness, "hourly", {"every": 3600, "body": 1})
+    harness.call("POST", "/v1/queues/orders/pause")
+    harness.clock.now = datetime(2026, 11, 21, 10, 58, tzinfo=UTC)
+    harness.sweep()
+    assert [m["due_at"] for m in occurrences(harness, "hourly", "pending")] == ["2026-11-21T11:00:00.000Z"]

@@ -12,6 +12,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from hourglass.core.model import Message, NoticeStatus, Status
+from hourglass.core.window import Window
+from hourglass_client import verify
 
 FINAL = frozenset({Status.DELIVERED, Status.FAILED, Status.EXPIRED, Status.CANCELLED})
 # How late a message of an unlimited, running queue may be handed to its target (sweep interval, lookahead
@@ -29,10 +31,10 @@ class Generation:
 
     name: str
     epoch: datetime
-    target: str = "http"  # "http" or "sqs"
+    target: str = "http"  # "http", "sqs" or "sns" (a topic feeding the SQS target queue)
     rate: float | None = None
     slowest_rate: float | None = None  # the lowest rate this lifetime ever had (None: never limited)
-    destination: str | None = None  # "http", "sqs" or None
+    destination: str | None = None  # "http", "sqs", "sns" or None
     destination_since: datetime | None = None
     max_attempts: int = 3
     paused: bool = False
@@ -41,6 +43,8 @@ class Generation:
     target_failed_ever: bool = False  # its target answered anything but 2xx at some point
     schedules: dict[str, bool] = field(default_factory=dict)  # name -> paused
     admitted: int = 0  # messages, occurrences and redeliveries this lifetime admitted (pacing backlog)
+    secrets: tuple[str, ...] = ()  # signing_secret, then signing_secret_next, as the last PUT set them
+    window: Window | None = None  # its delivery window, as last PUT
 
     def allowed_lateness(self, slack: timedelta = SLACK) -> timedelta:
         if self.slowest_rate is None:
@@ -70,18 +74,37 @@ class Reference:
         if entry not in self.violations:
             self.violations.append(entry)
 
+    def check_responses(self, messages: Iterable[Message], answered: str) -> None:
+        """The attempt a finished message keeps holds what its HTTP target answered (the console's timeline)."""
+        for message in messages:
+            final = message.final_attempt
+            answered_by_http = message.status in FINAL and final is not None and final.status_code is not None
+            if answered_by_http and final is not None and final.response != answered:
+                self.violate("timeline", f"{message.queue}/{message.id} kept {final.response!r} as its reply")
+
     # what reached the outside world ---------------------------------------------------------------
     def delivered(
-        self, message: Message | None, queue: str, message_id: str, now: datetime, *, crashed: bool = False
+        self,
+        message: Message | None,
+        queue: str,
+        message_id: str,
+        now: datetime,
+        *,
+        crashed: bool = False,
+        started: bool = True,
     ) -> None:
         """An attempt reached a target: a message of the queue's live lifetime, on time (its first attempt,
-        when nothing crashed and the queue was never paused) within the pacing its own lifetime asked for."""
+        when nothing crashed and the queue was never paused) within the pacing its own lifetime asked for, and
+        (`started`: `now` is when it started) inside its delivery window, its own or its queue's."""
         if message is None:
             return
         live = self.live(queue)
         if live is None or message.queue_epoch != live.epoch:
             self.violate("rule 3", f"{queue}/{message_id} of an earlier lifetime of {queue} reached a target")
             return
+        window = message.window or live.window
+        if started and window is not None and not window.is_open(now):
+            self.violate("windows", f"{queue}/{message_id} started at {now.isoformat()}, outside its window")
         late = now - message.due_at
         if message.attempts == 1 and not crashed and not live.paused_ever and late > live.allowed_lateness(ON_TIME):
             self.violate(
@@ -89,6 +112,18 @@ class Reference:
                 f"{queue}/{message_id} started {int(late.total_seconds())} s late "
                 f"(its lifetime allows {int(live.allowed_lateness(ON_TIME).total_seconds())} s)",
             )
+
+    def signed(self, queue: str, headers: dict[str, str], body: bytes, now: datetime) -> None:
+        """An HTTP attempt is signed with each secret its queue holds now (both during a key rotation), so a
+        receiver that knows either one verifies it; unsigned when the queue holds none."""
+        live = self.live(queue)
+        if live is None:
+            return
+        if not live.secrets and "Hourglass-Signature" in headers:
+            self.violate("rotation", f"{queue}: a callback signed though the queue holds no secret")
+        for secret in live.secrets:
+            if not verify(headers, body, secret, now=now.timestamp()):
+                self.violate("rotation", f"{queue}: a receiver knowing only {secret!r} cannot verify a callback")
 
     def noticed(self, message_id: str, event: str) -> None:
         self.notices.setdefault(message_id, set()).add(event)

@@ -8,6 +8,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from hourglass.core import delivery_control, validation
 from hourglass.core.model import Status
 from hourglass.service.schedules import is_current
 from hypothesis import HealthCheck, Phase, settings
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule
 
 from tests.model.reference import Generation, Reference, comparable
-from tests.model.world import Modes, World
+from tests.model.world import REPLY, Modes, World
 
 QUEUES = ("a", "b")
 SCHEDULES = ("s1", "s2")
@@ -32,19 +33,43 @@ ACTIONS = ("cancel", "redeliver", "shift")
 # Flow control (v1.2): a queue's per-key limits, and the keys and priorities messages carry.
 FLOW_CONTROLS = (None, None, {"key_rate_limit": 0.5}, {"key_rate_limit": 5, "key_max_concurrency": 1})
 FLOW_KEYS = (None, None, "k1", "k2")
+# The signing secrets of a queue through a key rotation: none, old, old and next, new.
+ROLL = ((), ("old",), ("old", "new"), ("new",))
+
+# Delivery windows on the world's clock (Saturday 2026-11-21 10:00 UTC at the start): one opening soon, one
+# closing soon (what waits past 10:03 goes a day later), and a recipient's own across midnight in Chatham.
+WINDOWS = (
+    None,
+    None,
+    {"timezone": "UTC", "from": "10:05", "to": "10:15"},
+    {"timezone": "UTC", "from": "10:00", "to": "10:03"},
+)
+OWN_WINDOWS = (None, None, None, {"timezone": "Pacific/Chatham", "from": "23:50", "to": "00:20"})
 
 
-def queue_doc(world: World, name: str, target: str, rate: float | None, destination: str | None, attempts: int) -> dict:
+def queue_doc(
+    world: World,
+    name: str,
+    target: str,
+    rate: float | None,
+    destination: str | None,
+    attempts: int,
+    window: dict[str, str] | None = None,
+) -> dict:
     doc: dict[str, Any] = {"retry": {"max_attempts": attempts, "backoff_base": 1, "backoff_max": 30}}
-    doc["target"] = (
-        {"type": "sqs", "queue_url": world.target_url}
-        if target == "sqs"
-        else {"type": "http", "url": f"http://127.0.0.1:9/t/{name}"}
-    )
+    if window is not None:
+        doc["window"] = window
+    doc["target"] = {
+        "sqs": {"type": "sqs", "queue_url": world.target_url},
+        "sns": {"type": "sns", "topic_arn": world.target_topic},
+        "http": {"type": "http", "url": f"http://127.0.0.1:9/t/{name}"},
+    }[target]
     if rate is not None:
         doc["rate_limit"] = rate
     if destination == "sqs":
         doc["failure_destination"] = {"type": "sqs", "queue_url": world.notice_url}
+    elif destination == "sns":
+        doc["failure_destination"] = {"type": "sns", "topic_arn": world.notice_topic}
     elif destination == "http":
         doc["failure_destination"] = {"type": "http", "url": f"http://127.0.0.1:9/n/{name}"}
     return doc
@@ -89,16 +114,24 @@ class SystemModel(RuleBasedStateMachine):
     # queues -------------------------------------------------------------------------------------
     @rule(
         name=st.sampled_from(QUEUES),
-        kind=st.sampled_from(("http", "http", "sqs")),
+        kind=st.sampled_from(("http", "http", "sqs", "sns")),
         rate=st.sampled_from(RATES),
-        destination=st.sampled_from((None, "http", "sqs")),
+        destination=st.sampled_from((None, "http", "sqs", "sns")),
         attempts=st.integers(1, 3),
+        window=st.sampled_from(WINDOWS),
         flow=st.sampled_from(FLOW_CONTROLS),
     )
     def put_queue(
-        self, name: str, kind: str, rate: float | None, destination: str | None, attempts: int, flow: dict | None
+        self,
+        name: str,
+        kind: str,
+        rate: float | None,
+        destination: str | None,
+        attempts: int,
+        window: Any = None,
+        flow: dict | None = None,
     ) -> None:
-        settings = queue_doc(self.world, name, kind, rate, destination, attempts)
+        settings = queue_doc(self.world, name, kind, rate, destination, attempts, window)
         if flow is not None:
             settings["flow_control"] = flow
         status, doc = self.call("PUT", f"/v1/queues/{name}", settings)
@@ -115,10 +148,25 @@ class SystemModel(RuleBasedStateMachine):
         if live.destination is None and destination is not None:
             live.destination_since = self.world.clock()
         live.target, live.rate, live.destination, live.max_attempts = kind, rate, destination, attempts
+        live.secrets = ()  # a PUT without them clears the signing secrets
+        live.window = validation.window(window)
         # A key's rate paces at worst every message of the lifetime (all of one key), as a queue's would.
         for limit in (rate, (flow or {}).get("key_rate_limit")):
             if limit is not None:
                 live.slowest_rate = limit if live.slowest_rate is None else min(live.slowest_rate, limit)
+
+    @rule(name=st.sampled_from(QUEUES), secrets=st.sampled_from(ROLL))
+    def roll_signing_secret(self, name: str, secrets: tuple[str, ...]) -> None:
+        """A step of a key rotation (or a start or end of signing): the queue's PUT again, with these secrets."""
+        live = self.reference.live(name)
+        if live is None:
+            return
+        doc = queue_doc(self.world, name, live.target, live.rate, live.destination, live.max_attempts)
+        doc.update(zip(("signing_secret", "signing_secret_next"), secrets, strict=False))
+        status, answer = self.call("PUT", f"/v1/queues/{name}", doc)
+        assert status == 200, answer
+        assert (answer["signing_secret_set"], answer["signing_secret_next_set"]) == (len(secrets) > 0, len(secrets) > 1)
+        live.secrets = secrets
 
     @rule(name=st.sampled_from(QUEUES), crash_at=st.sampled_from((None, None, 1, 2, 3)))
     def delete_queue(self, name: str, crash_at: int | None) -> None:
@@ -159,6 +207,7 @@ class SystemModel(RuleBasedStateMachine):
         dedup=st.sampled_from((None, None, "d1", "d2")),
         big=st.sampled_from((False, False, False, True)),
         crash_at=st.sampled_from((None, None, None, 1, 2)),
+        window=st.sampled_from(OWN_WINDOWS),
         flow_key=st.sampled_from(FLOW_KEYS),
         priority=st.sampled_from((None, None, 0, 9)),
     )
@@ -171,10 +220,13 @@ class SystemModel(RuleBasedStateMachine):
         dedup: str | None,
         big: bool,
         crash_at: int | None,
-        flow_key: str | None,
-        priority: int | None,
+        window: Any = None,
+        flow_key: str | None = None,
+        priority: int | None = None,
     ) -> list[tuple[str, str]]:
         one: dict[str, Any] = {"body": BIG_BODY if big else 1}
+        if window is not None:
+            one["window"] = window
         if flow_key is not None:
             one["flow_key"] = flow_key
         if priority is not None:
@@ -216,6 +268,36 @@ class SystemModel(RuleBasedStateMachine):
             assert status in (200, 404, 409), doc
 
         self.act(crash_at, patch)
+
+    @rule(picked=messages, crash_at=st.sampled_from((None, None, 1, 2)))
+    def deliver_now(self, picked: list[tuple[str, str]], crash_at: int | None) -> None:
+        """v1.2: a pending message becomes due now (PATCH {"delay": 0}); anything else is a 409."""
+        if not picked:
+            return
+        name, message_id = picked[0]
+
+        def deliver_now() -> None:
+            status, doc = self.call("POST", f"/v1/queues/{name}/messages/{message_id}/deliver-now")
+            assert status in (200, 404, 409), doc
+            if status == 200 and (doc["status"], doc["next_attempt_at"]) != ("pending", None):
+                self.reference.violate("rule 2", f"deliver-now left {name}/{message_id} {doc['status']}: {doc}")
+
+        self.act(crash_at, deliver_now)
+
+    @rule(name=st.sampled_from(QUEUES), status=st.sampled_from((None, "pending", "delivered")))
+    def list_by_due(self, name: str, status: str | None) -> None:
+        """v1.2: `order=due` lists what the unordered list lists (with the same filter), earliest due first."""
+        plain_params = {"limit": "1000", **({"status": status} if status else {})}
+        path = f"/v1/queues/{name}/messages"
+        answer, ordered = self.world.h.call("GET", path, params={**plain_params, "order": "due"})
+        _, plain = self.world.h.call("GET", path, params=plain_params)
+        if answer != 200 or ordered["next_cursor"] or plain["next_cursor"]:
+            return
+        dues = [m["due_at"] for m in ordered["messages"]]
+        if dues != sorted(dues):
+            self.reference.violate("rule 1", f"{name} order=due is not in due order: {dues}")
+        if {m["id"] for m in ordered["messages"]} != {m["id"] for m in plain["messages"]}:
+            self.reference.violate("rule 1", f"{name} order=due lists other messages than the unordered list")
 
     @rule(picked=messages, crash_at=st.sampled_from((None, None, 1)))
     def cancel(self, picked: list[tuple[str, str]], crash_at: int | None) -> None:
@@ -261,6 +343,17 @@ class SystemModel(RuleBasedStateMachine):
 
         self.act(crash_at, start)
 
+    @rule(name=st.sampled_from(QUEUES), crash_at=st.sampled_from((None, None, 1, 2)))
+    def purge(self, name: str, crash_at: int | None) -> None:
+        """The console's purge: one bulk cancel of every pending message."""
+
+        def start() -> None:
+            doc = {"action": "cancel", "filter": {"status": "pending"}}
+            status, answer = self.call("POST", f"/v1/queues/{name}/operations", doc)
+            assert status in (202, 404), answer
+
+        self.act(crash_at, start)
+
     # schedules ----------------------------------------------------------------------------------
     @rule(
         name=st.sampled_from(QUEUES),
@@ -268,9 +361,20 @@ class SystemModel(RuleBasedStateMachine):
         every=st.sampled_from((60, 300)),
         big=st.sampled_from((False, False, False, True)),
         crash_at=st.sampled_from((None, None, 1, 2)),
+        catch_up=st.sampled_from(("skip", "latest", "all")),
+        jitter=st.sampled_from((0, 0, 90)),
     )
-    def put_schedule(self, name: str, schedule: str, every: int, big: bool, crash_at: int | None) -> None:
-        body = {"every": every, "body": BIG_BODY if big else {"s": schedule}}
+    def put_schedule(
+        self,
+        name: str,
+        schedule: str,
+        every: int,
+        big: bool,
+        crash_at: int | None,
+        catch_up: str = "skip",
+        jitter: int = 0,
+    ) -> None:
+        body = {"every": every, "body": BIG_BODY if big else {"s": schedule}, "catch_up": catch_up, "jitter": jitter}
 
         def put() -> None:
             status, doc = self.call("PUT", f"/v1/queues/{name}/schedules/{schedule}", body)
@@ -387,10 +491,12 @@ class SystemModel(RuleBasedStateMachine):
             self.reference.violate("rule 2", f"illegal transition {illegal}")
 
     def check_schedules_run(self) -> None:
-        """Every running schedule has its next occurrence pending (or on its way)."""
+        """Every running schedule of a running queue has its next occurrence pending (or on its way). A
+        paused queue's sweep repairs no chain (its held occurrence chains when delivered): a schedule whose
+        PUT died before its first occurrence gets it from the repair after the resume."""
         store = self.world.h.ctx.store
         for generation in self.reference.generations:
-            if not generation.alive:
+            if not generation.alive or delivery_control.of(store.get_queue(generation.name, consistent=True)).paused:
                 continue
             for name in generation.schedules:
                 schedule = store.get_schedule(generation.name, name)
@@ -408,7 +514,9 @@ class SystemModel(RuleBasedStateMachine):
                 modes.notice = "ok"
         self.world.run_for(DRAIN_SECONDS, step_limit=3000)
         self.world.read_sqs()
-        self.reference.check_messages(self.world.messages(), self.world.clock(), self.world.verdicts())
+        messages = self.world.messages()
+        self.reference.check_messages(messages, self.world.clock(), self.world.verdicts())
+        self.reference.check_responses(messages, REPLY.decode())
         self.check_schedules_run()
 
     def teardown(self) -> None:

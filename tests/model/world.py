@@ -34,6 +34,8 @@ DDB_WRITES = ("put_item", "update_item", "delete_item", "transact_write_items", 
 SQS_WRITES = ("send_message_batch", "send_message")
 # Answers a target or destination gives, by mode.
 ANSWER = {"ok": 200, "transient": 503, "permanent": 404}
+# What every HTTP target of the model answers in its body (the attempt history keeps it).
+REPLY = b'{"seen": true}'
 
 
 @dataclass
@@ -62,7 +64,8 @@ class World:
         self._context = harness_for(self.clock)
         self.h: Harness = self._context.__enter__()
         ctx = self.h.ctx
-        ctx.settings = replace(ctx.settings, shards=2)
+        # SNS targets and destinations publish to topics that feed the SQS target and notice queues.
+        ctx.settings = replace(ctx.settings, shards=2, sns_targets="target*")
         # Bulk operations write from threads; moto's in-memory tables are not safe under them (DynamoDB is).
         self.ddb = FaultyClient(Serialized(ctx.store.client, threading.Lock()))
         self.checker = TransitionChecker(self.ddb)
@@ -72,6 +75,8 @@ class World:
         ctx.post = self._post
         self.target_url = self.h.sqs.create_queue(QueueName="target-model")["QueueUrl"]
         self.notice_url = self.h.sqs.create_queue(QueueName="target-notices")["QueueUrl"]
+        self.target_topic = self._topic("target-model", self.target_url)
+        self.notice_topic = self._topic("target-notices", self.notice_url)
         self.modes: dict[str, Modes] = {}
         self.timers: list[Timer] = []
         self.dead: list[Timer] = []
@@ -82,6 +87,15 @@ class World:
         self._context.__exit__(None, None, None)
 
     # the outside world ------------------------------------------------------------------------
+    def _topic(self, name: str, queue_url: str) -> str:
+        """An SNS topic whose messages reach `queue_url` as published (raw delivery)."""
+        sns = self.h.ctx.services.topics.client
+        topic = str(sns.create_topic(Name=name)["TopicArn"])
+        attributes = self.h.sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]
+        raw = {"RawMessageDelivery": "true"}
+        sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=attributes["QueueArn"], Attributes=raw)
+        return topic
+
     def _post(self, url: str, body: bytes, headers: dict[str, str], **_: Any) -> HttpReply:
         kind, queue = url.rsplit("/", 2)[-2:]
         modes = self.modes.setdefault(queue, Modes())
@@ -90,13 +104,15 @@ class World:
                 self.reference.noticed(json.loads(body)["id"], "http")
             return HttpReply(status=ANSWER[modes.notice], headers={}, body=b"{}")
         message_id = headers["Hourglass-Message-Id"]
+        self.reference.signed(queue, headers, body, self.clock())
         stored = self.h.ctx.store.get_message(queue, message_id)
         self.reference.delivered(stored, queue, message_id, self.clock(), crashed=self.crashes > 0)
         status = modes.script.pop(0) if modes.script else ANSWER[modes.target]
-        return HttpReply(status=status, headers={}, body=b"{}")
+        return HttpReply(status=status, headers={}, body=REPLY)
 
     def read_sqs(self) -> None:
-        """What reached the SQS target and destination: deliveries checked as the HTTP ones, notices noted."""
+        """What reached the SQS target and destination (directly or through their SNS topics): deliveries checked
+        as the HTTP ones, notices noted."""
         for url, is_notice in ((self.target_url, False), (self.notice_url, True)):
             while got := self.h.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
                 for m in got:
@@ -107,7 +123,7 @@ class World:
                         stored = self.h.ctx.store.get_message(doc["queue"], doc["id"])
                         # read after the fact: no lateness judged
                         self.reference.delivered(
-                            stored, doc["queue"], doc["id"], stored.due_at if stored else self.clock()
+                            stored, doc["queue"], doc["id"], stored.due_at if stored else self.clock(), started=False
                         )
                     self.h.sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
 

@@ -38,7 +38,7 @@ def test_rows_spread_over_queues_and_timing_kinds(tmp_path: Path) -> None:
     rows = generate(tmp_path / "s.csv")
 
     queues = Counter(r["queue"] for r in rows)
-    assert {"orders", "emails", "reminders", "webhooks", "reports"} <= set(queues)
+    assert {"sample-orders", "sample-emails", "sample-reminders", "sample-webhooks", "sample-reports"} <= set(queues)
     assert sum(bool(r["delay"]) for r in rows) > 0.4 * len(rows)
     assert sum(bool(r["deliver_at"]) for r in rows) > 0.2 * len(rows)
     dedup = Counter(r["dedup_id"] for r in rows if r["dedup_id"])

@@ -205,6 +205,18 @@ def test_top_failures_rank_the_most_common_last_errors(spark: SparkSession) -> N
     assertDataFrameEqual(got, [Row("q", "HTTP 500", 3, 1), Row("q", "timeout", 2, 2)])
 
 
+def test_top_failures_leave_out_delivered_messages(spark: SparkSession) -> None:
+    """An export made before v1.2 may carry an earlier attempt's error on a delivered message."""
+    rows = [
+        ("q", "ok", "delivered", at(0), at(3), 2, "ConnectionRefusedError"),
+        ("q", "x", "failed", at(0), None, 5, "HTTP 500"),
+    ]
+
+    got = transforms.top_failures(messages(spark, *rows))
+
+    assertDataFrameEqual(got, [Row("q", "HTTP 500", 1, 1)])
+
+
 def test_stuck_messages_are_waiting_long_after_their_due_time(spark: SparkSession) -> None:
     rows = [
         ("q", "old-pending", "pending", at(-3600), None, 0, None),

@@ -55,6 +55,14 @@ def test_signing_secret_is_never_returned(harness: Harness) -> None:
     assert queue["signing_secret_set"] is True and "signing_secret" not in queue
 
 
+def test_the_next_signing_secret_is_never_returned(harness: Harness) -> None:
+    rolling = {**QUEUE, "signing_secret_next": "n3xt-" + SECRET}
+    answers = texts(harness, ("PUT", "/v1/queues/q", rolling), ("GET", "/v1/queues/q", None))
+    _, queue = harness.call("GET", "/v1/queues/q")
+    assert SECRET not in answers
+    assert queue["signing_secret_next_set"] is True and "signing_secret_next" not in queue
+
+
 def test_a_full_flow_logs_no_secret_no_header_value_and_no_payload(harness: Harness, captured: io.StringIO) -> None:
     harness.receiver.answers = [503, 500, 404]
     harness.call("PUT", "/v1/queues/q", QUEUE)

@@ -46,6 +46,7 @@ def test_document_matches_the_contract():
                 "status_code": 503,
                 "error": "HTTP 503",
                 "retry_at": "2026-11-21T10:00:03.000Z",
+                "response_body": None,
             },
             {
                 "attempt": 2,
@@ -55,6 +56,7 @@ def test_document_matches_the_contract():
                 "status_code": 200,
                 "error": None,
                 "retry_at": None,
+                "response_body": None,
             },
         ]
     }

@@ -23,6 +23,25 @@ MESSAGE = Message(
 
 
 # --- judge_http ------------------------------------------------------------------------------
+def test_the_response_body_kept_is_its_first_kib() -> None:
+    outcome = delivery.judge_http(500, None, NOW, b"e" * 5000)
+    assert outcome.response == "e" * delivery.MAX_RESPONSE
+
+
+def test_the_response_body_keeps_line_breaks_and_escapes_other_control_characters() -> None:
+    outcome = delivery.judge_http(400, None, NOW, b"line 1\nline\t2\x1b[31m\xff")
+    assert outcome.response == "line 1\nline\t2\\x1b[31m\ufffd"
+
+
+def test_an_empty_response_body_is_none() -> None:
+    assert delivery.judge_http(204, None, NOW, b"").response is None
+
+
+def test_a_response_of_wide_characters_stays_within_its_bytes() -> None:
+    outcome = delivery.Outcome(True, response="😀" * 1000)
+    assert outcome.response is not None and len(outcome.response.encode()) <= delivery.MAX_RESPONSE
+
+
 
 
 @pytest.mark.parametrize("status", [200, 201, 202, 204, 299])
@@ -109,12 +128,12 @@ def test_later_request_shape():
 
 
 def test_http_request_body_is_the_message_body():
-    body, _ = delivery.http_request(MESSAGE, 1, headers={}, secret=None, now=NOW)
+    body, _ = delivery.http_request(MESSAGE, 1, headers={}, secrets=(), now=NOW)
     assert json.loads(body) == MESSAGE.body
 
 
 def test_http_request_carries_hourglass_headers():
-    _, headers = delivery.http_request(MESSAGE, 3, headers={}, secret=None, now=NOW)
+    _, headers = delivery.http_request(MESSAGE, 3, headers={}, secrets=(), now=NOW)
     assert headers["Hourglass-Message-Id"] == "0123abcd"
     assert headers["Hourglass-Queue"] == "orders"
     assert headers["Hourglass-Attempt"] == "3"
@@ -123,22 +142,22 @@ def test_http_request_carries_hourglass_headers():
 
 
 def test_http_request_has_no_signature_without_a_secret():
-    _, headers = delivery.http_request(MESSAGE, 1, headers={}, secret=None, now=NOW)
+    _, headers = delivery.http_request(MESSAGE, 1, headers={}, secrets=(), now=NOW)
     assert "Hourglass-Signature" not in headers
 
 
 def test_http_request_signature_verifies_with_the_secret():
-    body, headers = delivery.http_request(MESSAGE, 1, headers={}, secret="s3cret", now=NOW)
+    body, headers = delivery.http_request(MESSAGE, 1, headers={}, secrets=("s3cret",), now=NOW)
     assert hourglass_client.verify(headers, body, "s3cret", now=int(NOW.timestamp()))
 
 
 def test_http_request_signature_timestamp_is_now():
-    _, headers = delivery.http_request(MESSAGE, 1, headers={}, secret="s3cret", now=NOW)
+    _, headers = delivery.http_request(MESSAGE, 1, headers={}, secrets=("s3cret",), now=NOW)
     assert headers["Hourglass-Signature"].startswith(f"t={int(NOW.timestamp())},v1=")
 
 
 def test_http_request_keeps_target_headers():
-    _, headers = delivery.http_request(MESSAGE, 1, headers={"X-Token": "abc"}, secret=None, now=NOW)
+    _, headers = delivery.http_request(MESSAGE, 1, headers={"X-Token": "abc"}, secrets=(), now=NOW)
     assert headers["X-Token"] == "abc"
 
 

@@ -91,6 +91,9 @@ def test_document_shows_every_field():
         "timeout": 15.0,
         "failure_destination": {"type": "http", "url": "https://x.example", "headers": {}},
         "paused": True,
+        "window": None,
+        "paused_reason": None,
+        "circuit_breaker": None,
         "flow_control": None,
     }
 

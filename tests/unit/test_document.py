@@ -51,6 +51,13 @@ def test_queue_document_says_whether_a_secret_is_set():
     assert queue_doc(Queue("q", QueueSettings(), NOW))["signing_secret_set"] is False
 
 
+def test_queue_document_never_contains_the_next_signing_secret():
+    rolling = Queue("q", QueueSettings(signing_secret=SECRET, signing_secret_next="next-" + SECRET), NOW)
+    doc = queue_doc(rolling)
+    assert SECRET not in json.dumps(doc)
+    assert doc["signing_secret_next_set"] is True and "signing_secret_next" not in doc
+
+
 def test_queue_document_fields():
     assert queue_doc(QUEUE) == {
         "name": "orders",
@@ -60,6 +67,7 @@ def test_queue_document_fields():
         "target": {"type": "http", "url": "https://example.com/hook", "headers": {"X-Token": "t"}},
         "retry": {"max_attempts": 3, "backoff_base": 2.0, "backoff_max": 30.0},
         "signing_secret_set": True,
+        "signing_secret_next_set": False,
         "created_at": "2026-11-21T10:00:00.000Z",
     }
 

@@ -12,6 +12,7 @@ from hourglass.core.validation import QUEUE_NAME
 # begins. A constant added to core.keys without a place here fails test_every_key_constant_has_a_partition.
 QUEUE_PARTITION = (
     keys.QUEUE_SK,
+    keys.BREAKER_PREFIX,
     keys.ENDED_SK,
     keys.PACE_SK,
     keys.SLOT_PREFIX,
@@ -21,6 +22,7 @@ QUEUE_PARTITION = (
     keys.BODY_PREFIX,
     keys.SCHEDULE_PREFIX,
     keys.OPERATION_PREFIX,
+    keys.COUNT_PREFIX,
 )
 SWEEPER_PARTITION = (keys.SWEEPER_STATE_SK, keys.SHARD_PREFIX)
 REPAIR_PARTITION = (keys.REPAIR_SK,)

@@ -29,8 +29,12 @@ def dynamodb_item_size(item: dict[str, dict[str, Any]]) -> int:
     return size
 
 
-# The largest final attempt a finished message keeps: its 500-character error escaped to 6 bytes a character.
-FINAL = attempts.Attempt("f" * 64, 10**9, NOW, NOW, attempts.AttemptOutcome.FAILED, status_code=599, error="\x01" * 500)
+# The largest final attempt a finished message keeps: its 500-character error escaped to 6 bytes a character,
+# its response body of 1 KiB escaped to 2 bytes a byte.
+FINAL = attempts.Attempt(
+    "f" * 64, 10**9, NOW, NOW, attempts.AttemptOutcome.FAILED, status_code=599, error="\x01" * 500,
+    response='"' * delivery.MAX_RESPONSE,
+)
 
 
 def worst_message(body: Any, target: Any) -> Message:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, time, timedelta
 
 import pytest
 from hourglass.core.attempts import AttemptOutcome
 from hourglass.core.model import RetryPolicy
 from hourglass.core.next_attempt import MAX_RETRY_AFTER, AfterFailure, after_failure, retry_wait
+from hourglass.core.window import Window
 
 NOW = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
 SHORT = RetryPolicy(max_attempts=5, backoff_base=1, backoff_max=2)
@@ -57,3 +58,18 @@ def test_retry_after_past_the_expiry_expires_the_message():
 @pytest.mark.parametrize("jitter", [0.0, 0.5, 1.0])
 def test_jitter_never_shortens_a_retry_after(jitter):
     assert retry_wait(SHORT, 1, jitter=jitter, retry_after=30) == 30
+
+
+# NOW is a Saturday, 10:00 UTC: this window opens on Mondays at 09:00.
+MONDAYS = Window("UTC", frozenset({0}), time(9), time(10))
+
+
+def test_a_retry_outside_the_window_waits_for_its_next_opening():
+    decided = after_failure(SHORT, attempt=1, retryable=True, now=NOW, expires_at=None, window=MONDAYS)
+    assert decided == AfterFailure(AttemptOutcome.RETRY, datetime(2026, 11, 23, 9, 0, tzinfo=UTC))
+
+
+def test_a_retry_whose_opening_is_past_the_expiry_expires():
+    expiry = NOW + timedelta(days=1)
+    decided = after_failure(SHORT, attempt=1, retryable=True, now=NOW, expires_at=expiry, window=MONDAYS)
+    assert decided.outcome is AttemptOutcome.EXPIRED

@@ -15,12 +15,12 @@ OCCURRENCE = Message("abc", "orders", {"r": 1}, Status.PENDING, NOW, NOW, schedu
 
 
 def test_http_occurrence_carries_the_schedule_header() -> None:
-    _, headers = delivery.http_request(OCCURRENCE, 1, headers={}, secret=None, now=NOW)
+    _, headers = delivery.http_request(OCCURRENCE, 1, headers={}, secrets=(), now=NOW)
     assert headers["Hourglass-Schedule"] == "daily"
 
 
 def test_one_off_message_has_no_schedule_header() -> None:
-    _, headers = delivery.http_request(replace(OCCURRENCE, schedule=None), 1, headers={}, secret=None, now=NOW)
+    _, headers = delivery.http_request(replace(OCCURRENCE, schedule=None), 1, headers={}, secrets=(), now=NOW)
     assert "Hourglass-Schedule" not in headers
 
 

@@ -6,6 +6,7 @@ import hashlib
 import hmac
 
 import hourglass_client
+from hourglass.core.signing import header as signature_header
 from hourglass.core.signing import sign
 
 T = 1795255200  # 2026-11-21T10:00:00Z
@@ -57,3 +58,26 @@ def test_custom_tolerance():
 def test_malformed_headers_fail():
     for header in ["", "garbage", "t=abc,v1=00", f"v1={'0' * 64}", f"t={T}", f"t={T},v1=é", "t=1=2,,"]:
         assert not verify("secret", BODY, header, now=T), header
+
+
+def test_a_rotation_signs_with_each_secret():
+    value = signature_header(("old", "new"), BODY, T)
+    assert value == f"{sign('old', BODY, T)},v1={sign('new', BODY, T).split('v1=')[1]}"
+
+
+def test_during_a_rotation_a_receiver_knowing_either_secret_verifies():
+    value = signature_header(("old", "new"), BODY, T)
+    assert verify("old", BODY, value, now=T)
+    assert verify("new", BODY, value, now=T)
+    assert hourglass_client.verify({"Hourglass-Signature": value}, BODY, ["stale", "new"], now=T)
+
+
+def test_during_a_rotation_a_receiver_knowing_neither_secret_fails():
+    assert not hourglass_client.verify(
+        {"Hourglass-Signature": signature_header(("old", "new"), BODY, T)}, BODY, ["stale", "other"], now=T
+    )
+
+
+def test_either_secret_is_refused_outside_the_tolerance():
+    value = signature_header(("old", "new"), BODY, T)
+    assert not hourglass_client.verify({"Hourglass-Signature": value}, BODY, ["old", "new"], now=T + 301)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from hourglass.adapters.timer_queue import MAX_PACK, PACK_SPAN_MS, Scheduled, Timer, pack_to_json, packs, read_timers
@@ -20,6 +21,24 @@ def scheduled(*dues: int) -> list[Scheduled]:
 def test_a_pack_reads_back_as_its_timers() -> None:
     timers = [timer(1, 1000), timer(2, 1500), timer(3, 1999)]
     assert read_timers(pack_to_json(timers)) == timers
+
+
+def test_chained_occurrence_timers_read_back_chained_single_or_packed() -> None:
+    chained = [replace(timer(1, 1000), chained=True), timer(2, 1200), replace(timer(3, 1500), chained=True, waits=2)]
+    assert read_timers(pack_to_json(chained)) == chained
+    assert read_timers(pack_to_json(chained[:1])) == chained[:1]
+
+
+def test_keyed_timers_read_back_with_key_priority_and_chained() -> None:
+    keyed = [
+        timer(1, 1000),
+        replace(timer(2, 1100), key="t1", priority=9, chained=True),
+        replace(timer(3, 1200), key="t2", waits=1),
+        replace(timer(4, 1300), priority=0),
+        replace(timer(5, 1400), chained=True),
+    ]
+    assert read_timers(pack_to_json(keyed)) == keyed
+    assert read_timers(pack_to_json(keyed[1:2])) == keyed[1:2]
 
 
 def test_a_single_timer_body_is_the_old_format() -> None:

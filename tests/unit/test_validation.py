@@ -70,6 +70,11 @@ def test_queue_settings_reads_every_field():
     )
 
 
+def test_queue_settings_reads_a_rotation():
+    settings = validation.queue_settings({"signing_secret": "old", "signing_secret_next": "new"})
+    assert settings.signing_secrets == ("old", "new")
+
+
 def test_queue_settings_rejects_non_object():
     assert error_of(validation.queue_settings, [1]).field == "body"
 
@@ -98,6 +103,10 @@ def test_queue_settings_unknown_retry_field_is_named():
         ({"signing_secret": ""}, "signing_secret"),
         ({"signing_secret": "x" * 257}, "signing_secret"),
         ({"signing_secret": 42}, "signing_secret"),
+        ({"signing_secret": "s", "signing_secret_next": ""}, "signing_secret_next"),
+        ({"signing_secret": "s", "signing_secret_next": "x" * 257}, "signing_secret_next"),
+        ({"signing_secret": "s", "signing_secret_next": ["n"]}, "signing_secret_next"),
+        ({"signing_secret_next": "n"}, "signing_secret_next"),
         ({"retry": 3}, "retry"),
         ({"retry": {"max_attempts": 0}}, "retry.max_attempts"),
         ({"retry": {"max_attempts": 101}}, "retry.max_attempts"),

@@ -29,6 +29,8 @@ def attempt_to_item(queue: str, attempt: Attempt, expire_at: datetime | None = N
         item["status_code"] = n(attempt.status_code)
     if attempt.error is not None:
         item["error"] = s(attempt.error)
+    if attempt.response is not None:
+        item["response"] = s(attempt.response)
     if attempt.retry_at is not None:
         item["retry_at"] = n(to_ms(attempt.retry_at))
     if expire_at is not None:
@@ -46,13 +48,20 @@ def attempt_from_item(item: Item) -> Attempt:
         status_code=int(item["status_code"]["N"]) if "status_code" in item else None,
         error=item["error"]["S"] if "error" in item else None,
         retry_at=from_ms(int(item["retry_at"]["N"])) if "retry_at" in item else None,
+        response=item["response"]["S"] if "response" in item else None,
     )
 
 
 class ControlStorage(Table):
     # pause --------------------------------------------------------------------------------
-    def set_paused(self, name: str, paused: bool) -> Queue:
-        """One conditional update of the queue item; NotFoundError when the queue does not exist."""
+    def set_paused(self, name: str, paused: bool, now: datetime | None = None) -> Queue:
+        """One conditional update of the queue item; NotFoundError when the queue does not exist. A resume at
+        `now` starts the circuit breaker's fresh window; either clears the reason the queue paused itself."""
+        values: dict[str, Any] = {":p": {"BOOL": paused}, ":zero": n(0), ":one": n(1)}
+        update = "SET paused = :p, version = if_not_exists(version, :zero) + :one"
+        if not paused and now is not None:
+            update += ", resumed_at = :r"
+            values[":r"] = n(to_ms(now))
         try:
             answer = self._conditional(
                 "update_item",
@@ -60,9 +69,9 @@ class ControlStorage(Table):
                 TableName=self.table,
                 Key=queue_key(name),
                 # A new version: a settings write that read the queue before this one is refused (and retried).
-                UpdateExpression="SET paused = :p, version = if_not_exists(version, :zero) + :one",
+                UpdateExpression=update + " REMOVE paused_reason",
                 ConditionExpression="attribute_exists(pk)",
-                ExpressionAttributeValues={":p": {"BOOL": paused}, ":zero": n(0), ":one": n(1)},
+                ExpressionAttributeValues=values,
                 ReturnValues="ALL_NEW",
             )
         except StaleVersionError as exc:

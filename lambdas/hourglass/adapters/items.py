@@ -25,9 +25,13 @@ from hourglass.core.lifecycle import Change
 from hourglass.core.limits import json_bytes
 from hourglass.core.model import (
     DEFAULT_PRIORITY,
+    AwsTarget,
+    CircuitBreaker,
     DeliveryControl,
+    EventBridgeTarget,
     FlowControl,
     HttpTarget,
+    LambdaTarget,
     LaterTarget,
     Message,
     Notice,
@@ -35,14 +39,17 @@ from hourglass.core.model import (
     Queue,
     QueueSettings,
     RetryPolicy,
+    SnsTarget,
     SqsTarget,
     Status,
+    StepFunctionsTarget,
     Target,
 )
-from hourglass.core.recurrence import Recurrence, Schedule
-from hourglass.core.schedule import SweepKeys
+from hourglass.core.recurrence import CatchUp, Recurrence, Schedule
+from hourglass.core.schedule import SweepKeys, shard_of
 from hourglass.core.sweep_state import ShardProgress, SweepState
 from hourglass.core.timestamps import from_ms, to_ms
+from hourglass.core.window import Window, from_doc, to_doc
 
 Item = dict[str, dict[str, Any]]
 
@@ -95,7 +102,17 @@ def target_from_doc(stored: Mapping[str, Any]) -> Target:
         return HttpTarget(**doc)
     if kind == "sqs":
         return SqsTarget(**doc)
-    return LaterTarget(**doc)
+    if kind == "later":
+        return LaterTarget(**doc)
+    return SERVICE_TARGET_TYPES[kind](**doc)
+
+
+SERVICE_TARGET_TYPES: dict[str, type[AwsTarget]] = {
+    "lambda": LambdaTarget,
+    "sns": SnsTarget,
+    "eventbridge": EventBridgeTarget,
+    "stepfunctions": StepFunctionsTarget,
+}
 
 
 def message_to_item(message: Message, sweep: SweepKeys | None = None, *, body: BodyRef | None = None) -> Item:
@@ -131,11 +148,14 @@ def message_to_item(message: Message, sweep: SweepKeys | None = None, *, body: B
         # Only when given, so an item without flow control is exactly as before (v1.2).
         "flow_key": s(message.flow_key) if message.flow_key is not None else None,
         "priority": n(message.priority) if message.priority != DEFAULT_PRIORITY else None,
+        "scheduled_at": n(to_ms(message.scheduled)) if message.scheduled != message.due_at else None,
+        "window": _window_text(message.window),
         "final_attempt": s(_dumps(attempts.to_record(message.final_attempt))) if message.final_attempt else None,
         "sweep_pk": s(sweep.pk) if sweep else None,
         "sweep_sk": s(sweep.sk) if sweep else None,
     }
     item.update({key: value for key, value in optional.items() if value is not None})
+    item.update(list_keys(message))
     if message.redelivered:
         item["redelivered"] = {"BOOL": True}
     return item
@@ -187,7 +207,56 @@ def message_from_item(item: Item) -> Message:
         redelivered="redelivered" in item,
         flow_key=_str(item, "flow_key"),
         priority=_int(item, "priority", DEFAULT_PRIORITY),
+        scheduled_at=_time(item, "scheduled_at"),
+        window=_window_of(item),
     )
+
+
+def list_keys(message: Message) -> Item:
+    """The keys of the list index (`contract.LIST_INDEX`): a list by due reads its queue's messages in
+    the order of the time each was scheduled for, which a retry never changes, so the index entry is
+    written once per message (and again only when it is rescheduled). `@later` messages are never listed."""
+    if message.queue == keys.LATER_QUEUE:
+        return {}
+    return {"list_pk": s(message.queue), "list_sk": s(keys.sort_key(to_ms(message.scheduled), message.id))}
+
+
+def order_keys(message: Message) -> Item:
+    """The attributes the list orders' indexes key `message` by (`list_pk` with `list_sk` or `created_at`)."""
+    return {**list_keys(message), "created_at": n(to_ms(message.created_at))}
+
+
+@dataclass(frozen=True)
+class ListFilter:
+    """What an ordered list keeps of the messages its index names (the unordered list filters in its Query)."""
+
+    status: Status | None = None
+    schedule: str | None = None
+    notice: NoticeStatus | None = None
+    flow_key: str | None = None
+
+    @property
+    def empty(self) -> bool:
+        return self.status is None and self.schedule is None and self.notice is None and self.flow_key is None
+
+    def matches(self, item: Item) -> bool:
+        if self.status is not None and item["status"]["S"] != self.status.value:
+            return False
+        if self.schedule is not None and _str(item, "schedule") != self.schedule:
+            return False
+        if self.flow_key is not None and _str(item, "flow_key") != self.flow_key:
+            return False
+        notice = notice_of(item)
+        return self.notice is None or (notice is not None and notice.status is self.notice)
+
+
+def _window_text(window: Window | None) -> dict[str, str] | None:
+    return None if window is None else s(_dumps(to_doc(window)))
+
+
+def _window_of(item: Item) -> Window | None:
+    text = _str(item, "window")
+    return None if text is None else from_doc(json.loads(text))
 
 
 def notice_of(item: Item) -> Notice | None:
@@ -223,6 +292,8 @@ def queue_to_item(queue: Queue) -> Item:
         # Top level, so pause and resume are one small conditional update.
         "paused": {"BOOL": control.paused},
         "version": n(queue.version),
+        **({"paused_reason": s(control.paused_reason)} if control.paused_reason else {}),
+        **({"resumed_at": n(to_ms(control.resumed_at))} if control.resumed_at else {}),
     }
 
 
@@ -235,7 +306,11 @@ def queue_from_item(item: Item) -> Queue:
         target=target_from_doc(raw_target) if raw_target else None,
     )
     paused = bool(item.get("paused", {}).get("BOOL", False))
-    control: DeliveryControl | None = control_from_stored(raw_control, paused=paused)
+    control: DeliveryControl | None = replace(
+        control_from_stored(raw_control, paused=paused),
+        paused_reason=_str(item, "paused_reason") if paused else None,
+        resumed_at=_time(item, "resumed_at"),
+    )
     if control == DeliveryControl():
         control = None  # the default control, as a queue built without one
     created_at = from_ms(int(item["created_at"]["N"]))
@@ -247,13 +322,15 @@ def control_to_stored(control: DeliveryControl) -> dict[str, Any]:
     """What the queue item's settings JSON keeps of its control: what differs from the defaults, but
     `paused` (a top-level attribute)."""
     doc, defaults = control_doc(control), control_doc(DeliveryControl())
-    return {key: value for key, value in doc.items() if value != defaults[key] and key != "paused"}
+    top_level = ("paused", "paused_reason")
+    return {key: value for key, value in doc.items() if value != defaults[key] and key not in top_level}
 
 
 def control_from_stored(doc: Mapping[str, Any], *, paused: bool) -> DeliveryControl:
     """The control a queue item keeps, read as written: it was validated then, and is not again, so
     that tightening a bound never makes a stored queue unreadable."""
     rate, concurrency, destination = doc.get("rate_limit"), doc.get("max_concurrency"), doc.get("failure_destination")
+    breaker = doc.get("circuit_breaker")
     failure_destination = None if destination is None else target_from_doc(destination)
     if isinstance(failure_destination, LaterTarget):
         raise ValueError("a failure destination is an http or sqs target")
@@ -265,6 +342,8 @@ def control_from_stored(doc: Mapping[str, Any], *, paused: bool) -> DeliveryCont
         failure_destination=failure_destination,
         paused=paused,
         flow_control=None if flow is None else _flow_control(flow),
+        window=from_doc(doc.get("window")),
+        circuit_breaker=None if breaker is None else CircuitBreaker(**breaker),
     )
 
 
@@ -463,6 +542,51 @@ def _placed_body(message: Message, ref: BodyRef, retention: timedelta) -> BodyVe
     return BodyVersion(message.queue, message.id, ref, key)
 
 
+# status counters -----------------------------------------------------------------------------
+# Each queue life's counts are spread over this many items (by message id), so that no one item takes
+# every status change of a busy queue; reading them is one Query of this many small items.
+COUNT_SHARDS = 16
+CountKey = tuple[str, int, int]  # queue, epoch ms, shard
+
+
+def count_changes(changes: list[tuple[Message, Status | None]]) -> dict[CountKey, dict[Status, int]]:
+    """What status changes (a message now, and its status before; None: new) add to which counter item,
+    summed per item; a change that leaves the status as it was adds nothing. `@later` is not counted."""
+    deltas: dict[CountKey, dict[Status, int]] = {}
+    for message, before in changes:
+        if before is message.status or message.queue == keys.LATER_QUEUE:
+            continue
+        epoch = to_ms(message.queue_epoch) if message.queue_epoch is not None else 0
+        counts = deltas.setdefault((message.queue, epoch, shard_of(message.id, COUNT_SHARDS)), {})
+        counts[message.status] = counts.get(message.status, 0) + 1
+        if before is not None:
+            counts[before] = counts.get(before, 0) - 1
+    return {key: {s: d for s, d in counts.items() if d} for key, counts in deltas.items() if any(counts.values())}
+
+
+def count_update(key: CountKey, deltas: Mapping[Status, int]) -> dict[str, Any]:
+    """The UpdateItem adding `deltas` to one counter item (created by its first update)."""
+    queue, epoch, shard = key
+    names = {f"#s{i}": status.value for i, status in enumerate(deltas)}
+    values = {f":d{i}": n(delta) for i, delta in enumerate(deltas.values())}
+    return {
+        "Key": {"pk": s(queue), "sk": s(keys.count_sk(epoch, shard))},
+        "UpdateExpression": "ADD " + ", ".join(f"#s{i} :d{i}" for i in range(len(deltas))),
+        "ExpressionAttributeNames": names,
+        "ExpressionAttributeValues": values,
+    }
+
+
+def counts_from_items(items: list[Item]) -> dict[str, int]:
+    """A queue life's counts from its counter items, every status named (a message stored before counters
+    were kept may take a count below zero as it moves on: shown as 0)."""
+    totals = {status.value: 0 for status in Status}
+    for item in items:
+        for status in totals:
+            totals[status] += _int(item, status, 0)
+    return {status: max(0, total) for status, total in totals.items()}
+
+
 # sizes, by DynamoDB's published rules -------------------------------------------------------
 def value_size(value: Mapping[str, Any]) -> int:
     """Bytes of one attribute value: strings and binaries their length, a number about one byte per
@@ -565,6 +689,8 @@ def schedule_to_item(schedule: Schedule) -> Item:
         "timezone": rule.timezone,
         "start_at": to_ms(rule.start_at) if rule.start_at else None,
         "end_at": to_ms(rule.end_at) if rule.end_at else None,
+        "catch_up": rule.catch_up.value,
+        "jitter": rule.jitter,
     }
     item: Item = {
         **schedule_key(schedule.queue, schedule.name),
@@ -580,12 +706,16 @@ def schedule_to_item(schedule: Schedule) -> Item:
     }
     if schedule.target is not None:
         item["target"] = s(target_to_json(schedule.target))
+    if schedule.window is not None:
+        item["window"] = s(_dumps(to_doc(schedule.window)))
     if schedule.queue_epoch is not None:
         item["queue_epoch"] = n(to_ms(schedule.queue_epoch))
     if schedule.flow_key is not None:
         item["flow_key"] = s(schedule.flow_key)
     if schedule.priority != DEFAULT_PRIORITY:
         item["priority"] = n(schedule.priority)
+    if schedule.paused_at is not None:
+        item["paused_at"] = n(to_ms(schedule.paused_at))
     return item
 
 
@@ -598,6 +728,9 @@ def schedule_from_item(item: Item) -> Schedule:
         timezone=doc["timezone"],
         start_at=from_ms(doc["start_at"]) if doc["start_at"] is not None else None,
         end_at=from_ms(doc["end_at"]) if doc["end_at"] is not None else None,
+        # A schedule stored before v1.2 had neither: it skips, with no jitter.
+        catch_up=CatchUp(doc.get("catch_up", CatchUp.SKIP.value)),
+        jitter=doc.get("jitter", 0),
     )
     return Schedule(
         queue=item["pk"]["S"],
@@ -611,4 +744,6 @@ def schedule_from_item(item: Item) -> Schedule:
         queue_epoch=_time(item, "queue_epoch"),
         flow_key=_str(item, "flow_key"),
         priority=_int(item, "priority", DEFAULT_PRIORITY),
+        window=_window_of(item),
+        paused_at=_time(item, "paused_at"),
     )

@@ -11,19 +11,25 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from hourglass import contract
 from hourglass.adapters.body_store import BodyStore
 from hourglass.adapters.items import (
     BodyId,
     BodyVersion,
     Item,
+    ListFilter,
     NewMessageWrite,
     bodies_to_read,
     body_item_expiry,
+    count_changes,
+    count_update,
+    counts_from_items,
     live_dedup_owner,
     message_from_item,
     message_key,
     n,
     new_message_write,
+    order_keys,
     queue_from_item,
     queue_key,
     queue_to_item,
@@ -32,15 +38,17 @@ from hourglass.adapters.items import (
     version_write_with_body,
     with_bodies,
 )
-from hourglass.adapters.table import Table, code_of, decode_cursor, encode_cursor
+from hourglass.adapters.table import Table, code_of, decode_cursor, decode_index_cursor, encode_cursor
 from hourglass.core import body_placement, failure_notice
 from hourglass.core.body_placement import BodyLimits, Placement
-from hourglass.core.keys import MESSAGE_PREFIX, OUTBOX_PK
+from hourglass.core.keys import MESSAGE_PREFIX, OUTBOX_PK, count_prefix
 from hourglass.core.lifecycle import Change, DeliveryStart
 from hourglass.core.model import Message, Notice, NoticeStatus, Queue, Status
 from hourglass.core.schedule import SweepKeys
 from hourglass.core.timestamps import to_ms
+from hourglass.core.validation import ListOrder
 from hourglass.errors import StaleVersionError, StoreError
+from hourglass.logs import log
 
 # A dedup transaction cancelled by throttling or a conflicting transaction is tried this often.
 DEDUP_ATTEMPTS = 4
@@ -50,6 +58,11 @@ LIST_PAGE = 200
 LIST_READ_PAGES = 5
 
 BATCH_GET = 100
+# Each list order's index and the sort attribute of its keys.
+ORDER_INDEXES = {
+    ListOrder.DUE: (contract.LIST_INDEX, "list_sk"),
+    ListOrder.CREATED: (contract.CREATED_INDEX, "created_at"),
+}
 
 
 class MessageStorage(Table):
@@ -138,7 +151,9 @@ class MessageStorage(Table):
 
     # new messages -------------------------------------------------------------------------
     def put_messages(self, entries: Iterable[tuple[Message, SweepKeys | None]]) -> None:
+        entries = list(entries)
         self._batch_write([{"PutRequest": {"Item": item}} for m, keys in entries for item in self.new_items(m, keys)])
+        self._count([(message, None) for message, _ in entries])
 
     def put_with_dedup(
         self,
@@ -177,6 +192,7 @@ class MessageStorage(Table):
                         *({"Put": {"TableName": self.table, "Item": item}} for item in write.items),
                     ],
                 )
+                self._count([(message, None)])
                 return None
             except ClientError as exc:
                 if code_of(exc) != "TransactionCanceledException":
@@ -208,6 +224,7 @@ class MessageStorage(Table):
             if code_of(exc) == "ConditionalCheckFailedException" or reasons[:1] == ["ConditionalCheckFailed"]:
                 return False  # stored already; an S3 body just put is the same body under the same key
             raise StoreError(f"DynamoDB write of occurrence {message.id} failed: {exc}") from exc
+        self._count([(message, None)])
         return True
 
     def _live_dedup(self, write: NewMessageWrite, now: datetime) -> str | None:
@@ -232,12 +249,16 @@ class MessageStorage(Table):
         schedule: str | None = None,
         notice: NoticeStatus | None = None,
         flow_key: str | None = None,
+        order: ListOrder | None = None,
     ) -> tuple[list[Message], str | None]:
         """A page of up to `limit` messages; with a status filter, at most LIST_READ_PAGES reads.
 
         Filtered reads use pages of LIST_PAGE items whatever is left to find, so the cost follows
         what is read, not one Query per stored item; a page may come back short, with a cursor.
         """
+        if order is not None:
+            wanted = ListFilter(status, schedule, notice, flow_key)
+            return self._list_ordered(queue, order, wanted, limit=limit, cursor=cursor)
         request: dict[str, Any] = {
             "TableName": self.table,
             "KeyConditionExpression": "pk = :q AND begins_with(sk, :m)",
@@ -287,6 +308,50 @@ class MessageStorage(Table):
             if reads >= LIST_READ_PAGES:
                 break
         return messages, encode_cursor(last) if last else None
+
+    def _list_ordered(
+        self, queue: str, order: ListOrder, wanted: ListFilter, *, limit: int, cursor: str | None
+    ) -> tuple[list[Message], str | None]:
+        """A page in `order` from its keys-only index: each index page's messages are read (BatchGetItem,
+        strongly consistent) and filtered here, in order; at most LIST_READ_PAGES index pages per request."""
+        index, sort = ORDER_INDEXES[order]
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "IndexName": index,
+            "KeyConditionExpression": "list_pk = :q",
+            "ExpressionAttributeValues": {":q": s(queue)},
+            "Limit": limit if wanted.empty else max(limit, LIST_PAGE),
+        }
+        start = decode_index_cursor(cursor, queue, sort) if cursor else None
+        messages: list[Message] = []
+        last = None
+        for reads, page in enumerate(self._pages(request, start), 1):
+            entries = page.get("Items", [])
+            last = page.get("LastEvaluatedKey")
+            found = self._get_items([{"pk": e["pk"], "sk": e["sk"]} for e in entries])
+            for index_at, entry in enumerate(entries):
+                item = found.get((entry["pk"]["S"], entry["sk"]["S"]))
+                if item is None or not wanted.matches(item):
+                    continue
+                messages.append(message_from_item(item))
+                if len(messages) == limit:
+                    more = index_at < len(entries) - 1 or last
+                    return self.read_bodies(messages), cursor_after(messages[-1], order) if more else None
+            if reads >= LIST_READ_PAGES:
+                break
+        return self.read_bodies(messages), encode_cursor(last) if last else None
+
+    def _get_items(self, wanted: list[Item]) -> dict[tuple[str, str], Item]:
+        """The items of these table keys that exist, by (pk, sk): BatchGetItem, strongly consistent."""
+        found: dict[tuple[str, str], Item] = {}
+        for first in range(0, len(wanted), BATCH_GET):
+            request: dict[str, Any] = {self.table: {"Keys": wanted[first : first + BATCH_GET], "ConsistentRead": True}}
+            while request:
+                answer = self._guard("batch_get_item", RequestItems=request)
+                for item in answer.get("Responses", {}).get(self.table, []):
+                    found[(item["pk"]["S"], item["sk"]["S"])] = item
+                request = answer.get("UnprocessedKeys") or {}
+        return found
 
     # versions -----------------------------------------------------------------------------
     def cancel(self, change: Change, *, last_op: str | None = None) -> Message:
@@ -401,6 +466,7 @@ class MessageStorage(Table):
             ExpressionAttributeNames={"#st": "status"},
             ExpressionAttributeValues={":v": n(change.expected_version), ":st": s(change.expected_status.value)},
         )
+        self._count([(change.message, change.expected_status)])
 
     def begin_delivery(self, queue: str, message_id: str, start: DeliveryStart) -> Message:
         """pending(v) -> delivering with a lease and one more attempt, or take over an expired lease.
@@ -430,7 +496,31 @@ class MessageStorage(Table):
             },
             ReturnValues="ALL_NEW",
         )
-        return self._with_bodies([answer["Attributes"]])[0]
+        message = self._with_bodies([answer["Attributes"]])[0]
+        # Begun from pending at the version its timer named; else a takeover (delivering before as after).
+        self._count([(message, Status.PENDING if message.version == start.version + 1 else Status.DELIVERING)])
+        return message
+
+    # status counters ----------------------------------------------------------------------
+    def counts(self, queue: Queue) -> dict[str, int]:
+        """The counts of this life of `queue` by status: one Query of its COUNT_SHARDS counter items."""
+        prefix = count_prefix(to_ms(queue.created_at))
+        request = {
+            "TableName": self.table,
+            "KeyConditionExpression": "pk = :q AND begins_with(sk, :c)",
+            "ExpressionAttributeValues": {":q": s(queue.name), ":c": s(prefix)},
+            "ConsistentRead": True,
+        }
+        return counts_from_items([item for page in self._pages(request) for item in page.get("Items", [])])
+
+    def _count(self, changes: list[tuple[Message, Status | None]]) -> None:
+        """After the writes of these status changes: one ADD per counter item they change. Never raises:
+        the change is written, and a count it misses stays off (docs/design.md, "Counts")."""
+        for key, deltas in count_changes(changes).items():
+            try:
+                self._guard("update_item", TableName=self.table, **count_update(key, deltas))
+            except StoreError as exc:
+                log("count_failed", queue=key[0], error=str(exc))
 
     # bodies -------------------------------------------------------------------------------
     def _with_bodies(self, items: list[Item]) -> list[Message]:
@@ -441,15 +531,8 @@ class MessageStorage(Table):
         GetObject each; inline bodies cost nothing more."""
         wanted = bodies_to_read(messages)
         in_items = {(b.key["pk"]["S"], b.key["sk"]["S"]): b for b in wanted if b.ref.placement is Placement.ITEM}
-        found: dict[BodyId, Item] = {}
-        keys = [body.key for body in in_items.values()]
-        for start in range(0, len(keys), BATCH_GET):
-            request: dict[str, Any] = {self.table: {"Keys": keys[start : start + BATCH_GET], "ConsistentRead": True}}
-            while request:
-                answer = self._guard("batch_get_item", RequestItems=request)
-                for item in answer.get("Responses", {}).get(self.table, []):
-                    found[in_items[(item["pk"]["S"], item["sk"]["S"])].ident] = item
-                request = answer.get("UnprocessedKeys") or {}
+        items = self._get_items([body.key for body in in_items.values()])
+        found: dict[BodyId, Item] = {in_items[key].ident: item for key, item in items.items()}
         texts = {
             b.ident: self.bodies.get_text(b.queue, b.message_id, b.ref.version)
             for b in wanted
@@ -479,6 +562,10 @@ class MessageStorage(Table):
             self._guard("delete_item", TableName=self.table, Key=body.key)
 
 
-def cursor_after(message: Message) -> str:
-    """The `next_cursor` of a list page that ends with `message`."""
-    return encode_cursor(message_key(message.queue, message.id))
+def cursor_after(message: Message, order: ListOrder | None = None) -> str:
+    """The `next_cursor` of a list page (in `order`) that ends with `message`."""
+    key = message_key(message.queue, message.id)
+    if order is None:
+        return encode_cursor(key)
+    _, sort = ORDER_INDEXES[order]
+    return encode_cursor({**key, **{k: v for k, v in order_keys(message).items() if k in ("list_pk", sort)}})

@@ -13,6 +13,8 @@ import time
 from collections import defaultdict
 from typing import Any, TextIO
 
+from hourglass.adapters.metric_history import MinuteHistory
+
 NAMESPACE = "Hourglass"
 UNITS = {"LatenessMs": "Milliseconds"}
 # EMF takes at most 100 values per metric in one document.
@@ -22,9 +24,11 @@ MAX_VALUES = 100
 class Metrics:
     """Counts in memory (cumulative, for tests and benchmarks); `flush` prints what came since the last one."""
 
-    def __init__(self, stream: TextIO | None = None, emit: bool = True) -> None:
+    def __init__(self, stream: TextIO | None = None, emit: bool = True, history: MinuteHistory | None = None) -> None:
         self.stream = stream or sys.stdout
         self.emit_lines = emit
+        # Per-queue figures per minute, kept where no CloudWatch charts them (the local runtime).
+        self.history = history
         self.counts: dict[str, float] = defaultdict(float)
         self.lateness_ms: list[float] = []
         self._pending_counts: dict[str | None, dict[str, float]] = defaultdict(lambda: defaultdict(float))
@@ -37,11 +41,15 @@ class Metrics:
         with self._lock:
             self.counts[name] += value
             self._pending_counts[queue][name] += value
+        if self.history is not None and queue is not None:
+            self.history.count(name, value, queue)
 
     def lateness(self, ms: float, *, queue: str) -> None:
         with self._lock:
             self.lateness_ms.append(ms)
             self._pending_values[queue]["LatenessMs"].append(round(ms, 1))
+        if self.history is not None:
+            self.history.lateness(ms, queue)
 
     def flush(self) -> int:
         """Prints the data points gathered since the last flush (handlers call it once per invocation);

@@ -21,9 +21,7 @@ class QueueLifetime(Table):
         self.clear_queue_items(name)
 
     def queue_ended_at(self, name: str) -> datetime | None:
-        got = self._guard(
-            "get_item", TableName=self.table, Key={"pk": s(name), "sk": s(ENDED_SK)}, ConsistentRead=True
-        )
+        got = self._guard("get_item", TableName=self.table, Key={"pk": s(name), "sk": s(ENDED_SK)}, ConsistentRead=True)
         item = got.get("Item")
         return None if item is None else from_ms(int(item["ended_at"]["N"]))
 

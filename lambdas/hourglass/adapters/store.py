@@ -3,6 +3,7 @@ operations, delivery control (`control_storage`) and the queue list (`queue_regi
 
 from __future__ import annotations
 
+from hourglass.adapters.breaker_storage import BreakerStorage
 from hourglass.adapters.concurrency_storage import ConcurrencyStorage
 from hourglass.adapters.control_storage import ControlStorage
 from hourglass.adapters.message_storage import MessageStorage
@@ -24,5 +25,6 @@ class Store(
     ScheduleStorage,
     QueueRegistry,
     QueueLifetime,
+    BreakerStorage,
 ):
     """Both nouns over one table and one client, as the services and the local runtime use it."""

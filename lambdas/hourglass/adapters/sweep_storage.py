@@ -11,6 +11,7 @@ from hourglass import contract
 from hourglass.adapters.items import (
     STATE_KEY,
     due_entry_from_item,
+    message_from_item,
     message_key,
     n,
     s,
@@ -20,7 +21,7 @@ from hourglass.adapters.items import (
 from hourglass.adapters.table import Table
 from hourglass.core.handoff import Claim, DueEntry
 from hourglass.core.keys import SWEEPER_PK, bucket_of_pk
-from hourglass.core.model import Status
+from hourglass.core.model import Message, Status
 from hourglass.core.schedule import SweepKeys
 from hourglass.core.sweep_state import ShardProgress, SweepState
 from hourglass.core.timestamps import to_ms
@@ -59,14 +60,17 @@ class SweepStorage(Table):
                 return buckets
             request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
-    def claim(self, entry: DueEntry, *, now: datetime, lease_until: datetime, move_to: SweepKeys | None = None) -> bool:
-        """Claim a due message for hand-off; False when another sweeper has it or it changed.
+    def claim(
+        self, entry: DueEntry, *, now: datetime, lease_until: datetime, move_to: SweepKeys | None = None
+    ) -> Message | None:
+        """Claim a due message for hand-off: the message as claimed (the write returns it at no extra
+        capacity), or None when another sweeper has it or it changed.
 
         `move_to`: new due-index keys in the same write (a paced message's slot in a later bucket, so
         that the recovery sweep looks at it only once its slot has passed)."""
         moved = {} if move_to is None else {":spk": s(move_to.pk), ":ssk": s(move_to.sk)}
         try:
-            self._conditional(
+            answer = self._conditional(
                 "update_item",
                 f"message {entry.id} is claimed or changed",
                 TableName=self.table,
@@ -83,10 +87,11 @@ class SweepStorage(Table):
                     ":lease": n(to_ms(lease_until)),
                     **moved,
                 },
+                ReturnValues="ALL_NEW",
             )
         except StaleVersionError:
-            return False
-        return True
+            return None
+        return message_from_item(answer["Attributes"])
 
     def release(self, claim: Claim) -> None:
         """Give a claim back (its timer was not sent) so the next sweep takes it at once."""

@@ -41,6 +41,26 @@ def decode_cursor(cursor: str, queue: str, prefix: str) -> dict[str, Any]:
         raise ValidationError("cursor", "is not a valid cursor") from exc
 
 
+def decode_index_cursor(cursor: str, queue: str, sort_attribute: str) -> dict[str, Any]:
+    """The index key an ordered list's cursor names: the table key and the list index key (`list_pk`
+    = `queue`, `sort_attribute`); anything else is a 400 on `cursor`."""
+    try:
+        key = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+        if set(key) != {"pk", "sk", "list_pk", sort_attribute} or key["list_pk"]["S"] != queue:
+            raise ValueError("cursor is for another queue or order")
+        sort = key[sort_attribute]
+        if set(sort) not in ({"S"}, {"N"}) or not all(isinstance(key[k]["S"], str) for k in ("pk", "sk")):
+            raise ValueError("not a key")
+        return {
+            "pk": {"S": key["pk"]["S"]},
+            "sk": {"S": key["sk"]["S"]},
+            "list_pk": {"S": queue},
+            sort_attribute: {kind: str(value) for kind, value in sort.items()},
+        }
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ValidationError("cursor", "is not a valid cursor") from exc
+
+
 class Table:
     def __init__(self, table: str, client: Any = None, meter: Meter | None = None) -> None:
         self.table = table

@@ -38,19 +38,23 @@ def pack_to_json(timers: Sequence[Timer]) -> str:
 
 
 def _entry(timer: Timer) -> list[object]:
-    """A packed timer: [q, id, v, due], plus [latest, waits] for a paced or refused one, plus [key, priority]
-    for one with a flow key or priority (v1.2)."""
+    """A packed timer: [q, id, v, due], plus [latest, waits] for a paced or refused one, plus [1] for a chained
+    one, plus [chained, key, priority] for one with a flow key or priority (v1.2)."""
     entry: list[object] = [timer.queue, timer.id, timer.version, timer.due_ms]
     if timer.key is not None or timer.priority != DEFAULT_PRIORITY:
-        return [*entry, timer.latest_ms, timer.waits, timer.key, timer.priority]
+        return [*entry, timer.latest_ms, timer.waits, int(timer.chained), timer.key, timer.priority]
+    if timer.chained:
+        return [*entry, timer.latest_ms, timer.waits, 1]
     return entry if timer.latest_ms is None and not timer.waits else [*entry, timer.latest_ms, timer.waits]
 
 
 def _packed(first: Timer, entry: list[Any]) -> Timer:
-    if len(entry) not in (4, 6, 8):
-        raise ValueError("a packed timer has 4, 6 or 8 fields")
-    padded = [*entry, None, 0, None, DEFAULT_PRIORITY][:8] if len(entry) == 4 else [*entry, None, DEFAULT_PRIORITY][:8]
-    queue, message_id, version, due, latest, waits, key, priority = padded
+    if len(entry) not in (4, 6, 7, 9):
+        raise ValueError("a packed timer has 4, 6, 7 or 9 fields")
+    padded = [*entry, None, 0] if len(entry) == 4 else entry
+    queue, message_id, version, due, latest, waits, *rest = padded
+    chained = bool(rest and rest[0])
+    key, priority = (rest[1], rest[2]) if len(rest) == 3 else (None, DEFAULT_PRIORITY)
     return Timer(
         str(queue),
         str(message_id),
@@ -61,6 +65,7 @@ def _packed(first: Timer, entry: list[Any]) -> Timer:
         waits=int(waits or 0),
         key=None if key is None else str(key),
         priority=int(priority),
+        chained=chained,
     )
 
 

@@ -4,19 +4,29 @@
 
 const STATUSES = ["pending", "delivering", "delivered", "failed", "cancelled", "expired"];
 const COUNT_CAP = 5000;
+const SEARCH_CAP = 5000;
+const REFRESH_MS = 5000;
 const BASE = location.pathname.replace(/\/console\/?$/, "");
 const $ = (selector) => document.querySelector(selector);
 
-const state = { queue: null, cursor: null, view: "queues" };
+const state = {
+  queue: null, cursor: null, view: "queues", status: "", range: "hour",
+  queues: {}, editing: null, autoRefresh: true, refreshing: false, serverOrder: true,
+};
 
+// The notice belongs to the view that wrote it: switching views clears it, and a loader whose view is
+// no longer shown writes nothing.
 function notice(text, isError) {
   const el = $("#notice");
   el.textContent = text || "";
   el.className = isError ? "error" : "";
+  el.dataset.view = state.view;
 }
 
-// What a view's loader says about its result: never hides an error that a later action showed.
-function info(text) {
+// What a view's loader says about its result: never hides an error that a later action showed, and
+// says nothing while auto-refreshing (a refresh must not replace what the last action reported).
+function info(text, view) {
+  if (state.refreshing || (view && view !== state.view)) return;
   if (!$("#notice").classList.contains("error")) notice(text);
 }
 
@@ -37,7 +47,12 @@ async function api(method, path, body) {
     method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: "omit",
   });
   const text = await response.text();
-  const doc = text ? JSON.parse(text) : null;
+  let doc = null;
+  try {
+    doc = text ? JSON.parse(text) : null;
+  } catch (error) {
+    doc = null;
+  }
   if (!response.ok) {
     const error = (doc && doc.error) || {};
     throw new ApiError(response.status, error.code || "http_error", error.message || text);
@@ -47,6 +62,8 @@ async function api(method, path, body) {
 
 const enc = encodeURIComponent;
 const queuePath = (queue) => `/v1/queues/${enc(queue)}`;
+const messagePath = (queue, id) => `${queuePath(queue)}/messages/${enc(id)}`;
+const noRoute = (error) => error.status === 404 && /no route/.test(error.message);
 
 function cell(row, text, className) {
   const td = document.createElement("td");
@@ -101,6 +118,7 @@ async function allQueues() {
   return queues;
 }
 
+// Without `counts` in the queue document (an API before v1.2), a status is counted by paging its list.
 async function countStatus(queue, status) {
   let count = 0;
   let cursor = null;
@@ -113,6 +131,13 @@ async function countStatus(queue, status) {
   return cursor ? `${count}+` : String(count);
 }
 
+async function queueCounts(name, doc) {
+  const known = doc || state.queues[name];
+  if (known && known.counts) return Object.fromEntries(STATUSES.map((s) => [s, String(known.counts[s] ?? 0)]));
+  const counted = await Promise.all(STATUSES.map((s) => countStatus(name, s)));
+  return Object.fromEntries(STATUSES.map((s, i) => [s, counted[i]]));
+}
+
 function fillQueueSelect(names) {
   const select = $("#queue-select");
   select.replaceChildren(...names.map((name) => new Option(name, name)));
@@ -120,51 +145,65 @@ function fillQueueSelect(names) {
   select.value = state.queue || "";
 }
 
-function queueRow(queue) {
+function targetText(target) {
+  if (!target) return "";
+  return target.url || target.queue_url || "";
+}
+
+function queueRow(queue, counted) {
   const name = queue.name;
   const row = document.createElement("tr");
   row.dataset.queue = name;
-  cell(row, name, "mono");
-  const target = queue.target || {};
-  cell(row, target.url || target.queue_url || "");
+  cell(row, name, "mono name");
+  cell(row, targetText(queue.target), "target");
   const limits = ["rate_limit", "max_concurrency", "timeout"]
     .filter((k) => queue[k] !== undefined && queue[k] !== null).map((k) => `${k}=${queue[k]}`);
   const retry = queue.retry || {};
   limits.push(`retry ${retry.max_attempts}x`);
   cell(row, limits.join(", "), "limits");
   cell(row, queue.paused ? "paused" : "active", `state ${queue.paused ? "status-failed" : "status-delivered"}`);
-  STATUSES.forEach((s) => cell(row, "…", `count count-${s}`));
+  STATUSES.forEach((s) => cell(row, counted ? counted[s] : "…", `count count-${s}`));
   const actions = document.createElement("td");
+  actions.className = "actions";
   actions.append(
     button("Messages", "open", () => { selectQueue(name); show("messages"); }),
+    button("Edit", "edit-queue", () => editQueue(name)),
     button(queue.paused ? "Resume" : "Pause", "pause-toggle", () => guarded(async () => {
       await api("POST", `${queuePath(name)}/${queue.paused ? "resume" : "pause"}`);
       await loadQueues();
+      notice(`queue ${name} ${queue.paused ? "resumed" : "paused"}`);
     })),
+    button("Delete…", "delete-queue danger", () => guarded(() => deleteQueue(name))),
   );
   row.appendChild(actions);
   return row;
 }
 
 async function fillCounts(row, stillWanted) {
-  const counts = await Promise.all(STATUSES.map((s) => countStatus(row.dataset.queue, s)));
+  const counts = await queueCounts(row.dataset.queue);
   if (!stillWanted()) return;
-  STATUSES.forEach((s, i) => { row.querySelector(`td.count-${s}`).textContent = counts[i]; });
+  STATUSES.forEach((s) => { row.querySelector(`td.count-${s}`).textContent = counts[s]; });
   row.dataset.counted = "true";
 }
 
 async function loadQueues() {
   const latest = newRun("queues");
   const stillWanted = () => latest() && state.view === "queues";
-  // Only rows counted by the latest run carry data-counted (what the browser tests wait for).
-  document.querySelectorAll("#queues-table tr[data-counted]").forEach((r) => { delete r.dataset.counted; });
+  // Only rows counted by the latest run carry data-counted (what the browser tests wait for); a row
+  // shows its last counts until counted again (no flicker on auto-refresh).
+  const shown = {};
+  document.querySelectorAll("#queues-table tbody tr").forEach((r) => {
+    delete r.dataset.counted;
+    shown[r.dataset.queue] = Object.fromEntries(STATUSES.map((s) => [s, r.querySelector(`td.count-${s}`).textContent]));
+  });
   const queues = await allQueues();
   if (!latest()) return;
+  state.queues = Object.fromEntries(queues.map((q) => [q.name, q]));
   fillQueueSelect(queues.map((q) => q.name));
-  const rows = queues.map(queueRow);
+  const rows = queues.map((q) => queueRow(q, shown[q.name]));
   $("#queues-table tbody").replaceChildren(...rows);
-  if (!queues.length) info("No queues yet: create one with PUT /v1/queues/{name} or `hourglass queues put`.");
-  // Counts cost one listing per status: the selected queue first, then the others a few at a time.
+  if (!queues.length) info("No queues yet: create one with New queue…", "queues");
+  // Counts cost one listing per status without `counts`: the selected queue first, then a few at a time.
   const order = [...rows.filter((r) => r.dataset.queue === state.queue), ...rows.filter((r) => r.dataset.queue !== state.queue)];
   const worker = async () => {
     while (order.length && stillWanted()) await fillCounts(order.shift(), stillWanted);
@@ -179,9 +218,135 @@ function selectQueue(name) {
   $("#queue-select").value = name;
 }
 
+// --- queue form ---------------------------------------------------------------------------------
+
+const FORM_NUMBERS = {
+  "#qf-max-attempts": ["retry", "max_attempts"], "#qf-backoff-base": ["retry", "backoff_base"],
+  "#qf-backoff-max": ["retry", "backoff_max"], "#qf-rate-limit": [null, "rate_limit"],
+  "#qf-max-concurrency": [null, "max_concurrency"], "#qf-timeout": [null, "timeout"],
+};
+
+function openQueueForm(queue) {
+  const form = $("#queue-form");
+  form.reset();
+  $("#qf-error").textContent = "";
+  form.hidden = false;
+  state.editing = queue ? queue.name : null;
+  $("#queue-form-title").textContent = queue ? `Edit queue ${queue.name}` : "New queue";
+  $("#qf-name").value = queue ? queue.name : "";
+  $("#qf-name").readOnly = Boolean(queue);
+  $("#qf-secret-note").hidden = !(queue && queue.signing_secret_set);
+  if (!queue) return $("#qf-name").focus();
+  const target = queue.target;
+  $("#qf-target-type").value = target ? target.type : "";
+  $("#qf-target-url").value = targetText(target);
+  for (const [selector, [group, key]] of Object.entries(FORM_NUMBERS)) {
+    const value = group ? (queue[group] || {})[key] : queue[key];
+    $(selector).value = value === null || value === undefined ? "" : String(value);
+  }
+  $("#qf-failure-url").value = targetText(queue.failure_destination);
+  $("#qf-secret").placeholder = queue.signing_secret_set ? "set: type it again to keep it" : "none";
+}
+
+function editQueue(name) {
+  const queue = state.queues[name];
+  if (queue) openQueueForm(queue);
+}
+
+function placeOf(url) {
+  return /^https:\/\/sqs\.[^/]+\.amazonaws\.com\//.test(url) || /\/\d{12}\/[^/]+$/.test(url)
+    ? { type: "sqs", queue_url: url }
+    : { type: "http", url };
+}
+
+// The queue's document as PUT replaces it: the form's fields, and what the form does not show (target
+// headers, delays, ttl, flow control) carried over from the queue being edited.
+function queueFormDoc() {
+  const existing = state.editing ? state.queues[state.editing] || {} : {};
+  const doc = {};
+  for (const key of ["default_delay", "max_delay", "ttl", "flow_control"]) {
+    if (existing[key] !== undefined && existing[key] !== null) doc[key] = existing[key];
+  }
+  const type = $("#qf-target-type").value;
+  const url = $("#qf-target-url").value.trim();
+  if (type === "http") doc.target = { type, url, ...(existing.target && existing.target.headers ? { headers: existing.target.headers } : {}) };
+  if (type === "sqs") doc.target = { type, queue_url: url };
+  for (const [selector, [group, key]] of Object.entries(FORM_NUMBERS)) {
+    const raw = $(selector).value.trim();
+    if (raw === "") continue;
+    if (group) doc[group] = { ...(doc[group] || {}), [key]: Number(raw) };
+    else doc[key] = Number(raw);
+  }
+  const failure = $("#qf-failure-url").value.trim();
+  if (failure) doc.failure_destination = placeOf(failure);
+  const secret = $("#qf-secret").value;
+  if (secret) doc.signing_secret = secret;
+  return doc;
+}
+
+async function saveQueue() {
+  const name = $("#qf-name").value.trim();
+  if (!name) throw new Error("name: a queue needs a name");
+  const existing = state.editing ? state.queues[state.editing] : null;
+  const doc = queueFormDoc();
+  if (existing && existing.signing_secret_set && !doc.signing_secret && !$("#qf-remove-secret").checked) {
+    throw new Error("signing_secret: type the secret again to keep it, or tick \"remove the secret\"");
+  }
+  const saved = await api("PUT", queuePath(name), doc);
+  state.queues[name] = saved;
+  $("#queue-form").hidden = true;
+  state.editing = null;
+  selectQueue(name);
+  await loadQueues();
+  notice(`saved queue ${name}`);
+}
+
+async function deleteQueue(name) {
+  const counts = await queueCounts(name, await api("GET", queuePath(name)));
+  const pending = counts.pending;
+  const what = `Delete queue ${name}? This cancels its ${pending} pending message(s)` +
+    (counts.delivering !== "0" ? ` (and ${counts.delivering} being delivered may still arrive)` : "") +
+    ", and its schedules stop. This cannot be undone.";
+  if (!confirm(what)) return notice(`queue ${name} kept`);
+  await api("DELETE", queuePath(name));
+  if (state.queue === name) state.queue = null;
+  await loadQueues();
+  notice(`deleted queue ${name}: ${pending} pending message(s) cancelled`);
+}
+
 // --- messages -----------------------------------------------------------------------------------
 
-function messageRow(m, selectable) {
+function messageActions(m, after) {
+  const td = document.createElement("td");
+  td.className = "actions";
+  const act = (label, className, call, done) => button(label, className, () => guarded(async () => {
+    await call();
+    await after();
+    notice(`${done} ${m.id}`);
+  }));
+  if (m.status === "pending") {
+    td.append(
+      act("Deliver now", "deliver-now", () => deliverNow(m.queue, m.id), "delivering now:"),
+      act("Cancel", "cancel", () => api("DELETE", messagePath(m.queue, m.id)), "cancelled"),
+    );
+  }
+  if (["delivered", "failed", "expired"].includes(m.status)) {
+    td.append(act("Redeliver", "redeliver", () => api("POST", `${messagePath(m.queue, m.id)}/redeliver`), "redelivered"));
+  }
+  return td;
+}
+
+// `deliver-now` (v1.2), or the same change as `PATCH {"delay": 0}` where the API has no such route.
+async function deliverNow(queue, id) {
+  try {
+    return await api("POST", `${messagePath(queue, id)}/deliver-now`);
+  } catch (error) {
+    if (!noRoute(error)) throw error;
+    return api("PATCH", messagePath(queue, id), { delay: 0 });
+  }
+}
+
+function messageRow(m, selectable, after) {
   const row = document.createElement("tr");
   row.dataset.id = m.id;
   const pick = document.createElement("td");
@@ -197,31 +362,114 @@ function messageRow(m, selectable) {
   id.appendChild(document.createTextNode(" "));
   id.appendChild(button("timeline", "open-timeline", () => guarded(() => openTimeline(m.queue, m.id))));
   cell(row, m.status, `status status-${m.status}`);
-  cell(row, when(m.due_at));
+  const due = cell(row, when(m.due_at), "due mono");
+  if (m.next_attempt_at) due.title = `next attempt ${when(m.next_attempt_at)}`;
   cell(row, `${m.flow_key ?? "—"} · p${m.priority ?? 5}`, "mono");
   cell(row, m.attempts);
-  cell(row, m.last_error || "");
+  cell(row, m.last_error || "", "error");
   cell(row, short(m.body), "body mono");
+  row.appendChild(messageActions(m, after));
   return row;
+}
+
+// Every status together; "n+" when a status was counted only up to COUNT_CAP.
+function total(counts) {
+  const sum = STATUSES.reduce((n, s) => n + (parseInt(counts[s], 10) || 0), 0);
+  return STATUSES.some((s) => String(counts[s]).endsWith("+")) ? `${sum}+` : String(sum);
+}
+
+function fillStatusTabs(counts) {
+  const tabs = $("#status-tabs");
+  const entries = [["", "all"], ...STATUSES.map((s) => [s, s])];
+  tabs.replaceChildren(...entries.map(([status, label]) => {
+    const count = counts ? ` (${status ? counts[status] : total(counts)})` : "";
+    const tab = button(`${label}${count}`, `tab${status === state.status ? " active" : ""}`, () => {
+      state.status = status;
+      guarded(() => listMessages(false));
+    });
+    tab.dataset.status = status;
+    tab.setAttribute("role", "tab");
+    tab.setAttribute("aria-selected", String(status === state.status));
+    return tab;
+  }));
+}
+
+const byKey = { due: (m) => m.due_at || "", created: (m) => m.created_at || "" };
+
+async function messagePage(params) {
+  const order = $("#order").value;
+  if (order && state.serverOrder) params.set("order", order);
+  try {
+    return await api("GET", `${queuePath(state.queue)}/messages?${params}`);
+  } catch (error) {
+    // An API before v1.2 refuses `order`: the page is then sorted here (within the page only).
+    if (!(error.status === 400 && /order/.test(error.message)) || !params.has("order")) throw error;
+    state.serverOrder = false;
+    params.delete("order");
+    return api("GET", `${queuePath(state.queue)}/messages?${params}`);
+  }
 }
 
 async function listMessages(more) {
   if (!state.queue) return notice("Pick a queue first.", true);
   const params = new URLSearchParams({ limit: "50" });
-  const status = $("#status-filter").value;
   const schedule = $("#schedule-filter").value.trim();
-  if (status) params.set("status", status);
+  if (state.status) params.set("status", state.status);
   if (schedule) params.set("schedule", schedule);
   if (more && state.cursor) params.set("cursor", state.cursor);
   const latest = newRun("messages");
-  const page = await api("GET", `${queuePath(state.queue)}/messages?${params}`);
+  const kept = new Set(picked("#messages-table"));
+  const [page, counts] = await Promise.all([messagePage(params), tabCounts()]);
   if (!latest()) return;
+  fillStatusTabs(counts);
+  const order = $("#order").value;
+  if (order && !state.serverOrder) page.messages.sort((a, b) => byKey[order](a).localeCompare(byKey[order](b)));
   const tbody = $("#messages-table tbody");
   if (!more) tbody.replaceChildren();
-  page.messages.forEach((m) => tbody.appendChild(messageRow(m, true)));
+  const after = () => listMessages(false);
+  page.messages.forEach((m) => tbody.appendChild(messageRow(m, true, after)));
+  tbody.querySelectorAll("input.pick").forEach((box) => { box.checked = kept.has(box.value); });
   state.cursor = page.next_cursor;
   $("#more").hidden = !page.next_cursor;
-  info(`${tbody.children.length} message(s) shown`);
+  const sorted = order && !state.serverOrder ? " (sorted within each page: this API cannot order lists)" : "";
+  info(`${tbody.children.length} message(s) shown${sorted}`, "messages");
+}
+
+async function tabCounts() {
+  try {
+    const doc = await api("GET", queuePath(state.queue));
+    state.queues[state.queue] = doc;
+    return await queueCounts(state.queue, doc);
+  } catch (error) {
+    return null;
+  }
+}
+
+// An id opens the message; anything else is looked up as a dedup id (without a server-side lookup,
+// by reading the queue's messages, at most SEARCH_CAP of them).
+async function findMessage() {
+  const wanted = $("#message-id").value.trim();
+  if (!wanted) return;
+  try {
+    return await openTimeline(state.queue, wanted);
+  } catch (error) {
+    if (error.status !== 404 && error.status !== 400) throw error;
+  }
+  let cursor = null;
+  let seen = 0;
+  do {
+    const query = "?limit=1000" + (cursor ? `&cursor=${enc(cursor)}` : "");
+    const page = await api("GET", `${queuePath(state.queue)}/messages${query}`);
+    const found = page.messages.find((m) => m.dedup_id === wanted);
+    if (found) {
+      await openTimeline(state.queue, found.id);
+      return notice(`dedup id ${wanted} is message ${found.id}`);
+    }
+    seen += page.messages.length;
+    cursor = page.next_cursor;
+  } while (cursor && seen < SEARCH_CAP);
+  const scope = cursor ? `the first ${seen} messages of ${state.queue}` : `${state.queue}`;
+  notice(`no message has the id or dedup id ${wanted} in ${scope}`, true);
 }
 
 function picked(table) {
@@ -254,15 +502,31 @@ function event(list, time, text, className) {
   if (className) what.className = className;
   li.append(at, what);
   list.appendChild(li);
+  return li;
+}
+
+function attemptEvent(list, a) {
+  const code = a.status_code === null || a.status_code === undefined ? "" : ` HTTP ${a.status_code}`;
+  const error = a.error && a.error !== `HTTP ${a.status_code}` ? ` — ${a.error}` : "";
+  const retry = a.retry_at ? `, retry at ${when(a.retry_at)}` : "";
+  const li = event(list, a.started_at, `attempt ${a.attempt}: ${a.outcome}${code}${error}${retry}`, `status-${a.outcome}`);
+  li.className = "attempt";
+  if (a.response_body) {
+    const body = document.createElement("pre");
+    body.className = "response mono";
+    body.textContent = a.response_body;
+    body.title = "the target's response body (first KiB)";
+    li.appendChild(body);
+  }
 }
 
 async function openTimeline(queue, id) {
-  const m = await api("GET", `${queuePath(queue)}/messages/${enc(id)}`);
+  const m = await api("GET", messagePath(queue, id));
   let attempts = null;
   try {
-    attempts = (await api("GET", `${queuePath(queue)}/messages/${enc(id)}/attempts`)).attempts;
+    attempts = (await api("GET", `${messagePath(queue, id)}/attempts`)).attempts;
   } catch (error) {
-    if (error.status !== 404 || !/no route/.test(error.message)) throw error;
+    if (!noRoute(error)) throw error;
   }
   $("#timeline").hidden = false;
   $("#timeline").dataset.queue = queue;
@@ -270,7 +534,8 @@ async function openTimeline(queue, id) {
   $("#timeline-id").textContent = id;
   const doc = $("#timeline-doc");
   doc.replaceChildren();
-  for (const key of ["queue", "status", "due_at", "expires_at", "attempts", "dedup_id", "flow_key", "priority", "last_error"]) {
+  for (const key of ["queue", "status", "due_at", "next_attempt_at", "expires_at", "attempts", "dedup_id", "flow_key", "priority", "last_error"]) {
+    if (key === "next_attempt_at" && !(key in m)) continue;
     const dt = document.createElement("dt");
     dt.textContent = key;
     const dd = document.createElement("dd");
@@ -283,17 +548,13 @@ async function openTimeline(queue, id) {
   event(list, m.created_at, "created");
   event(list, m.due_at, "due (handed off to the timer queue ahead of this time)");
   if (attempts) {
-    for (const a of attempts) {
-      const code = a.status_code === null || a.status_code === undefined ? "" : ` HTTP ${a.status_code}`;
-      const error = a.error && a.error !== `HTTP ${a.status_code}` ? ` — ${a.error}` : "";
-      const retry = a.retry_at ? `, retry at ${when(a.retry_at)}` : "";
-      event(list, a.started_at, `attempt ${a.attempt}: ${a.outcome}${code}${error}${retry}`, `status-${a.outcome}`);
-    }
+    attempts.forEach((a) => attemptEvent(list, a));
   } else if (m.attempts) {
     event(list, null, `${m.attempts} attempt(s)` + (m.last_error ? `, last error: ${m.last_error}` : ""));
   }
   if (m.status === "delivered") event(list, m.delivered_at, "delivered", "status-delivered");
   if (["failed", "expired", "cancelled"].includes(m.status)) event(list, null, m.status, `status-${m.status}`);
+  $("#deliver-now-message").disabled = m.status !== "pending";
   $("#cancel-message").disabled = m.status !== "pending";
   $("#redeliver-message").disabled = !["failed", "expired", "delivered"].includes(m.status);
 }
@@ -303,19 +564,21 @@ async function openTimeline(queue, id) {
 async function loadFailed() {
   if (!state.queue) return;
   const latest = newRun("failed");
+  const kept = new Set(picked("#failed-table"));
   const rows = [];
   for (const status of ["failed", "expired"]) {
     let cursor = null;
     do {
       const query = `?status=${status}&limit=200` + (cursor ? `&cursor=${enc(cursor)}` : "");
       const page = await api("GET", `${queuePath(state.queue)}/messages${query}`);
-      page.messages.forEach((m) => rows.push(messageRow(m, true)));
+      page.messages.forEach((m) => rows.push(messageRow(m, true, loadFailed)));
       cursor = page.next_cursor;
     } while (cursor && rows.length < 1000);
   }
   if (!latest()) return;
   $("#failed-table tbody").replaceChildren(...rows);
-  info(`${rows.length} failed or expired message(s)`);
+  $("#failed-table tbody").querySelectorAll("input.pick").forEach((box) => { box.checked = kept.has(box.value); });
+  info(`${rows.length} failed or expired message(s)`, "failed");
 }
 
 async function loadSchedules() {
@@ -331,7 +594,7 @@ async function loadSchedules() {
   if (!latest()) return;
   const tbody = $("#schedules-table tbody");
   tbody.replaceChildren(...found.map(scheduleRow));
-  if (!tbody.children.length) info("No schedules on this queue.");
+  if (!tbody.children.length) info("No schedules on this queue.", "schedules");
 }
 
 function scheduleRow(s) {
@@ -358,7 +621,7 @@ function scheduleActions(s) {
     })),
     button("Occurrences", "schedule-messages", () => {
       $("#schedule-filter").value = s.name;
-      $("#status-filter").value = "";
+      state.status = "";
       show("messages");
     }),
     button("Delete", "schedule-delete", () => guarded(async () => {
@@ -396,14 +659,16 @@ async function saveSchedule() {
 
 // --- bulk operations ----------------------------------------------------------------------------
 
-async function runOperation(request) {
+async function runOperation(request, progress) {
   const base = `${queuePath(state.queue)}/operations`;
   let op = await api("POST", base, request);
   while (op.status === "running") {
     notice(`operation ${op.id} running: matched ${op.matched}, applied ${op.applied}`);
+    if (progress) progress(op);
     await new Promise((resolve) => setTimeout(resolve, 500));
     op = await api("GET", `${base}/${enc(op.id)}`);
   }
+  if (progress) progress(op);
   return op;
 }
 
@@ -416,8 +681,7 @@ async function startOperation() {
   if (!state.queue) return notice("Pick a queue first.", true);
   const action = $("#op-action").value;
   const filter = {};
-  const status = $("#status-filter").value;
-  if (status) filter.status = status;
+  if (state.status) filter.status = state.status;
   const after = $("#op-due-after").value.trim();
   const before = $("#op-due-before").value.trim();
   if (after) filter.due_after = after;
@@ -429,15 +693,144 @@ async function startOperation() {
   notice(operationText(op), op.status !== "succeeded");
 }
 
-function percentile(sorted, p) {
-  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] : 0;
+// Purge: cancel every pending message of the queue, one bulk operation, its progress on a bar.
+async function purge() {
+  if (!state.queue) return notice("Pick a queue first.", true);
+  const queue = state.queue;
+  const counts = await queueCounts(queue, await api("GET", queuePath(queue)));
+  if (!confirm(`Purge ${queue}? This cancels all ${counts.pending} pending message(s). This cannot be undone.`)) {
+    return notice(`nothing purged from ${queue}`);
+  }
+  const bar = $("#purge-progress");
+  bar.hidden = false;
+  const expected = Math.max(1, parseInt(counts.pending, 10) || 1);
+  const op = await runOperation({ action: "cancel", filter: { status: "pending" } }, (o) => {
+    bar.max = Math.max(expected, o.matched || 0, 1);
+    bar.value = o.applied + o.skipped;
+    if (o.status !== "running") bar.value = bar.max;
+    const verb = o.status === "running" ? "purging" : `purge ${o.status}`;
+    $("#purge-status").textContent = `${verb}: ${o.applied} of ${o.matched} cancelled`;
+  });
+  await listMessages(false);
+  notice(`purge ${op.status}: cancelled ${op.applied} of ${op.matched} pending message(s)` +
+    (op.skipped ? `, ${op.skipped} had already moved on` : "") + (op.error ? ` — ${op.error}` : ""), op.status !== "succeeded");
 }
+
+// --- charts -------------------------------------------------------------------------------------
 
 function svg(name, attrs, text) {
   const el = document.createElementNS("http://www.w3.org/2000/svg", name);
   Object.entries(attrs).forEach(([k, v]) => el.setAttribute(k, String(v)));
   if (text !== undefined) el.textContent = text;
   return el;
+}
+
+const hhmm = (iso) => iso.slice(11, 16);
+const niceMax = (value) => {
+  if (value <= 0) return 1;
+  const step = 10 ** Math.floor(Math.log10(value));
+  return [1, 2, 5, 10].map((m) => m * step).find((v) => v >= value);
+};
+const label = (v) => (v >= 1000 ? `${+(v / 1000).toPrecision(3)}k` : `${+v.toPrecision(3)}`);
+
+// A line chart with a time axis (HH:MM UTC) and a labelled value axis; `lines`: [{name, colour, values}].
+function drawChart(el, times, lines, yTitle) {
+  el.replaceChildren();
+  el.setAttribute("viewBox", "0 0 560 220");
+  const [w, h, left, right, top, bottom] = [560, 220, 52, 12, 14, 40];
+  const all = lines.flatMap((l) => l.values).filter((v) => v !== null && v !== undefined);
+  const ymax = niceMax(Math.max(0, ...all));
+  const n = Math.max(times.length - 1, 1);
+  const x = (i) => left + (i / n) * (w - left - right);
+  const y = (v) => h - bottom - (v / ymax) * (h - bottom - top);
+  for (let k = 0; k <= 4; k += 1) {
+    const v = (ymax * k) / 4;
+    el.appendChild(svg("line", { x1: left, y1: y(v), x2: w - right, y2: y(v), stroke: k ? "#eceef2" : "#889" }));
+    el.appendChild(svg("text", { x: left - 4, y: y(v) + 4, "font-size": 10, "text-anchor": "end", class: "y-tick" }, label(v)));
+  }
+  el.appendChild(svg("line", { x1: left, y1: top, x2: left, y2: h - bottom, stroke: "#889" }));
+  const every = Math.max(1, Math.round(times.length / 6));
+  times.forEach((t, i) => {
+    if (i % every !== 0 && i !== times.length - 1) return;
+    el.appendChild(svg("line", { x1: x(i), y1: h - bottom, x2: x(i), y2: h - bottom + 4, stroke: "#889" }));
+    const anchor = i === times.length - 1 ? "end" : i === 0 ? "start" : "middle";
+    el.appendChild(svg("text", { x: x(i), y: h - bottom + 15, "font-size": 10, "text-anchor": anchor, class: "x-tick" }, hhmm(t)));
+  });
+  el.appendChild(svg("text", { x: (left + w - right) / 2, y: h - 6, "font-size": 11, "text-anchor": "middle", class: "x-title" }, "time (UTC)"));
+  el.appendChild(svg("text", { x: 12, y: (top + h - bottom) / 2, "font-size": 11, "text-anchor": "middle",
+    transform: `rotate(-90 12 ${(top + h - bottom) / 2})`, class: "y-title" }, yTitle));
+  lines.forEach((line, li) => {
+    let d = "";
+    line.values.forEach((v, i) => {
+      if (v === null || v === undefined) return;
+      d += `${d && line.values[i - 1] !== null && line.values[i - 1] !== undefined ? "L" : "M"}${x(i).toFixed(1)},${y(v).toFixed(1)}`;
+    });
+    el.appendChild(svg("path", { d, fill: "none", stroke: line.colour, "stroke-width": 1.6, class: `series series-${line.name}` }));
+    // A value with no neighbour draws no line: a dot shows it (a lateness seen in one minute only).
+    const missing = (i) => i < 0 || i >= line.values.length || line.values[i] === null || line.values[i] === undefined;
+    line.values.forEach((v, i) => {
+      if (!missing(i) && missing(i - 1) && missing(i + 1)) {
+        el.appendChild(svg("circle", { cx: x(i), cy: y(v), r: 2.5, fill: line.colour, class: `dot dot-${line.name}` }));
+      }
+    });
+    el.appendChild(svg("text", { x: w - right - 4 - li * 70, y: top + 2, "font-size": 11, fill: line.colour, "text-anchor": "end", class: `legend legend-${line.name}` }, line.name));
+  });
+}
+
+// Depth is not measured per minute: it is derived back from the pending count now and each period's
+// flow (scheduled and redelivered in; delivered, failed, expired and cancelled out).
+function depthSeries(series, pendingNow) {
+  const n = series.delivered.length;
+  const depth = new Array(n).fill(null);
+  if (pendingNow === null) return depth;
+  let level = pendingNow;
+  for (let i = n - 1; i >= 0; i -= 1) {
+    depth[i] = Math.max(0, level);
+    const inflow = (series.scheduled[i] || 0) + (series.redelivered[i] || 0);
+    const outflow = ["delivered", "failed", "expired", "cancelled"].reduce((sum, k) => sum + (series[k][i] || 0), 0);
+    level -= inflow - outflow;
+  }
+  return depth;
+}
+
+async function loadCharts() {
+  if (!state.queue) return;
+  const latest = newRun("charts");
+  const queue = state.queue;
+  let doc;
+  try {
+    doc = await api("GET", `${queuePath(queue)}/metrics?range=${state.range}`);
+  } catch (error) {
+    if (!latest()) return;
+    document.querySelectorAll("#view-charts svg").forEach((el) => el.replaceChildren());
+    $("#chart-source").textContent = "";
+    if (noRoute(error)) return info("This API has no metrics endpoint (GET /v1/queues/{queue}/metrics).", "charts");
+    throw error;
+  }
+  const counts = await queueCounts(queue).catch(() => null);
+  if (!latest()) return;
+  const s = doc.series;
+  const perMinute = (values) => values.map((v) => (v === null ? null : v / (doc.period / 60)));
+  const pending = counts ? parseInt(counts.pending, 10) : null;
+  drawChart($("#chart-deliveries"), doc.times, [{ name: "delivered", colour: "#137333", values: perMinute(s.delivered) }], "per minute");
+  const failed = s.failed.map((v, i) => v + (s.expired[i] || 0));
+  drawChart($("#chart-failures"), doc.times, [
+    { name: "failed", colour: "#b00020", values: perMinute(failed) },
+    { name: "retried", colour: "#a05a00", values: perMinute(s.retried) },
+  ], "per minute");
+  drawChart($("#chart-lateness"), doc.times, [
+    { name: "p50", colour: "#1a56c4", values: s.lateness_p50_ms },
+    { name: "p99", colour: "#b00020", values: s.lateness_p99_ms },
+  ], "ms");
+  drawChart($("#chart-depth"), doc.times, [{ name: "pending", colour: "#6a1ab0", values: depthSeries(s, Number.isNaN(pending) ? null : pending) }], "messages");
+  const source = doc.source === "cloudwatch" ? "from the stack's CloudWatch metrics" : "from the local runtime (since it started)";
+  const step = doc.period === 60 ? "per minute" : `per ${doc.period / 60} minutes, shown as a rate per minute`;
+  $("#chart-source").textContent = `${queue}: ${source}, ${step}; depth derived from the pending count now and each period's flow.`;
+  $("#view-charts").dataset.drawn = `${queue}:${state.range}`;
+}
+
+function percentile(sorted, p) {
+  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] : 0;
 }
 
 async function loadLateness() {
@@ -479,9 +872,9 @@ function drawLateness(points) {
   chart.appendChild(svg("text", { x: 4, y: 14, "font-size": 11 }, `${top} ms`));
   chart.appendChild(svg("text", { x: 4, y: h - bottom, "font-size": 11 }, "0 ms"));
   chart.appendChild(svg("text", { x: left, y: h - 6, "font-size": 11 }, "due time →"));
-  for (const [value, label, colour] of [[p50, "p50", "#1a56c4"], [p99, "p99", "#b00020"]]) {
+  for (const [value, name, colour] of [[p50, "p50", "#1a56c4"], [p99, "p99", "#b00020"]]) {
     chart.appendChild(svg("line", { x1: left, y1: y(value), x2: w - 5, y2: y(value), stroke: colour, "stroke-dasharray": "4 3" }));
-    chart.appendChild(svg("text", { x: w - 40, y: y(value) - 3, "font-size": 11, fill: colour, class: `label-${label}` }, label));
+    chart.appendChild(svg("text", { x: w - 40, y: y(value) - 3, "font-size": 11, fill: colour, class: `label-${name}` }, name));
   }
   for (const p of points) {
     chart.appendChild(svg("circle", { cx: x(p.due), cy: y(p.late), r: 2.5, fill: "#137333", class: "point" }));
@@ -490,13 +883,53 @@ function drawLateness(points) {
 
 // --- wiring -------------------------------------------------------------------------------------
 
-const loaders = { queues: loadQueues, messages: () => listMessages(false), failed: loadFailed, schedules: loadSchedules, lateness: loadLateness };
+const loaders = {
+  queues: loadQueues, messages: () => listMessages(false), failed: loadFailed, schedules: loadSchedules,
+  charts: loadCharts, lateness: loadLateness,
+};
 
 function show(view) {
   state.view = view;
   document.querySelectorAll("nav button").forEach((b) => b.classList.toggle("active", b.dataset.view === view));
   document.querySelectorAll(".view").forEach((s) => { s.hidden = s.id !== `view-${view}`; });
   return guarded(loaders[view]);
+}
+
+// Auto-refresh reloads the view shown (and an open timeline) without a word in the notice; a form
+// being typed in is never reset by it.
+async function refresh() {
+  if (!state.autoRefresh || state.refreshing || document.hidden || !sessionStorage.getItem("hourglass.key")) return;
+  state.refreshing = true;
+  try {
+    await loaders[state.view]();
+    const { queue, id } = $("#timeline").dataset;
+    if (!$("#timeline").hidden && queue && id) await openTimeline(queue, id);
+    $("#refreshed-at").textContent = `refreshed ${new Date().toISOString().slice(11, 19)}Z`;
+  } catch (error) {
+    $("#refreshed-at").textContent = `refresh failed: ${error.message}`;
+  } finally {
+    state.refreshing = false;
+  }
+}
+
+function setAutoRefresh(on) {
+  state.autoRefresh = on;
+  const toggle = $("#auto-refresh");
+  toggle.setAttribute("aria-pressed", String(on));
+  toggle.textContent = on ? "Pause auto-refresh" : "Resume auto-refresh";
+  $("#refreshed-at").textContent = on ? "" : "auto-refresh paused";
+}
+
+function wireTimeline() {
+  const act = (selector, call) => $(selector).addEventListener("click", () => guarded(async () => {
+    const { queue, id } = $("#timeline").dataset;
+    await call(queue, id);
+    await openTimeline(queue, id);
+  }));
+  act("#deliver-now-message", (queue, id) => deliverNow(queue, id));
+  act("#cancel-message", (queue, id) => api("DELETE", messagePath(queue, id)));
+  act("#redeliver-message", (queue, id) => api("POST", `${messagePath(queue, id)}/redeliver`));
+  $("#close-timeline").addEventListener("click", () => { $("#timeline").hidden = true; });
 }
 
 function wire() {
@@ -520,20 +953,30 @@ function wire() {
     });
   });
   $("#refresh-queues").addEventListener("click", () => guarded(loadQueues));
+  $("#new-queue").addEventListener("click", () => openQueueForm(null));
+  $("#cancel-queue-form").addEventListener("click", () => { $("#queue-form").hidden = true; state.editing = null; });
+  // A refused save is said next to the Save button too, where the eye is.
+  $("#queue-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    $("#qf-error").textContent = "";
+    guarded(() => saveQueue().catch((error) => { $("#qf-error").textContent = error.message; throw error; }));
+  });
   $("#filter-form").addEventListener("submit", (e) => { e.preventDefault(); guarded(() => listMessages(false)); });
+  $("#order").addEventListener("change", () => guarded(() => listMessages(false)));
   $("#more").addEventListener("click", () => guarded(() => listMessages(true)));
-  $("#find-message").addEventListener("click", () => guarded(() => openTimeline(state.queue, $("#message-id").value.trim())));
+  $("#find-message").addEventListener("click", () => guarded(findMessage));
   document.querySelectorAll(".select-all").forEach((all) => all.addEventListener("change", () => {
     all.closest("table").querySelectorAll("input.pick").forEach((box) => { box.checked = all.checked; });
   }));
   $("#cancel-selected").addEventListener("click", () => guarded(async () => {
-    await eachMessage(picked("#messages-table"), "cancelled", (id) => api("DELETE", `${queuePath(state.queue)}/messages/${enc(id)}`));
+    await eachMessage(picked("#messages-table"), "cancelled", (id) => api("DELETE", messagePath(state.queue, id)));
     const text = $("#notice").textContent;
     await listMessages(false);
     notice(text);
   }));
+  $("#purge").addEventListener("click", () => guarded(purge));
   $("#redeliver-selected").addEventListener("click", () => guarded(async () => {
-    await eachMessage(picked("#failed-table"), "redelivered", (id) => api("POST", `${queuePath(state.queue)}/messages/${enc(id)}/redeliver`));
+    await eachMessage(picked("#failed-table"), "redelivered", (id) => api("POST", `${messagePath(state.queue, id)}/redeliver`));
     const text = $("#notice").textContent;
     await loadFailed();
     notice(text, /—/.test(text));
@@ -545,17 +988,16 @@ function wire() {
   }));
   $("#operation-form").addEventListener("submit", (e) => { e.preventDefault(); guarded(startOperation); });
   $("#schedule-form").addEventListener("submit", (e) => { e.preventDefault(); guarded(saveSchedule); });
-  $("#cancel-message").addEventListener("click", () => guarded(async () => {
-    const { queue, id } = $("#timeline").dataset;
-    await api("DELETE", `${queuePath(queue)}/messages/${enc(id)}`);
-    await openTimeline(queue, id);
+  document.querySelectorAll("#chart-range button").forEach((b) => b.addEventListener("click", () => {
+    state.range = b.dataset.range;
+    document.querySelectorAll("#chart-range button").forEach((o) => o.classList.toggle("active", o === b));
+    guarded(loadCharts);
   }));
-  $("#redeliver-message").addEventListener("click", () => guarded(async () => {
-    const { queue, id } = $("#timeline").dataset;
-    await api("POST", `${queuePath(queue)}/messages/${enc(id)}/redeliver`);
-    await openTimeline(queue, id);
-  }));
-  $("#close-timeline").addEventListener("click", () => { $("#timeline").hidden = true; });
+  wireTimeline();
+  $("#auto-refresh").addEventListener("click", () => setAutoRefresh(!state.autoRefresh));
+  // `?refresh=off` starts with auto-refresh paused (a link for screens that must hold still).
+  setAutoRefresh(new URLSearchParams(location.search).get("refresh") !== "off");
+  setInterval(refresh, REFRESH_MS);
   show("queues");
 }
 

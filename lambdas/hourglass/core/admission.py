@@ -1,14 +1,15 @@
 """Admission: the one gate of every message version (POST, `/create`, schedules and their occurrences, PATCH,
-redelivery, bulk shift and redeliver, the bulk writer): its due time, its expiry, its flow key and priority, and
-AWS's limits everywhere it can reach. A refusal is a 4xx naming the field; where its body goes is the store's
-`place_body`."""
+redelivery, bulk shift and redeliver, the bulk writer): its due time (in its delivery window), its expiry, its flow
+key and priority, and AWS's limits everywhere it can reach. A refusal is a 4xx naming the field; where its body goes
+is the store's `place_body`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from hourglass.core import limits, schedule
+from hourglass.core import delivery_control, lifecycle, limits, schedule
+from hourglass.core import window as windows
 from hourglass.core.model import Message, NewMessage, Queue, Status
 from hourglass.core.recurrence import Schedule
 from hourglass.errors import ValidationError
@@ -58,14 +59,27 @@ def admit(queue: Queue, request: NewMessage, now: datetime, message_id: str, fie
     return message
 
 
+def window(message: Message | NewMessage, queue: Queue | None) -> windows.Window | None:
+    """The delivery window a message's attempts start in: its own (its request's or schedule's), else its queue's."""
+    return message.window if message.window is not None else delivery_control.of(queue).window
+
+
+def opening(message: Message | NewMessage, queue: Queue | None, at: datetime) -> datetime:
+    """When a version of `message` due at `at` may start: `at` itself, or its window's next opening (`core.window`).
+    Every due time a version gets passes here: at admission, PATCH, redelivery, bulk shift, and retries
+    (`next_attempt.after_failure`); the dispatcher checks it again at the start."""
+    return windows.opening(window(message, queue), at)
+
+
 def occurrence(plan: Schedule, queue: Queue, at: datetime, now: datetime) -> Message:
     """The occurrence of `plan` at `at`: admitted with its schedule (`admit_schedule`), not again when stored."""
     request = NewMessage(
         body=plan.body,
-        deliver_at=at,
+        deliver_at=plan.due(at),
         target=plan.target,
         schedule=plan.name,
         occurrence_at=at,
+        window=plan.window,
         flow_key=plan.flow_key,
         priority=plan.priority,
     )
@@ -79,9 +93,10 @@ def admit_schedule(plan: Schedule, queue: Queue, now: datetime) -> None:
 
 
 def _new(queue: Queue, request: NewMessage, now: datetime, message_id: str) -> Message:
-    due = schedule.due_time(
+    asked = schedule.due_time(
         now, delay=request.delay, deliver_at=request.deliver_at, default_delay=queue.settings.default_delay
     )
+    due = opening(request, queue, asked)
     ttl = request.ttl if request.ttl is not None else queue.settings.ttl
     # An occurrence lives from its own time: stored one period early, it must not expire before it is due.
     origin = request.occurrence_at or now
@@ -93,6 +108,7 @@ def _new(queue: Queue, request: NewMessage, now: datetime, message_id: str) -> M
         status=Status.EXPIRED if expires is not None and due > expires else Status.PENDING,
         created_at=now,
         due_at=due,
+        scheduled_at=lifecycle.scheduled_at(asked, due),
         expires_at=expires,
         dedup_id=request.dedup_id,
         target=request.target,
@@ -101,6 +117,7 @@ def _new(queue: Queue, request: NewMessage, now: datetime, message_id: str) -> M
         retry=request.retry,
         schedule=request.schedule,
         occurrence_at=request.occurrence_at,
+        window=request.window,
         flow_key=request.flow_key,
         priority=request.priority,
     )

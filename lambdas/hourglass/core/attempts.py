@@ -7,6 +7,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from hourglass.core.delivery import response_text
 from hourglass.core.timestamps import format_rfc3339, from_ms, to_ms
 
 MAX_ERROR = 500
@@ -29,6 +30,8 @@ class Attempt:
     status_code: int | None = None
     error: str | None = None
     retry_at: datetime | None = None
+    # The first KiB of the target's response body (`core.delivery.response_text`).
+    response: str | None = None
 
     def __post_init__(self) -> None:
         if self.attempt < 1:
@@ -37,6 +40,8 @@ class Attempt:
             raise ValueError("retry_at is set exactly when the outcome is retry")
         if self.error is not None and len(self.error) > MAX_ERROR:
             object.__setattr__(self, "error", self.error[:MAX_ERROR])
+        if self.response is not None:
+            object.__setattr__(self, "response", response_text(self.response))
 
 
 def attempt_doc(attempt: Attempt) -> dict[str, Any]:
@@ -48,6 +53,7 @@ def attempt_doc(attempt: Attempt) -> dict[str, Any]:
         "status_code": attempt.status_code,
         "error": attempt.error,
         "retry_at": None if attempt.retry_at is None else format_rfc3339(attempt.retry_at),
+        "response_body": attempt.response,
     }
 
 
@@ -64,7 +70,7 @@ def to_record(attempt: Attempt) -> dict[str, Any]:
         "f": to_ms(attempt.finished_at),
         "o": attempt.outcome.value,
     }
-    optional = {"c": attempt.status_code, "e": attempt.error}
+    optional = {"c": attempt.status_code, "e": attempt.error, "r": attempt.response}
     record.update({k: v for k, v in optional.items() if v is not None})
     return record
 
@@ -78,6 +84,7 @@ def from_record(message_id: str, record: dict[str, Any]) -> Attempt:
         outcome=AttemptOutcome(record["o"]),
         status_code=record.get("c"),
         error=record.get("e"),
+        response=record.get("r"),
     )
 
 

@@ -15,7 +15,17 @@ MIN_CONCURRENCY, MAX_CONCURRENCY = 1, 1000
 MIN_TIMEOUT, MAX_TIMEOUT, DEFAULT_TIMEOUT = 1.0, 120.0, DeliveryControl().timeout
 # Fields of a queue's PUT body this module owns; `paused` is read-only there (set by pause/resume).
 CONTROL_FIELDS = frozenset(
-    {"rate_limit", "max_concurrency", "timeout", "failure_destination", "paused", "flow_control"}
+    {
+        "rate_limit",
+        "max_concurrency",
+        "timeout",
+        "failure_destination",
+        "paused",
+        "paused_reason",
+        "circuit_breaker",
+        "window",
+        "flow_control",
+    }
 )
 
 # A start may rely on a (strongly consistent) read of `paused` at most this old, measured from before

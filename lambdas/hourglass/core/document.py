@@ -6,9 +6,20 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
-from hourglass.core.model import FINISHED, DeliveryControl, LaterTarget, Message, Notice, Queue, RetryPolicy, Target
+from hourglass.core.model import (
+    FINISHED,
+    DeliveryControl,
+    LaterTarget,
+    Message,
+    Notice,
+    Queue,
+    RetryPolicy,
+    Status,
+    Target,
+)
 from hourglass.core.recurrence import Schedule
 from hourglass.core.timestamps import format_rfc3339, to_ms
+from hourglass.core.window import to_doc as window_doc
 
 
 def _time(value: datetime | None) -> str | None:
@@ -33,6 +44,7 @@ def queue_doc(queue: Queue) -> dict[str, Any]:
         "target": target_doc(settings.target),
         "retry": asdict(settings.retry),
         "signing_secret_set": settings.signing_secret is not None,
+        "signing_secret_next_set": settings.signing_secret_next is not None,
         "created_at": _time(queue.created_at),
     }
 
@@ -45,6 +57,9 @@ def control_doc(control: DeliveryControl) -> dict[str, Any]:
         "timeout": control.timeout,
         "failure_destination": target_doc(control.failure_destination),
         "paused": control.paused,
+        "window": window_doc(control.window),
+        "paused_reason": control.paused_reason,
+        "circuit_breaker": None if control.circuit_breaker is None else asdict(control.circuit_breaker),
         "flow_control": None if control.flow_control is None else asdict(control.flow_control),
     }
 
@@ -56,7 +71,8 @@ def message_doc(message: Message) -> dict[str, Any]:
         "status": message.status.value,
         "body": message.body,
         "created_at": _time(message.created_at),
-        "due_at": _time(message.due_at),
+        "due_at": _time(message.scheduled),
+        "next_attempt_at": _time(next_attempt(message)),
         "expires_at": _time(message.expires_at),
         "attempts": message.attempts,
         "delivered_at": _time(message.delivered_at),
@@ -64,11 +80,20 @@ def message_doc(message: Message) -> dict[str, Any]:
         "dedup_id": message.dedup_id,
         "target": target_doc(message.target),
         "schedule": message.schedule,
+        "window": window_doc(message.window),
         "flow_key": message.flow_key,
         "priority": message.priority,
         # Only a finished version has one (a version made from it in memory may still carry its predecessor's).
         "notice": notice_doc(message.notice) if message.status in FINISHED else None,
     }
+
+
+def next_attempt(message: Message) -> datetime | None:
+    """When a pending message's next attempt starts, if not at the time it was scheduled for (a retry
+    waiting, or a delivery deferred); None otherwise."""
+    if message.status is not Status.PENDING or message.due_at == message.scheduled:
+        return None
+    return message.due_at
 
 
 def notice_doc(notice: Notice | None) -> dict[str, Any] | None:
@@ -86,7 +111,7 @@ def notice_doc(notice: Notice | None) -> dict[str, Any] | None:
 def created_doc(message: Message, duplicate: bool) -> dict[str, Any]:
     return {
         "id": message.id,
-        "due_at": _time(message.due_at),
+        "due_at": _time(message.scheduled),
         "status": message.status.value,
         "duplicate": duplicate,
     }
@@ -108,7 +133,8 @@ def later_doc(message: Message) -> dict[str, Any]:
 
 
 def schedule_doc(schedule: Schedule, now: datetime) -> dict[str, Any]:
-    """The schedule document; `next_due_at` lists the next three occurrences after `now`, none while paused."""
+    """The schedule document; `next_due_at` lists when the next three occurrences after `now` are due (their
+    jitter included), none while paused."""
     recurrence = schedule.recurrence
     upcoming = [] if schedule.paused else schedule.next_due(now)
     return {
@@ -121,9 +147,12 @@ def schedule_doc(schedule: Schedule, now: datetime) -> dict[str, Any]:
         "end_at": _time(recurrence.end_at),
         "body": schedule.body,
         "target": target_doc(schedule.target),
+        "window": window_doc(schedule.window),
+        "catch_up": recurrence.catch_up.value,
+        "jitter": recurrence.jitter,
         "flow_key": schedule.flow_key,
         "priority": schedule.priority,
         "paused": schedule.paused,
         "created_at": _time(schedule.created_at),
-        "next_due_at": [_time(at) for at in upcoming],
+        "next_due_at": [_time(schedule.due(at)) for at in upcoming],
     }

@@ -91,6 +91,17 @@ def failure_notice(message: Message, finished_at: datetime) -> dict[str, Any]:
     }
 
 
+def queue_paused_notice(queue: str, reason: str, ratio: float, paused_at: datetime) -> dict[str, Any]:
+    """The notice of a queue that paused itself (v1.2: the circuit breaker)."""
+    return {
+        "event": "queue.paused",
+        "queue": queue,
+        "reason": reason,
+        "failure_ratio": round(ratio, 4),
+        "paused_at": format_rfc3339(paused_at),
+    }
+
+
 def notice_text(message: Message, finished_at: datetime, destination: Target) -> str:
     """The notice as sent to `destination`: whole when it fits the destination's payload limit, else without
     the body (`"body": null, "body_omitted": true`; GET returns the body while the message is kept). Without
@@ -98,7 +109,7 @@ def notice_text(message: Message, finished_at: datetime, destination: Target) ->
     notice = failure_notice(message, finished_at)
     text = compact(notice).decode()
     limit = limits.payload_limit(destination)
-    if limit is not None and limits.sqs_message_bytes(text) > limit:
+    if limit is not None and limits.payload_bytes(destination, text) > limit:
         text = compact({**notice, "body": None, "body_omitted": True}).decode()
     return text
 

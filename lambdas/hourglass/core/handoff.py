@@ -72,6 +72,7 @@ class Timer:
     A rate-limited queue's timer carries its pacing slot: `due_ms` is the slot's start and
     `latest_ms` the last instant the attempt may start; `waits` counts concurrency refusals so far;
     `key` and `priority` are its message's flow key and priority (v1.2).
+    `chained`: a schedule occurrence whose next occurrence was stored at its hand-off (the sweep's claim).
     """
 
     queue: str
@@ -83,6 +84,7 @@ class Timer:
     waits: int = 0
     key: str | None = None
     priority: int = DEFAULT_PRIORITY
+    chained: bool = False
 
     @property
     def slot(self) -> Slot | None:
@@ -100,6 +102,7 @@ class Timer:
         """The optional fields, only when set: a timer without them is exactly as before."""
         doc: dict[str, int | str] = {} if self.latest_ms is None else {"l": self.latest_ms}
         doc |= {"w": self.waits} if self.waits else {}
+        doc |= {"c": 1} if self.chained else {}
         doc |= {"k": self.key} if self.key is not None else {}
         return doc | ({"p": self.priority} if self.priority != DEFAULT_PRIORITY else {})
 
@@ -121,6 +124,7 @@ class Timer:
                 waits=int(doc.get("w") or 0),
                 key=None if doc.get("k") is None else str(doc["k"]),
                 priority=int(doc.get("p", DEFAULT_PRIORITY)),
+                chained=bool(doc.get("c")),
             )
         except (ValueError, KeyError, TypeError) as exc:
             raise ValidationError("timer", f"malformed timer message: {exc}") from exc
@@ -140,6 +144,7 @@ class Claim:
     entry: DueEntry
     lease: datetime
     slot: Slot | None = None
+    chained: bool = False  # an occurrence whose next one the claimer stored (Timer.chained)
 
 
 @dataclass(frozen=True)
@@ -196,10 +201,12 @@ def keys_of(message_id: str, due: datetime, timing: Timing) -> SweepKeys:
     return schedule.sweep_keys(message_id, due, shards=timing.shards, bucket_seconds=timing.bucket_seconds)
 
 
-def timer_for(entry: DueEntry, now: datetime, slot: Slot | None = None) -> Scheduled:
+def timer_for(entry: DueEntry, now: datetime, slot: Slot | None = None, *, chained: bool = False) -> Scheduled:
     """The timer of a hand-off; with a pacing slot it targets the slot, not the due time (never earlier)."""
     due, latest = (entry.due_ms, None) if slot is None else (slot.start_ms, slot.latest_ms)
-    timer = Timer(entry.queue, entry.id, entry.version, due, to_ms(now), latest, 0, entry.key, entry.priority)
+    timer = Timer(
+        entry.queue, entry.id, entry.version, due, to_ms(now), latest, 0, entry.key, entry.priority, chained=chained
+    )
     return Scheduled(timer, delay_of(timer, now))
 
 

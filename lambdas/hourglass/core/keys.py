@@ -17,9 +17,11 @@ DEDUP_PREFIX = "d#"
 BODY_PREFIX = "b#"
 SCHEDULE_PREFIX = "s#"
 OPERATION_PREFIX = "o#"
+COUNT_PREFIX = "#count#"  # the queue's status counters: `#count#<epoch ms>#<shard>`
 # What one life of a queue leaves besides its messages, removed when it ends. Messages, bodies, attempt
 # history and dedup records are not here: each carries its queue's epoch or goes with its message.
-QUEUE_SCOPED_PREFIXES = (PACE_SK, SLOT_PREFIX, SCHEDULE_PREFIX, OPERATION_PREFIX)
+BREAKER_PREFIX = "#breaker#"
+QUEUE_SCOPED_PREFIXES = (PACE_SK, SLOT_PREFIX, SCHEDULE_PREFIX, OPERATION_PREFIX, COUNT_PREFIX, BREAKER_PREFIX)
 
 # Partitions of their own: queue names never start with "@" (validation.QUEUE_NAME).
 LATER_QUEUE = "@later"  # the queue of `/later` messages: a queue partition like any other
@@ -95,6 +97,15 @@ def pace_sk(flow_key: str | None = None) -> str:
     return PACE_SK if flow_key is None else f"{PACE_SK}#k#{flow_key}"
 
 
+def count_prefix(epoch_ms: int) -> str:
+    """`begins_with` prefix of the status counters of one life of a queue (its epoch, its `created_at`)."""
+    return f"{COUNT_PREFIX}{epoch_ms}#"
+
+
+def count_sk(epoch_ms: int, shard: int) -> str:
+    return f"{count_prefix(epoch_ms)}{shard:02d}"
+
+
 def slot_key(slot: int, flow_key: str | None = None) -> str:
     """A concurrency slot of the queue (None) or of one of its flow keys (v1.2)."""
     return f"{SLOT_PREFIX}{slot:04d}" if flow_key is None else f"{SLOT_PREFIX}k#{flow_key}#{slot:04d}"
@@ -127,3 +138,8 @@ def split_sort_key(sk: str) -> tuple[int, str]:
 def sort_key_bound(due_ms: int, *, upper: bool) -> str:
     """A bound that sorts before (or after) every sort key with this due time."""
     return f"{due_ms:013d}#{'~' if upper else ''}"
+
+
+def breaker_sk(since_ms: int, bucket: int) -> str:
+    """A circuit breaker counter: per resume (a fresh window) and time bucket, in time order."""
+    return f"{BREAKER_PREFIX}{since_ms:013d}#{bucket:012d}"

@@ -81,13 +81,26 @@ def cancel(message: Message, now: datetime, retention: timedelta) -> Change:
 
 
 def reschedule(
-    message: Message, *, due: datetime, body: Any, now: datetime | None = None, retention: timedelta | None = None
+    message: Message,
+    *,
+    due: datetime,
+    body: Any,
+    now: datetime | None = None,
+    retention: timedelta | None = None,
+    scheduled: datetime | None = None,
 ) -> Change:
     """A pending message with a new due time or body; due after its expiry, it expires instead (and is
-    kept for `retention` from `now`)."""
+    kept for `retention` from `now`). `scheduled`: the time asked for, when its delivery window moved
+    `due` to an opening."""
     expired = message.expires_at is not None and due > message.expires_at
     status = S.EXPIRED if expired else S.PENDING
-    return _change(message, retention, now, body=body, due_at=due, status=status, claimed_until=None)
+    kept = scheduled_at(scheduled, due)
+    return _change(message, retention, now, body=body, due_at=due, scheduled_at=kept, status=status, claimed_until=None)
+
+
+def scheduled_at(scheduled: datetime | None, due: datetime) -> datetime | None:
+    """What a version stores as the time it was scheduled for: None when that is its due time."""
+    return None if scheduled is None or scheduled == due else scheduled
 
 
 def begin_delivery(version: int, now: datetime, lease: timedelta) -> DeliveryStart:
@@ -95,17 +108,33 @@ def begin_delivery(version: int, now: datetime, lease: timedelta) -> DeliverySta
 
 
 def await_retry(message: Message, retry_at: datetime, error: str | None) -> Change:
-    """A failed attempt waits as pending for its retry at `retry_at`."""
-    return _change(message, status=S.PENDING, due_at=retry_at, last_error=error, claimed_until=None)
+    """A failed attempt waits as pending for its retry at `retry_at`; it stays scheduled for its own time."""
+    return _change(
+        message,
+        status=S.PENDING,
+        due_at=retry_at,
+        scheduled_at=message.scheduled,
+        last_error=error,
+        claimed_until=None,
+    )
 
 
-def put_back(message: Message) -> Change:
-    """An attempt begun but not started (its pacing slot passed meanwhile): pending again, due as
-    before, with the attempt it counted given back (no attempt happened, none is recorded)."""
-    return _change(message, status=S.PENDING, attempts=max(0, message.attempts - 1), claimed_until=None)
+def put_back(message: Message, due: datetime | None = None) -> Change:
+    """An attempt begun but not started (its pacing slot passed, or its delivery window closed, meanwhile):
+    pending again, due as before or at `due`, with the attempt it counted given back (no attempt happened,
+    none is recorded)."""
+    due_at = message.due_at if due is None else due
+    return _change(
+        message,
+        status=S.PENDING,
+        due_at=due_at,
+        scheduled_at=scheduled_at(message.scheduled, due_at),
+        attempts=max(0, message.attempts - 1),
+        claimed_until=None,
+    )
 
 
-def redeliver(message: Message, due: datetime) -> Change:
+def redeliver(message: Message, due: datetime, scheduled: datetime | None = None) -> Change:
     """finished -> pending, due at `due`: no expiry, a fresh retry budget (counted from the attempts so far),
     and delivered even if its schedule has moved on since (an explicit request); 409 unless finished."""
     if not can_redeliver(message.status):
@@ -114,6 +143,7 @@ def redeliver(message: Message, due: datetime) -> Change:
         message,
         status=S.PENDING,
         due_at=due,
+        scheduled_at=scheduled_at(scheduled, due),
         expires_at=None,
         delivered_at=None,
         claimed_until=None,
@@ -133,8 +163,9 @@ def finish(
     delivered_at: datetime | None = None,
     attempt: Attempt | None = None,
 ) -> Change:
-    """The message ends in `status`; `attempt`, the attempt that ended it, rides on the same write."""
-    last_error = error if status is not S.DELIVERED else message.last_error
+    """The message ends in `status`; `attempt`, the attempt that ended it, rides on the same write. A
+    delivered message has no last error (its attempt history keeps each one)."""
+    last_error = error if status is not S.DELIVERED else None
     return _change(
         message,
         retention,

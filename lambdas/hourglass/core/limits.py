@@ -1,5 +1,7 @@
 """AWS's size limits applied to what Hourglass accepts, measured as AWS measures them: a stored message item
-under DynamoDB's 400 KB, an SQS message under SQS's 256 KiB, a list page under Lambda's 6 MB response.
+under DynamoDB's 400 KB, what a target service receives under its payload limit (SQS, SNS, Lambda's asynchronous
+invoke, an EventBridge entry, a Step Functions input; docs/guarantees.md cites them), a list page under Lambda's
+6 MB response.
 """
 
 from __future__ import annotations
@@ -9,7 +11,16 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from hourglass.core import delivery
-from hourglass.core.model import HttpTarget, Message, SqsTarget, Target
+from hourglass.core.model import (
+    EventBridgeTarget,
+    HttpTarget,
+    LambdaTarget,
+    Message,
+    SnsTarget,
+    SqsTarget,
+    StepFunctionsTarget,
+    Target,
+)
 from hourglass.errors import ValidationError
 
 DYNAMODB_ITEM_BYTES = 400 * 1024
@@ -17,6 +28,19 @@ DYNAMODB_ITEM_BYTES = 400 * 1024
 ITEM_MARGIN = 16 * 1024
 MAX_ITEM_BYTES = DYNAMODB_ITEM_BYTES - ITEM_MARGIN
 SQS_MESSAGE_BYTES = 256 * 1024
+# The payload limits of the AWS service targets (docs/guarantees.md, "Payload limits", cites AWS's pages).
+SNS_MESSAGE_BYTES = 256 * 1024
+LAMBDA_ASYNC_PAYLOAD_BYTES = 1024 * 1024
+# An EventBridge entry (Source, DetailType and Detail in UTF-8) must be *less than* 256 KB.
+EVENTBRIDGE_ENTRY_BYTES = 256 * 1024 - 1
+STEPFUNCTIONS_INPUT_BYTES = 256 * 1024
+PAYLOAD_LIMITS: dict[type, tuple[int, str]] = {
+    SqsTarget: (SQS_MESSAGE_BYTES, "an SQS target"),
+    SnsTarget: (SNS_MESSAGE_BYTES, "an SNS target"),
+    LambdaTarget: (LAMBDA_ASYNC_PAYLOAD_BYTES, "a Lambda target (asynchronous invoke)"),
+    EventBridgeTarget: (EVENTBRIDGE_ENTRY_BYTES, "an EventBridge target (one PutEvents entry)"),
+    StepFunctionsTarget: (STEPFUNCTIONS_INPUT_BYTES, "a Step Functions target (execution input)"),
+}
 LAMBDA_RESPONSE_BYTES = 6 * 1024 * 1024
 # A list page leaves this much of Lambda's 6 MB to the envelope and API Gateway's own headers.
 MAX_PAGE_BYTES = LAMBDA_RESPONSE_BYTES - 64 * 1024
@@ -24,8 +48,9 @@ MAX_PAGE_BYTES = LAMBDA_RESPONSE_BYTES - 64 * 1024
 # Upper bounds of the message item's attributes other than body, target, dedup id, topic and schedule
 # (adapters/items.py: keys, ids, status, times, counters, retry policy, sweep keys, expiry, a last_error
 # of up to 500 characters of 4 UTF-8 bytes and a final attempt record whose error of 500 characters may
-# be escaped to 6 bytes each): 5,719 bytes at their largest (tests/unit/test_limits.py), bounded at 6 KiB.
-FIXED_ITEM_BYTES = 6 * 1024
+# be escaped to 6 bytes each and whose response body of 1 KiB (`delivery.MAX_RESPONSE`) to 2 bytes each):
+# 7,806 bytes at their largest (tests/unit/test_limits.py), bounded at 8 KiB.
+FIXED_ITEM_BYTES = 8 * 1024
 # The SQS envelope around a body: {"id":..,"queue":..,"body":..,"due_at":..,"attempt":n} with an id
 # of 64 characters, a queue name of 64, a 24-character time and a 10-digit attempt: the largest frame
 # of a message that is no schedule occurrence (an occurrence's also names its schedule).
@@ -50,9 +75,18 @@ def sqs_message_bytes(text: str) -> int:
 
 
 def payload_limit(place: Target | None) -> int | None:
-    """The payload limit AWS sets on a place a message's content is sent to: an SQS queue's message size;
-    None for HTTP callbacks (no AWS service carries them)."""
-    return SQS_MESSAGE_BYTES if isinstance(place, SqsTarget) else None
+    """The payload limit AWS sets on a place a message's content is sent to (an SQS queue's message size, an
+    SNS message's, ...); None for HTTP callbacks (no AWS service carries them)."""
+    limit = PAYLOAD_LIMITS.get(type(place))
+    return None if limit is None else limit[0]
+
+
+def payload_bytes(place: Target | None, text: str) -> int:
+    """What the service of `place` counts against its limit when `text` is sent there: the text in UTF-8, and
+    for an EventBridge entry its Source and DetailType too (Hourglass sets no Time or Resources)."""
+    if isinstance(place, EventBridgeTarget):
+        return text_bytes(place.source) + text_bytes(place.detail_type) + text_bytes(text)
+    return sqs_message_bytes(text)
 
 
 def with_body(frame: str, body_bytes: int) -> int:
@@ -97,13 +131,17 @@ def check_message(
             f"{MAX_ITEM_BYTES} bytes",
             code="too_large",
         )
-    limit = payload_limit(target or queue_target)
-    envelope = sqs_envelope_bytes(message, body_bytes)
-    if limit is not None and envelope > limit:
+    place = target or queue_target
+    limit = payload_limit(place)
+    if limit is None:
+        return
+    # Every target service receives the SQS envelope (an EventBridge entry adds its source and detail type).
+    envelope = payload_bytes(place, "") + sqs_envelope_bytes(message, body_bytes)
+    if envelope > limit:
         raise ValidationError(
             body_field,
-            f"is too large for an SQS target: the delivered message would be {envelope} bytes, over {limit} "
-            f"(the body may be at most {limit - (envelope - body_bytes)} bytes here)",
+            f"is too large for {PAYLOAD_LIMITS[type(place)][1]}: the delivered message would be {envelope} bytes, "
+            f"over {limit} (the body may be at most {limit - (envelope - body_bytes)} bytes here)",
             code="too_large",
         )
 

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 
 from hourglass.core import keys
 from hourglass.core.body_placement import BodyRef
+from hourglass.core.window import Window
 
 JSON = Any
 LATER_NAMESPACE = keys.LATER_QUEUE
@@ -54,7 +55,41 @@ class LaterTarget:
     type: str = "later"
 
 
-Target = HttpTarget | SqsTarget | LaterTarget
+@dataclass(frozen=True)
+class LambdaTarget:
+    """A Lambda function, invoked asynchronously (`Event`) with the SQS envelope as its event."""
+
+    function_arn: str
+    type: str = "lambda"
+
+
+@dataclass(frozen=True)
+class SnsTarget:
+    topic_arn: str
+    type: str = "sns"
+
+
+@dataclass(frozen=True)
+class EventBridgeTarget:
+    """An event bus: the envelope is the event's `detail`, with this source and detail type."""
+
+    event_bus_arn: str
+    source: str = "hourglass"
+    detail_type: str = "Hourglass Message"
+    type: str = "eventbridge"
+
+
+@dataclass(frozen=True)
+class StepFunctionsTarget:
+    """A state machine: one execution per attempt, named after the message id and attempt."""
+
+    state_machine_arn: str
+    type: str = "stepfunctions"
+
+
+# Targets reached through an AWS service API under IAM (core.aws_targets); no signature.
+AwsTarget = LambdaTarget | SnsTarget | EventBridgeTarget | StepFunctionsTarget
+Target = HttpTarget | SqsTarget | LaterTarget | AwsTarget
 
 
 @dataclass(frozen=True)
@@ -77,9 +112,15 @@ class QueueSettings:
     target: Target | None = None
     retry: RetryPolicy = RetryPolicy()
     signing_secret: str | None = None
+    # The secret a rotation moves to: while set, callbacks carry a signature with each secret.
+    signing_secret_next: str | None = None
+
+    @property
+    def signing_secrets(self) -> tuple[str, ...]:
+        return tuple(s for s in (self.signing_secret, self.signing_secret_next) if s is not None)
 
 
-FailureDestination = HttpTarget | SqsTarget
+FailureDestination = HttpTarget | SqsTarget | AwsTarget
 # A message's priority when none is given (0-9, 9 first); it matters only where limits hold messages back.
 DEFAULT_PRIORITY = 5
 
@@ -93,6 +134,16 @@ class FlowControl:
 
 
 @dataclass(frozen=True)
+class CircuitBreaker:
+    """When a queue pauses itself (v1.2): at least `min_attempts` attempts ended in the last `window` seconds
+    and at least `failure_ratio` of them failed or were retried (`core.circuit_breaker`)."""
+
+    failure_ratio: float = 0.5
+    min_attempts: int = 20
+    window: int = 300
+
+
+@dataclass(frozen=True)
 class DeliveryControl:
     """A queue's delivery control (v1.1); its bounds and pause timing are in `core.delivery_control`."""
 
@@ -101,6 +152,13 @@ class DeliveryControl:
     timeout: float = 15.0
     failure_destination: FailureDestination | None = None
     paused: bool = False
+    # When attempts may start (`core.window`); a message's or schedule's own window replaces it.
+    window: Window | None = None
+    circuit_breaker: CircuitBreaker | None = None
+    # Why it is paused when the queue paused itself ("circuit_breaker"); None for a pause by request.
+    paused_reason: str | None = None
+    # The last resume: the breaker counts only attempts after it (a fresh window).
+    resumed_at: datetime | None = None
     flow_control: FlowControl | None = None
 
     @property
@@ -165,6 +223,7 @@ class NewMessage:
     retry: RetryPolicy | None = None
     schedule: str | None = None
     occurrence_at: datetime | None = None
+    window: Window | None = None
     # Flow control (v1.2): the key whose limits it shares, and who goes first when limits hold it back.
     flow_key: str | None = None
     priority: int = DEFAULT_PRIORITY
@@ -202,5 +261,15 @@ class Message:
     notice: Notice | None = field(default=None, compare=False)
     # Made pending again by an explicit redelivery: delivered even if its schedule has moved on since.
     redelivered: bool = False
+    # Its own delivery window (its request's or its schedule's), which replaces its queue's (`admission.window`).
+    window: Window | None = None
+    # The time it was scheduled for (admission, PATCH, redelivery), kept while retries or deferrals move
+    # `due_at`, the time it is next due; None: the same as `due_at`.
+    scheduled_at: datetime | None = None
     flow_key: str | None = None
     priority: int = DEFAULT_PRIORITY
+
+    @property
+    def scheduled(self) -> datetime:
+        """The time this message was scheduled for (the document's `due_at`)."""
+        return self.scheduled_at or self.due_at

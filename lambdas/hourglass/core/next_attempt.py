@@ -1,4 +1,5 @@
-"""After a failed attempt: retry when (backoff, with Retry-After as a minimum up to 24 h), fail, or expire."""
+"""After a failed attempt: retry when (backoff, with Retry-After as a minimum up to 24 h, then the delivery window's
+next opening), fail, or expire."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from hourglass.core import retry
+from hourglass.core import window as windows
 from hourglass.core.attempts import AttemptOutcome
 from hourglass.core.model import RetryPolicy
 
@@ -35,11 +37,14 @@ def after_failure(
     expires_at: datetime | None,
     retry_after: float | None = None,
     jitter: float = 0.0,
+    window: windows.Window | None = None,
 ) -> AfterFailure:
-    """`attempt` counts within the current retry budget (a redelivery starts a fresh one at 1)."""
+    """`attempt` counts within the current retry budget (a redelivery starts a fresh one at 1); `window`: the
+    message's delivery window (`admission.window`), whose next opening a retry waits for."""
     if not retryable or not retry.has_attempts_left(policy, attempt):
         return AfterFailure(AttemptOutcome.FAILED)
-    retry_at = now + timedelta(seconds=retry_wait(policy, attempt, jitter=jitter, retry_after=retry_after))
+    wait = timedelta(seconds=retry_wait(policy, attempt, jitter=jitter, retry_after=retry_after))
+    retry_at = windows.opening(window, now + wait)
     if expires_at is not None and retry_at > expires_at:
         return AfterFailure(AttemptOutcome.EXPIRED)
     return AfterFailure(AttemptOutcome.RETRY, retry_at)

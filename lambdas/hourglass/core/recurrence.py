@@ -6,13 +6,16 @@ instants reached from two wall times (a gap's shifted time and the real one) fir
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from enum import StrEnum
 
 from hourglass.core.cron import CronExpression
 from hourglass.core.ids import occurrence_id
 from hourglass.core.model import DEFAULT_PRIORITY, JSON, Target
 from hourglass.core.wallclock import DEFAULT_ZONE, resolve, wall_time, zone
+from hourglass.core.window import Window
 
 MIN_EVERY = 60
 NEXT_DUE_COUNT = 3
@@ -20,6 +23,14 @@ NEXT_DUE_COUNT = 3
 # tz database (the largest, Samoa's skipped day in 2011, is 24 hours).
 _GAP_LOOKBACK = (timedelta(0), timedelta(hours=12), timedelta(hours=25))
 _TICK = timedelta(microseconds=1)
+
+
+class CatchUp(StrEnum):
+    """Which occurrences missed while paused or down are delivered late (`core.catch_up`)."""
+
+    SKIP = "skip"
+    LATEST = "latest"
+    ALL = "all"
 
 
 @dataclass(frozen=True)
@@ -31,6 +42,9 @@ class Recurrence:
     timezone: str = DEFAULT_ZONE
     start_at: datetime | None = None
     end_at: datetime | None = None
+    catch_up: CatchUp = CatchUp.SKIP
+    # Each occurrence is due up to this many seconds after its time (`Schedule.due`), never before.
+    jitter: int = 0
 
     def __post_init__(self) -> None:
         if (self.cron is None) == (self.every is None):
@@ -49,6 +63,7 @@ class ScheduleRequest:
     recurrence: Recurrence
     body: JSON
     target: Target | None = None
+    window: Window | None = None
     flow_key: str | None = None
     priority: int = DEFAULT_PRIORITY
 
@@ -66,6 +81,10 @@ class Schedule:
     version: int = 1
     # The epoch of the queue it was created in (`core.epoch`); None for one stored before epochs were.
     queue_epoch: datetime | None = None
+    # Its occurrences' own delivery window (replacing their queue's).
+    window: Window | None = None
+    # When it was last paused: a resume catches up from there (`core.catch_up`); None if never or unknown.
+    paused_at: datetime | None = None
     # Given to every occurrence (flow control, v1.2).
     flow_key: str | None = None
     priority: int = DEFAULT_PRIORITY
@@ -78,6 +97,15 @@ class Schedule:
 
     def occurrence_id(self, at: datetime) -> str:
         return occurrence_id(self.queue, self.name, at, self.version, self.queue_epoch)
+
+    def due(self, at: datetime) -> datetime:
+        """When the occurrence at `at` is delivered: `at` plus its jitter, the same every time it is planned
+        (a hash of its id, so a repair or a second chaining stores the same message)."""
+        if self.recurrence.jitter <= 0:
+            return at
+        digest = hashlib.sha256(self.occurrence_id(at).encode()).digest()
+        spread_ms = self.recurrence.jitter * 1000 + 1
+        return at + timedelta(milliseconds=int.from_bytes(digest[:8], "big") % spread_ms)
 
 
 def next_occurrence(recurrence: Recurrence, after: datetime, *, anchor: datetime) -> datetime | None:

@@ -30,9 +30,7 @@ class SweepKeys:
     sk: str
 
 
-def due_time(
-    now: datetime, *, delay: float | None, deliver_at: datetime | None, default_delay: float
-) -> datetime:
+def due_time(now: datetime, *, delay: float | None, deliver_at: datetime | None, default_delay: float) -> datetime:
     """When a message is due, in whole milliseconds rounded up (never early); a past `deliver_at` means now."""
     if deliver_at is not None:
         return ceil_ms(max(deliver_at, now))
@@ -93,4 +91,3 @@ def is_early(due: datetime, now: datetime) -> bool:
 
 def seconds_until(due: datetime, now: datetime) -> float:
     return max(0.0, seconds_between(now, due))
-

@@ -41,6 +41,4 @@ def ascii_url(url: str) -> str:
         if not hostport.startswith("[") and ":" in hostport:
             host, _, port = hostport.rpartition(":")
         netloc = (quote(userinfo, safe=":%") + at if at else "") + idna_host(host) + (f":{port}" if port else "")
-    return urlunsplit(
-        (parts.scheme, netloc, _quote(parts.path), _quote(parts.query), _quote(parts.fragment))
-    )
+    return urlunsplit((parts.scheme, netloc, _quote(parts.path), _quote(parts.query), _quote(parts.fragment)))

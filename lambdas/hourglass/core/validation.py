@@ -6,11 +6,14 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import date, datetime, time, timedelta
+from enum import StrEnum
 from typing import Any
 from urllib.parse import urlsplit
 
-from hourglass.core import admission, json_body, wallclock
+from hourglass.core import admission, aws_targets, json_body, wallclock
+from hourglass.core import circuit_breaker as circuit
+from hourglass.core import window as windows
 from hourglass.core.cron import parse_cron
 from hourglass.core.delivery_control import (
     CONTROL_FIELDS,
@@ -26,18 +29,24 @@ from hourglass.core.limits import json_bytes
 from hourglass.core.model import (
     DEFAULT_PRIORITY,
     JSON,
+    AwsTarget,
+    CircuitBreaker,
     DeliveryControl,
+    EventBridgeTarget,
     FlowControl,
     HttpTarget,
+    LambdaTarget,
     NewMessage,
     NoticeStatus,
     QueueSettings,
     RetryPolicy,
+    SnsTarget,
     SqsTarget,
     Status,
+    StepFunctionsTarget,
     Target,
 )
-from hourglass.core.recurrence import MIN_EVERY, Recurrence, ScheduleRequest
+from hourglass.core.recurrence import MIN_EVERY, CatchUp, Recurrence, ScheduleRequest
 from hourglass.core.timestamps import parse_rfc3339
 from hourglass.core.urls import ascii_url
 from hourglass.errors import ValidationError
@@ -79,6 +88,14 @@ class ListQuery:
     schedule: str | None = None
     notice: NoticeStatus | None = None
     flow_key: str | None = None
+    order: ListOrder | None = None
+
+
+class ListOrder(StrEnum):
+    """A list's order (v1.2): by the time each message was scheduled for, or by creation; None: unspecified."""
+
+    DUE = "due"
+    CREATED = "created"
 
 
 @dataclass(frozen=True)
@@ -198,7 +215,38 @@ def target(value: object, field: str = "target") -> Target:
     if kind == "sqs":
         _only(doc, frozenset({"type", "queue_url"}), f"{field}.")
         return SqsTarget(queue_url=url(doc.get("queue_url"), f"{field}.queue_url"))
-    raise ValidationError(f"{field}.type", 'must be "http" or "sqs"')
+    if kind in aws_targets.KINDS:
+        return _aws_target(aws_targets.KINDS[kind], doc, field)
+    raise ValidationError(f"{field}.type", f"must be one of {TARGET_TYPES}")
+
+
+TARGET_TYPES = '"http", "sqs", "lambda", "sns", "eventbridge" or "stepfunctions"'
+# EventBridge's bounds of an entry's Source and DetailType; sources starting with `aws.` are AWS's own.
+MAX_EVENT_SOURCE = 256
+MAX_DETAIL_TYPE = 128
+
+
+def _aws_target(kind: aws_targets.Kind, doc: Mapping[str, Any], field: str) -> AwsTarget:
+    """A Lambda, SNS, EventBridge or Step Functions target: its ARN of the right shape (whether the stack
+    allows it is `service.targets.check_allowed`'s), and an event's source and detail type."""
+    extra = frozenset({"source", "detail_type"}) if kind.type == "eventbridge" else frozenset()
+    _only(doc, frozenset({"type", kind.field}) | extra, f"{field}.")
+    arn = _string(doc.get(kind.field), f"{field}.{kind.field}", max_len=2048)
+    if not kind.arn.fullmatch(arn):
+        shape = f"arn:aws:{kind.service}:<region>:<account>:{kind.resource}<name>"
+        raise ValidationError(f"{field}.{kind.field}", f"must be the ARN of {kind.label} ({shape})")
+    if kind.type == "lambda":
+        return LambdaTarget(arn)
+    if kind.type == "sns":
+        return SnsTarget(arn)
+    if kind.type == "stepfunctions":
+        return StepFunctionsTarget(arn)
+    defaults = EventBridgeTarget(arn)
+    source = _string(doc.get("source", defaults.source), f"{field}.source", max_len=MAX_EVENT_SOURCE)
+    if source.startswith("aws."):
+        raise ValidationError(f"{field}.source", 'must not start with "aws." (AWS\'s own event sources)')
+    detail_type = _string(doc.get("detail_type", defaults.detail_type), f"{field}.detail_type", max_len=MAX_DETAIL_TYPE)
+    return EventBridgeTarget(arn, source=source, detail_type=detail_type)
 
 
 def retry_policy(value: object) -> RetryPolicy:
@@ -218,7 +266,53 @@ def retry_policy(value: object) -> RetryPolicy:
 
 
 # The delivery control fields (v1.1) are read by `delivery_control` below.
-QUEUE_FIELDS = frozenset({"default_delay", "max_delay", "ttl", "target", "retry", "signing_secret"}) | CONTROL_FIELDS
+QUEUE_FIELDS = (
+    frozenset({"default_delay", "max_delay", "ttl", "target", "retry", "signing_secret", "signing_secret_next"})
+    | CONTROL_FIELDS
+)
+
+
+HH_MM = re.compile(r"^([01][0-9]|2[0-3]):[0-5][0-9]$")
+DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
+WINDOW_FIELDS = frozenset({"timezone", "days", "from", "to", "exclude_dates"})
+
+
+def window(value: object, field: str = "window") -> windows.Window | None:
+    """A delivery window (`core.window`); null is none. Days default to every day, the zone to UTC."""
+    if value is None:
+        return None
+    doc = _object(value, field)
+    _only(doc, WINDOW_FIELDS, f"{field}.")
+    raw_days = doc.get("days", list(windows.DAYS))
+    if not isinstance(raw_days, list) or not 1 <= len(raw_days) <= len(windows.DAYS):
+        raise ValidationError(f"{field}.days", "must be a list of 1 to 7 day names such as mon")
+    for index, name in enumerate(raw_days):
+        if name not in windows.DAYS:
+            raise ValidationError(f"{field}.days[{index}]", f"must be one of {', '.join(windows.DAYS)}")
+    times = {}
+    for key in ("from", "to"):
+        raw = doc.get(key)
+        if not isinstance(raw, str) or not HH_MM.fullmatch(raw):
+            raise ValidationError(f"{field}.{key}", "is required, a 24-hour local time HH:MM such as 09:00")
+        times[key] = time.fromisoformat(raw)
+    raw_dates = doc.get("exclude_dates", [])
+    if not isinstance(raw_dates, list) or len(raw_dates) > windows.MAX_EXCLUDE_DATES:
+        raise ValidationError(f"{field}.exclude_dates", f"must be a list of at most {windows.MAX_EXCLUDE_DATES} dates")
+    excluded = set()
+    for index, raw in enumerate(raw_dates):
+        try:
+            if not isinstance(raw, str) or not DATE.fullmatch(raw):
+                raise ValueError(raw)
+            excluded.add(date.fromisoformat(raw))
+        except ValueError as exc:
+            raise ValidationError(f"{field}.exclude_dates[{index}]", "must be a date such as 2026-12-25") from exc
+    return windows.Window(
+        timezone=timezone(doc.get("timezone", wallclock.DEFAULT_ZONE), f"{field}.timezone"),
+        days=frozenset(windows.DAYS.index(name) for name in raw_days),
+        start=times["from"],
+        end=times["to"],
+        exclude=frozenset(excluded),
+    )
 
 
 def queue_settings(doc: object) -> QueueSettings:
@@ -230,9 +324,9 @@ def queue_settings(doc: object) -> QueueSettings:
     assert max_delay is not None and default_delay is not None
     if default_delay > max_delay:
         raise ValidationError("default_delay", "must not exceed max_delay")
-    secret = settings.get("signing_secret")
-    if secret is not None:
-        secret = _string(secret, "signing_secret", max_len=256)
+    secret, next_secret = (_secret(settings, name) for name in ("signing_secret", "signing_secret_next"))
+    if next_secret is not None and secret is None:
+        raise ValidationError("signing_secret_next", "needs signing_secret (the secret receivers verify today)")
     raw_target = settings.get("target")
     raw_retry = settings.get("retry")
     return QueueSettings(
@@ -242,7 +336,13 @@ def queue_settings(doc: object) -> QueueSettings:
         target=None if raw_target is None else target(raw_target),
         retry=defaults.retry if raw_retry is None else retry_policy(raw_retry),
         signing_secret=secret,
+        signing_secret_next=next_secret,
     )
+
+
+def _secret(settings: Mapping[str, Any], name: str) -> str | None:
+    value = settings.get(name)
+    return None if value is None else _string(value, name, max_len=256)
 
 
 def delivery_control(doc: Mapping[str, Any], *, paused: bool = False) -> DeliveryControl:
@@ -264,11 +364,25 @@ def delivery_control(doc: Mapping[str, Any], *, paused: bool = False) -> Deliver
     assert timeout is not None
     raw_destination = doc.get("failure_destination")
     destination = None if raw_destination is None else target(raw_destination, "failure_destination")
-    if destination is not None and not isinstance(destination, HttpTarget | SqsTarget):
-        raise ValidationError("failure_destination.type", 'must be "http" or "sqs"')
+    if destination is not None and not isinstance(destination, HttpTarget | SqsTarget | AwsTarget):
+        raise ValidationError("failure_destination.type", f"must be one of {TARGET_TYPES}")
+    raw_breaker = doc.get("circuit_breaker")
+    breaker = None if raw_breaker is None else circuit_breaker(raw_breaker)
     raw_flow = doc.get("flow_control")
     flow = None if raw_flow is None else flow_control(raw_flow)
-    return DeliveryControl(rate, concurrency, timeout, destination, paused, flow)
+    return DeliveryControl(
+        rate,
+        concurrency,
+        timeout,
+        destination,
+        paused,
+        window(doc.get("window")),
+        circuit_breaker=breaker,
+        flow_control=flow,
+    )
+
+
+BREAKER_FIELDS = frozenset({"failure_ratio", "min_attempts", "window"})
 
 
 def flow_control(doc: object) -> FlowControl | None:
@@ -284,8 +398,33 @@ def flow_control(doc: object) -> FlowControl | None:
     return None if rate is None and concurrency is None else FlowControl(rate, concurrency)
 
 
+def circuit_breaker(value: object) -> CircuitBreaker:
+    """`circuit_breaker`: each field optional (the contract's defaults), `paused_reason` is read-only."""
+    doc = _object(value, "circuit_breaker")
+    _only(doc, BREAKER_FIELDS, "circuit_breaker.")
+    defaults = CircuitBreaker()
+    field = "circuit_breaker."
+    ratio = number(
+        doc.get("failure_ratio", defaults.failure_ratio),
+        field + "failure_ratio",
+        low=circuit.MIN_RATIO,
+        high=circuit.MAX_RATIO,
+    )
+    assert ratio is not None
+    attempts = integer(
+        doc.get("min_attempts", defaults.min_attempts),
+        field + "min_attempts",
+        low=circuit.MIN_ATTEMPTS,
+        high=circuit.MAX_ATTEMPTS,
+    )
+    window = integer(
+        doc.get("window", defaults.window), field + "window", low=circuit.MIN_WINDOW, high=circuit.MAX_WINDOW
+    )
+    return CircuitBreaker(ratio, attempts, window)
+
+
 MESSAGE_FIELDS = frozenset(
-    {"body", "delay", "deliver_at", "timezone", "ttl", "dedup_id", "target", "flow_key", "priority"}
+    {"body", "delay", "deliver_at", "timezone", "ttl", "dedup_id", "target", "window", "flow_key", "priority"}
 )
 
 
@@ -354,6 +493,7 @@ def new_message(doc: object, index: int, settings: QueueSettings, now: datetime)
         ttl=number(message.get("ttl"), f"{prefix}.ttl", low=0.001, high=MAX_TTL, allow_none=True),
         dedup_id=dedup_id,
         target=own_target,
+        window=window(message.get("window"), f"{prefix}.window"),
         # Checked, with the field named, by admission (`admission.check_flow`), as on every other path.
         flow_key=message.get("flow_key"),
         priority=message.get("priority", DEFAULT_PRIORITY),
@@ -388,7 +528,10 @@ def message_patch(doc: object, settings: QueueSettings, now: datetime) -> Messag
 
 def list_query(params: Mapping[str, str] | None) -> ListQuery:
     params = params or {}
-    _only(params, frozenset({"status", "limit", "cursor", "schedule", "notice", "flow_key"}), "")
+    _only(params, frozenset({"status", "limit", "cursor", "schedule", "notice", "order", "flow_key"}), "")
+    order = params.get("order")
+    if order is not None and order not in {o.value for o in ListOrder}:
+        raise ValidationError("order", f"must be one of {', '.join(o.value for o in ListOrder)}")
     status = params.get("status")
     if status is not None and status not in {s.value for s in Status}:
         raise ValidationError("status", f"must be one of {', '.join(s.value for s in Status)}")
@@ -416,6 +559,7 @@ def list_query(params: Mapping[str, str] | None) -> ListQuery:
         schedule=schedule,
         notice=NoticeStatus(notice) if notice else None,
         flow_key=flow_key,
+        order=ListOrder(order) if order else None,
     )
 
 
@@ -440,8 +584,22 @@ def later_id(doc: object) -> str:
 
 
 SCHEDULE_FIELDS = frozenset(
-    {"cron", "every", "timezone", "start_at", "end_at", "body", "target", "flow_key", "priority"}
+    {
+        "cron",
+        "every",
+        "timezone",
+        "start_at",
+        "end_at",
+        "body",
+        "target",
+        "window",
+        "catch_up",
+        "jitter",
+        "flow_key",
+        "priority",
+    }
 )
+MAX_JITTER = 3600
 
 
 def schedule_name(value: object) -> str:
@@ -488,11 +646,20 @@ def schedule_request(doc: object, now: datetime) -> ScheduleRequest:
         timezone=timezone(schedule.get("timezone", wallclock.DEFAULT_ZONE)),
         start_at=start_at,
         end_at=end_at,
+        catch_up=_catch_up(schedule.get("catch_up", CatchUp.SKIP.value)),
+        jitter=integer(schedule.get("jitter", 0), "jitter", low=0, high=MAX_JITTER),
     )
     return ScheduleRequest(
         recurrence=recurrence,
         body=body(schedule["body"], "body"),
         target=None if raw_target is None else target(raw_target),
+        window=window(schedule.get("window")),
         flow_key=schedule.get("flow_key"),
         priority=schedule.get("priority", DEFAULT_PRIORITY),
     )
+
+
+def _catch_up(value: object) -> CatchUp:
+    if not isinstance(value, str) or value not in {policy.value for policy in CatchUp}:
+        raise ValidationError("catch_up", "must be one of skip, latest, all")
+    return CatchUp(value)

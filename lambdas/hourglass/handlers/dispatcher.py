@@ -6,6 +6,7 @@ from datetime import timedelta
 from functools import cache
 from typing import Any
 
+from hourglass.service import crash_switch
 from hourglass.service.context import Context
 from hourglass.service.dead_letters import DeadLetters
 from hourglass.service.dispatch import Dispatcher
@@ -14,7 +15,10 @@ from hourglass.settings import Settings
 
 @cache
 def _dispatcher() -> Dispatcher:
-    return Dispatcher(Context.from_settings(Settings.from_env()))
+    ctx = Context.from_settings(Settings.from_env())
+    if ctx.settings.crash_at is not None:
+        crash_switch.arm(ctx, ctx.settings.crash_at)
+    return Dispatcher(ctx)
 
 
 def record_pairs(event: dict[str, Any]) -> list[tuple[str, str]]:

@@ -21,4 +21,3 @@ def with_bodies(ctx: Context, messages: list[Message], queue: Queue | None) -> l
         return messages
     read = {m.id: m for m in ctx.store.read_bodies(unread)}
     return [read.get(m.id, m) for m in messages]
-

@@ -11,10 +11,13 @@ from typing import Any
 from hourglass import logs
 from hourglass.adapters import http_target
 from hourglass.adapters.body_store import BodyStore
+from hourglass.adapters.metric_reader import CloudWatchSeries
 from hourglass.adapters.metrics import Metrics
+from hourglass.adapters.service_targets import ServiceTargets
 from hourglass.adapters.sqs_target import SqsTargets
 from hourglass.adapters.store import Store
 from hourglass.adapters.timer_queue import TimerQueue
+from hourglass.core.charts import SeriesReader
 from hourglass.service.handoff import HandOff
 from hourglass.service.pacing import Pacer, QueueLimits
 from hourglass.settings import Settings
@@ -31,12 +34,16 @@ class Context:
     timers: TimerQueue
     targets: SqsTargets
     metrics: Metrics = field(default_factory=Metrics)
+    # Lambda, SNS, EventBridge and Step Functions targets (their clients built on first use).
+    services: ServiceTargets = field(default_factory=ServiceTargets)
     clock: Callable[[], datetime] = utc_now
     sleep: Callable[[float], None] = time.sleep
     post: Callable[..., http_target.HttpReply] = http_target.post
     check_url: Callable[..., None] = http_target.check_url
     # Asynchronous fan-out invocation of the sweeper function (bulk operations); None: the request does the work itself.
     invoke_fanout: Callable[[dict[str, Any]], None] | None = None
+    # Where the console's charts read a queue's figures over time (`GET .../metrics`).
+    metric_series: SeriesReader = field(default_factory=CloudWatchSeries)
     # The S3 body store; by default built from settings.body_bucket on first use.
     body_store: BodyStore | None = None
     # Rate-limit pacing (shared by every hand-off of this process) and the sweeper's view of limits.

@@ -32,7 +32,7 @@ class Control:
     def resume(self, name: str) -> Queue:
         """Held timers come back within `delivery_control.PAUSE_RECHECK` and start, in due order per batch."""
         self.messages.queues.get(name)
-        return self.store.set_paused(name, False)
+        return self.store.set_paused(name, False, self.ctx.clock())
 
     def attempts(self, queue: str, message_id: str) -> list[Attempt]:
         message = self.messages.get(queue, message_id)  # 404 when unknown
@@ -43,7 +43,8 @@ class Control:
         now = self.ctx.clock()
         request = redelivery.redeliver_request(doc, now)
         message = self.messages.get(queue_name, message_id)
-        change = lifecycle.redeliver(message, request.due(now))
+        asked = request.due(now)
+        change = lifecycle.redeliver(message, admission.opening(message, queue, asked), asked)
         admission.check(change.message, queue)
         rate = delivery_control.rates(delivery_control.of(queue))
 

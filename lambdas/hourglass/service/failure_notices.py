@@ -4,21 +4,23 @@ tried again with backoff, fairly across queues, and given up visibly after a bou
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import islice
 
-from hourglass.core import delivery, delivery_control, epoch, failure_notice
-from hourglass.core.model import HttpTarget, Message, NoticeStatus, SqsTarget
+from hourglass.core import aws_targets, delivery, delivery_control, epoch, failure_notice
+from hourglass.core.model import AwsTarget, FailureDestination, Message, NoticeStatus, Queue, SqsTarget
 from hourglass.core.schedule import SweepKeys
+from hourglass.core.timestamps import to_ms
 from hourglass.errors import StoreError
 from hourglass.logs import log
 from hourglass.service import targets
 from hourglass.service.context import Context
 
-Destination = HttpTarget | SqsTarget
+Destination = FailureDestination
 
 NOTICE_TIMEOUT = (5.0, 5.0)
 # Sends one recovery run tries at most: a dead destination costs each sweep at most QUEUE_FAILURES of them.
@@ -123,13 +125,41 @@ def _clear(ctx: Context, message: Message) -> None:
         log("failure_notice_clear_failed", id=message.id, queue=message.queue, error=str(exc))
 
 
+def queue_paused(ctx: Context, queue: Queue, reason: str, ratio: float, paused_at: datetime) -> bool:
+    """The `queue.paused` notice to the queue's failure destination, if any; True when sent. Tried once: a
+    failed send is logged and counted (`FailureNoticeFailed`), and the queue document still says why."""
+    destination = delivery_control.of(queue).failure_destination
+    if destination is None:
+        return False
+    body = json.dumps(failure_notice.queue_paused_notice(queue.name, reason, ratio, paused_at))
+    headers = {"Content-Type": "application/json", "Hourglass-Event": "queue.paused"}
+    dedup = f"paused#{to_ms(paused_at)}"
+    execution = aws_targets.execution_name(queue.name, f"paused{to_ms(paused_at)}")
+    outcome = targets.judged(lambda: _transport(ctx, destination, body, headers, queue.name, dedup, execution))
+    ctx.metrics.count("FailureNoticeSent" if outcome.delivered else "FailureNoticeFailed", queue=queue.name)
+    if not outcome.delivered:
+        log("queue_paused_notice_failed", queue=queue.name, error=outcome.error)
+    return outcome.delivered
+
+
 def _send(ctx: Context, destination: Destination, message: Message, finished_at: datetime) -> delivery.Outcome:
     body = failure_notice.notice_text(message, finished_at, destination)
+    headers = failure_notice.notice_headers(message)
+    execution = aws_targets.execution_name(message.id, f"notice{message.version}")
+    return _transport(ctx, destination, body, headers, message.queue, f"{message.id}#{message.version}", execution)
+
+
+def _transport(
+    ctx: Context, destination: Destination, body: str, extra: dict[str, str], group: str, dedup: str, execution: str
+) -> delivery.Outcome:
+    """One notice to its destination; `dedup` for FIFO queues, `execution` names a Step Functions start."""
     if isinstance(destination, SqsTarget):
-        dedup = f"{message.id}#{message.version}"
-        ctx.targets.send(destination.queue_url, body, group=message.queue, dedup_id=dedup)
+        ctx.targets.send(destination.queue_url, body, group=group, dedup_id=dedup)
         return delivery.DELIVERED
-    headers = {**destination.headers, **failure_notice.notice_headers(message)}
+    if isinstance(destination, AwsTarget):
+        ctx.services.send(destination, body, group=group, dedup_id=dedup, execution=execution)
+        return delivery.DELIVERED
+    headers = {**destination.headers, **extra}
     connect, read = NOTICE_TIMEOUT
     reply = ctx.post(
         destination.url,

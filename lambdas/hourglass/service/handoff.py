@@ -30,9 +30,11 @@ Write = Callable[[Message, Placement], Stored]
 
 
 class ClaimEntry(Protocol):
+    """A conditional claim: the claimed message version, or None when another has it or it changed."""
+
     def __call__(
         self, entry: DueEntry, *, now: datetime, lease_until: datetime, move_to: SweepKeys | None = None
-    ) -> bool: ...
+    ) -> Message | None: ...
 
 
 class Timers(Protocol):
@@ -156,7 +158,11 @@ class HandOff:
         """
         if not claims:
             return []
-        sent = self.timers.send(self._fresh([handoff.timer_for(claim.entry, now, claim.slot) for claim in claims]))
+        # Timed from the send, not from when the claims were made: a sweep slowed by load (or a bulk
+        # load beside it) would otherwise send timers whose delays are already partly spent, late by its own duration.
+        sent_at = self._now(now)
+        timers = [handoff.timer_for(claim.entry, sent_at, claim.slot, chained=claim.chained) for claim in claims]
+        sent = self.timers.send(timers)
         refused = {(s.timer.queue, s.timer.id) for s in sent}
         failed = [claim for claim in claims if (claim.entry.queue, claim.entry.id) in refused]
         if failed:
@@ -200,7 +206,7 @@ class HandOff:
         for entry, slot in zip(late, slots, strict=True):
             lease = schedule.claim_lease(from_ms(entry.due_ms if slot is None else slot.start_ms), now)
             moved = handoff.moved_keys(entry, slot, self.timing)
-            if self.claim(entry, now=now, lease_until=lease, move_to=moved):
+            if self.claim(entry, now=now, lease_until=lease, move_to=moved) is not None:
                 claims.append(Claim(entry, lease, slot))
         return claims
 

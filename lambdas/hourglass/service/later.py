@@ -53,4 +53,9 @@ class Later:
         self.messages.cancel(LATER_NAMESPACE, message_id)
 
     def query(self, doc: Any) -> Message:
-        return self.messages.get(LATER_NAMESPACE, validation.later_id(doc))
+        """A task; as in `later`, where /delete removes it, a deleted (cancelled) task is not found."""
+        message_id = validation.later_id(doc)
+        message = self.messages.get(LATER_NAMESPACE, message_id)
+        if message.status is Status.CANCELLED:
+            raise NotFoundError(f"task {message_id} was deleted")
+        return message

@@ -14,7 +14,7 @@ from hourglass.core.document import message_doc
 from hourglass.core.handoff import Placement
 from hourglass.core.ids import is_valid_id, new_id
 from hourglass.core.lifecycle import can_cancel, can_edit
-from hourglass.core.model import LATER_NAMESPACE, Message, Status
+from hourglass.core.model import LATER_NAMESPACE, Message, Queue, Status
 from hourglass.core.pacing import Rates
 from hourglass.core.schedule import SweepKeys
 from hourglass.errors import ConflictError, NotFoundError, StaleVersionError
@@ -129,11 +129,12 @@ class Messages:
             schedule=query.schedule,
             notice=query.notice,
             flow_key=query.flow_key,
+            order=query.order,
         )
         # Contract v1.1: a page may hold fewer than `limit`, so that it fits Lambda's 6 MB response.
         fit = limits.page_length([message_doc(m) for m in found])
         if fit < len(found):
-            return found[:fit], cursor_after(found[fit - 1])
+            return found[:fit], cursor_after(found[fit - 1], query.order)
         return found, cursor
 
     def cancel(self, queue: str, message_id: str) -> Message:
@@ -162,19 +163,32 @@ class Messages:
             edit = validation.message_patch(doc, queue.settings, now)
             admission.check(replace(message, body=edit.body) if edit.has_body else message, queue)
             try:
-                return self._apply_patch(message, edit, now, delivery_control.rates(delivery_control.of(queue)))
+                return self._apply_patch(
+                    message, edit, now, delivery_control.rates(delivery_control.of(queue)), queue
+                )
             except StaleVersionError:
                 continue
         raise ConflictError(f"message {message_id} keeps changing; try again")
 
+    def deliver_now(self, queue_name: str, message_id: str) -> Message:
+        """A pending message becomes due now: the PATCH `{"delay": 0}` it is (409 unless pending)."""
+        return self.patch(queue_name, message_id, {"delay": 0})
+
     def _apply_patch(
-        self, message: Message, edit: validation.MessagePatch, now: datetime, rate: Rates | None = None
+        self,
+        message: Message,
+        edit: validation.MessagePatch,
+        now: datetime,
+        rate: Rates | None = None,
+        queue: Queue | None = None,
     ) -> Message:
-        due = message.due_at
+        due, asked = message.due_at, message.scheduled
         if edit.delay is not None or edit.deliver_at is not None:
-            due = schedule.due_time(now, delay=edit.delay, deliver_at=edit.deliver_at, default_delay=0)
+            asked = schedule.due_time(now, delay=edit.delay, deliver_at=edit.deliver_at, default_delay=0)
+            due = admission.opening(message, queue, asked)
         body = edit.body if edit.has_body else message.body
-        change = lifecycle.reschedule(message, due=due, body=body, now=now, retention=transitions.retention(self.ctx))
+        retention = transitions.retention(self.ctx)
+        change = lifecycle.reschedule(message, due=due, body=body, now=now, retention=retention, scheduled=asked)
         return self.ctx.handoff.hand_off(
             change.message,
             now,

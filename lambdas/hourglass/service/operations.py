@@ -11,7 +11,7 @@ from typing import Any
 from hourglass.core import admission, delivery_control, fanout, lifecycle, operations, validation
 from hourglass.core.handoff import Placement
 from hourglass.core.ids import is_valid_id, new_id
-from hourglass.core.model import Message
+from hourglass.core.model import Message, Queue
 from hourglass.core.operations import SEGMENTS, Action, MessageResult, Operation, OperationStatus, tally
 from hourglass.core.redelivery import RedeliverRequest
 from hourglass.errors import ConflictError, NotFoundError, StaleVersionError, StoreError, ValidationError
@@ -165,7 +165,7 @@ class Operations:
         queue = self.store.get_queue(operation.queue)
         for message in admitted_bodies(self.ctx, messages, queue):
             try:
-                change = self._change(operation, message, now)
+                change = self._change(operation, message, queue, now)
                 admission.check(change.message, queue)
             except (ValueError, ValidationError, ConflictError) as exc:
                 log("operation_skip", id=message.id, operation=operation.id, error=str(exc))
@@ -185,15 +185,19 @@ class Operations:
         self.ctx.handoff.written_first(versions, now, rate, write, each=pool.map)
         return results + list(applied.values())
 
-    def _change(self, operation: Operation, message: Message, now: datetime) -> lifecycle.Change:
-        """The single-message transition of shift or redeliver, as its endpoint makes it."""
+    def _change(self, operation: Operation, message: Message, queue: Queue | None, now: datetime) -> lifecycle.Change:
+        """The single-message transition of shift or redeliver, as its endpoint makes it (in its delivery window)."""
         action = operation.request.action
         if action is Action.SHIFT:
             assert operation.request.seconds is not None
-            due = operations.shifted_due(message.due_at, operation.request.seconds, now)
+            asked = operations.shifted_due(message.due_at, operation.request.seconds, now)
             retention = transitions.retention(self.ctx)
-            return lifecycle.reschedule(message, due=due, body=message.body, now=now, retention=retention)
-        return lifecycle.redeliver(message, RedeliverRequest().due(now))
+            due = admission.opening(message, queue, asked)
+            return lifecycle.reschedule(
+                message, due=due, body=message.body, now=now, retention=retention, scheduled=asked
+            )
+        asked = RedeliverRequest().due(now)
+        return lifecycle.redeliver(message, admission.opening(message, queue, asked), asked)
 
     def _apply(
         self, operation: Operation, message: Message, write: Callable[[Message], Message | None]

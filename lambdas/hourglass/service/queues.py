@@ -31,7 +31,11 @@ class Queues:
         targets.check_allowed(self.ctx, control.failure_destination, "failure_destination")
         for _ in range(WRITE_ATTEMPTS):
             existing = self.store.get_queue(name, consistent=True)
-            kept = replace(control, paused=delivery_control.of(existing).paused)
+            before = delivery_control.of(existing)
+            # PUT keeps the pause, its reason and the breaker's window as they are.
+            kept = replace(
+                control, paused=before.paused, paused_reason=before.paused_reason, resumed_at=before.resumed_at
+            )
             if existing is None:
                 queue = Queue(name, settings, self._new_epoch(name), kept, version=1)
             else:

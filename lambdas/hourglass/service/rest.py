@@ -24,6 +24,7 @@ from hourglass.errors import (
     ValidationError,
 )
 from hourglass.logs import log
+from hourglass.service import charts
 from hourglass.service.context import Context
 from hourglass.service.control import Control
 from hourglass.service.later import Later
@@ -84,12 +85,14 @@ class Api:
             ("POST", rf"/v1/queues/{NAME}/resume", self.resume_queue),
             ("GET", rf"/v1/queues/{NAME}/messages/{NAME}/attempts", self.message_attempts),
             ("POST", rf"/v1/queues/{NAME}/messages/{NAME}/redeliver", self.redeliver_message),
+            ("POST", rf"/v1/queues/{NAME}/messages/{NAME}/deliver-now", self.deliver_now),
             ("PUT", rf"/v1/queues/{NAME}/schedules/{NAME}", self.put_schedule),
             ("GET", rf"/v1/queues/{NAME}/schedules/{NAME}", self.get_schedule),
             ("DELETE", rf"/v1/queues/{NAME}/schedules/{NAME}", self.delete_schedule),
             ("GET", rf"/v1/queues/{NAME}/schedules", self.list_schedules),
             ("POST", rf"/v1/queues/{NAME}/schedules/{NAME}/pause", self.pause_schedule),
             ("POST", rf"/v1/queues/{NAME}/schedules/{NAME}/resume", self.resume_schedule),
+            ("GET", rf"/v1/queues/{NAME}/metrics", self.queue_metrics),
             ("POST", r"/create", self.later_create),
             ("POST", r"/delete", self.later_delete),
             ("POST", r"/query", self.later_query),
@@ -145,26 +148,29 @@ class Api:
             return answer
         return error(404, "not_found", f"no route for {request.path}")
 
+    def _queue_doc(self, queue: Queue) -> dict[str, Any]:
+        return full_queue_doc(queue, self.ctx.store.counts(queue))
+
     def health(self, request: Request) -> Response:
         return respond(200, {"status": "ok"})
 
     def put_queue(self, request: Request, name: str) -> Response:
         doc = request.json() if request.raw_body else {}
         queue, created = self.queues.put(name, doc)
-        return respond(201 if created else 200, full_queue_doc(queue))
+        return respond(201 if created else 200, self._queue_doc(queue))
 
     def list_queues(self, request: Request) -> Response:
         found, cursor = self.queues.list(request.params)
-        return respond(200, {"queues": [full_queue_doc(q) for q in found], "next_cursor": cursor})
+        return respond(200, {"queues": [self._queue_doc(q) for q in found], "next_cursor": cursor})
 
     def get_queue(self, request: Request, name: str) -> Response:
-        return respond(200, full_queue_doc(self.queues.get(name)))
+        return respond(200, self._queue_doc(self.queues.get(name)))
 
     def pause_queue(self, request: Request, name: str) -> Response:
-        return respond(200, full_queue_doc(self.control.pause(name)))
+        return respond(200, self._queue_doc(self.control.pause(name)))
 
     def resume_queue(self, request: Request, name: str) -> Response:
-        return respond(200, full_queue_doc(self.control.resume(name)))
+        return respond(200, self._queue_doc(self.control.resume(name)))
 
     def message_attempts(self, request: Request, name: str, message_id: str) -> Response:
         validation.queue_name(name)
@@ -174,6 +180,10 @@ class Api:
         validation.queue_name(name)
         doc = request.json() if request.raw_body else None
         return respond(200, message_doc(self.control.redeliver(name, message_id, doc)))
+
+    def deliver_now(self, request: Request, name: str, message_id: str) -> Response:
+        validation.queue_name(name)  # `@later` is reached only through /create, /delete, /query
+        return respond(200, message_doc(self.messages.deliver_now(name, message_id)))
 
     def delete_queue(self, request: Request, name: str) -> Response:
         self.queues.delete(name)
@@ -232,6 +242,9 @@ class Api:
     def resume_schedule(self, request: Request, queue: str, name: str) -> Response:
         return respond(200, schedule_doc(self.schedules.resume(queue, name), self.ctx.clock()))
 
+    def queue_metrics(self, request: Request, name: str) -> Response:
+        return respond(200, charts.chart(self.ctx, name, request.params))
+
     def later_create(self, request: Request) -> Response:
         return respond(200, {"id": self.later.create(request.json()).id})
 
@@ -243,6 +256,6 @@ class Api:
         return respond(200, later_doc(self.later.query(request.json())))
 
 
-def full_queue_doc(queue: Queue) -> dict[str, Any]:
-    """The queue document with its delivery control (v1.1)."""
-    return {**queue_doc(queue), **control_doc(delivery_control.of(queue))}
+def full_queue_doc(queue: Queue, counts: dict[str, int]) -> dict[str, Any]:
+    """The queue document with its delivery control (v1.1) and its messages' counts by status (v1.2)."""
+    return {**queue_doc(queue), **control_doc(delivery_control.of(queue)), "counts": counts}

@@ -1,9 +1,10 @@
 """Schedule use cases: put, read, list, delete, pause, resume.
 
 Each occurrence is an ordinary message whose id is `Schedule.occurrence_id(at)`: storing it is a
-conditional put, so materializing twice stores one message. Occurrence N+1 is stored once N has had its
-first outcome or ended in any way (`transitions.chain`, repaired by the sweep); every change of a schedule
-bumps its version, so an occurrence of an older version is cancelled instead of delivered.
+conditional put, so materializing twice stores one message. Occurrence N+1 is stored when the sweep claims N
+for its hand-off, else once N has had its first outcome or ended in any way (`transitions.chain`, repaired by
+the sweep); every change of a schedule bumps its version, so an occurrence of an older version is cancelled
+instead of delivered.
 """
 
 from __future__ import annotations
@@ -56,9 +57,11 @@ class Schedules:
                 body=request.body,
                 created_at=existing.created_at if existing else now,
                 target=request.target,
+                window=request.window,
                 paused=existing.paused if existing else False,
                 version=existing.version + 1 if existing else 1,
                 queue_epoch=queue.created_at,
+                paused_at=existing.paused_at if existing else None,
                 flow_key=request.flow_key,
                 priority=request.priority,
             )
@@ -114,28 +117,30 @@ class Schedules:
             if old.paused == paused:
                 return old
             # A new version: occurrences planned before the change are never delivered.
-            schedule = replace(old, paused=paused, version=old.version + 1)
+            now = self.ctx.clock()
+            paused_at = now if paused else old.paused_at
+            schedule = replace(old, paused=paused, version=old.version + 1, paused_at=paused_at)
             try:
                 self.store.put_schedule(schedule, expected_version=old.version)
             except StaleVersionError:
                 continue
-            now = self.ctx.clock()
             if paused:
                 self._cancel_pending(old, now)
             else:
-                materialize(self.ctx, schedule, self.messages.queues.get(queue_name), now, now)
+                # Occurrences that fell while paused are caught up as its policy says (`catch_up`).
+                queue = self.messages.queues.get(queue_name)
+                materialize(self.ctx, schedule, queue, min(paused_at or now, now), now)
             return schedule
         raise ConflictError(f"schedule {name} keeps changing; try again")
 
     def _cancel_pending(self, old: Schedule, now: datetime) -> None:
-        """Cancel the occurrence `old` planned next (conditionally); the dispatcher cancels any other stale one."""
+        """Cancel the occurrences `old` planned next (conditionally): the next one, and the one after it, stored
+        when the sweep claimed the next; the dispatcher cancels any other stale one."""
         if old.paused:
             return
-        at = old.next_after(now)
-        if at is None:
-            return
-        message = self.store.get_message(old.queue, old.occurrence_id(at))
-        if message is None or message.status is not Status.PENDING:
-            return
-        with contextlib.suppress(StaleVersionError):
-            transitions.cancel(self.ctx, message, now)
+        for at in old.next_due(now, count=2):
+            message = self.store.get_message(old.queue, old.occurrence_id(at))
+            if message is None or message.status is not Status.PENDING:
+                continue
+            with contextlib.suppress(StaleVersionError):
+                transitions.cancel(self.ctx, message, now)

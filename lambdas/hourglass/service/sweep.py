@@ -20,6 +20,7 @@ from hourglass.core.sweep_state import ShardProgress, SweepState
 from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.errors import InvokeError, StoreError
 from hourglass.logs import log
+from hourglass.service import transitions
 from hourglass.service.context import Context
 
 INITIAL_LOOKBACK = timedelta(minutes=10)
@@ -36,6 +37,12 @@ CLAIMS_PER_THREAD = 8
 CLAIM_CHUNK = CLAIM_THREADS * CLAIMS_PER_THREAD
 # A sweep stops starting buckets when its invocation has less time left than this (seconds).
 TIME_MARGIN = 10
+# Claims wait at most this long for their batch to fill before their timers go out: a sweep slowed
+# by load sends what it claimed while it is still ahead of time, not after the whole bucket.
+SEND_AFTER = timedelta(seconds=1)
+# A scheduled run that took longer than this sweeps on from where it got to the look-ahead of the
+# time it has reached (see `_catch_up`); a quick run (the usual case) does nothing more.
+CATCH_UP_AFTER = timedelta(seconds=1)
 
 Invoke = Callable[[dict[str, Any]], None]
 T = TypeVar("T")
@@ -130,6 +137,9 @@ class Sweeper:
         own = self._fan_out(groups, end, run_id)
         own_starts = {shard: starts[shard] for shard in own}
         reached = self._sweep(own_starts, end, now, report, time_left, recovery=False)
+        if len(groups) == 1 and reached == end:
+            reached, as_of = self._catch_up(end, now, report, time_left)
+            end, run_id = reached, to_ms(as_of)
         main_read = report.read
         if len(groups) > 1:
             self.store.save_shard_progress(self._progress(own_starts, reached, report, run_id))
@@ -153,6 +163,26 @@ class Sweeper:
         )
         report.watermark = watermark
         report.workers = len(groups)
+
+    def _catch_up(
+        self, end: int, started: datetime, report: SweepReport, time_left: Callable[[], float]
+    ) -> tuple[int, datetime]:
+        """Sweeps on, every shard from `end`, to the look-ahead of NOW while the run keeps falling behind:
+        what fell inside the look-ahead while a slow run (CPU contention, a busy emulator) swept is handed
+        off ahead of time by this run, not by the next one after it was due. Each pass ends at the
+        look-ahead of its own start, as a run does, so a write in flight is never passed (docs/design.md).
+        Returns how far every shard got and the time that end counts from."""
+        ahead = self.ctx.settings.timing.sweep_ahead
+        as_of = started
+        while True:
+            now = self.ctx.clock()
+            high = schedule.main_sweep_end(now, ahead)
+            if now - as_of < CATCH_UP_AFTER or time_left() < TIME_MARGIN:
+                return end, as_of
+            reached = self._sweep(dict.fromkeys(self.shards, end), high, now, report, time_left, recovery=False)
+            if reached < high:
+                return reached, as_of
+            end, as_of = high, now
 
     def _plan(self, state: SweepState, starts: Mapping[int, int]) -> list[list[int]]:
         if self.invoke is None:
@@ -215,9 +245,7 @@ class Sweeper:
                 return max(low, earliest_failure - 1)
         return high
 
-    def _sweep_shard(
-        self, shard: int, bucket: int, low: int, high: int, batch: _Batch, paced: list[DueEntry]
-    ) -> None:
+    def _sweep_shard(self, shard: int, bucket: int, low: int, high: int, batch: _Batch, paced: list[DueEntry]) -> None:
         """Claims and hands off the shard's due entries; a rate-limited queue's go to `paced`, handed
         off once every shard of the bucket is read, so their slots follow due order across shards."""
         entries = self.store.query_due(
@@ -258,7 +286,7 @@ class Sweeper:
         ]
         moves = [self._moved(entry, slot) for entry, slot in zip(chunk, slots, strict=True)]
         claims = self._claim_all(chunk, leases, batch.now, moves)
-        for entry, lease, slot, claimed in zip(chunk, leases, slots, claims, strict=True):
+        for entry, lease, slot, (claimed, chained) in zip(chunk, leases, slots, claims, strict=True):
             if not claimed:
                 if batch.recovery:
                     # Still leased (a late claim, or an earlier recovery): its holder may yet die
@@ -266,7 +294,7 @@ class Sweeper:
                     batch.hold(entry.due_ms)
                 continue
             report.claimed += 1
-            batch.add(entry, lease, slot)
+            batch.add(entry, lease, slot, chained)
 
     def _moved(self, entry: DueEntry, slot: Slot | None) -> SweepKeys | None:
         return handoff.moved_keys(entry, slot, self.ctx.settings.timing)
@@ -277,13 +305,14 @@ class Sweeper:
         leases: list[datetime],
         now: datetime,
         moves: list[SweepKeys | None] | None = None,
-    ) -> list[bool]:
+    ) -> list[tuple[bool, bool]]:
+        """Per entry: claimed, and whether its next occurrence was stored with the claim (`_claim_one`)."""
         assert self._pool is not None
         if not entries:
             return []
         targets = moves or [None] * len(entries)
 
-        def claim(start: int) -> list[bool]:
+        def claim(start: int) -> list[tuple[bool, bool]]:
             end = start + CLAIMS_PER_THREAD
             rows = zip(entries[start:end], leases[start:end], targets[start:end], strict=True)
             return [self._claim_one(e, now, lease, to) for e, lease, to in rows]
@@ -291,16 +320,24 @@ class Sweeper:
         runs = self._pool.map(claim, range(0, len(entries), CLAIMS_PER_THREAD))
         return [claimed for run in runs for claimed in run]
 
-    def _claim_one(self, entry: DueEntry, now: datetime, lease: datetime, move_to: SweepKeys | None) -> bool:
+    def _claim_one(
+        self, entry: DueEntry, now: datetime, lease: datetime, move_to: SweepKeys | None
+    ) -> tuple[bool, bool]:
         """A claim whose write failed (retries exhausted, a dropped connection) may still have landed:
         its timer is sent as if it had. A timer for a message that was not claimed is harmless (the
         dispatcher's start is conditional on the version), while an error raised out of here would
-        strand every landed claim of the chunk under its lease until the recovery sweep."""
+        strand every landed claim of the chunk under its lease until the recovery sweep.
+
+        A schedule occurrence claimed for its first attempt has its next occurrence stored here, a lookahead
+        ahead of its attempt (`transitions.chain_ahead`), so its dispatcher does not chain."""
         try:
-            return self.store.claim(entry, now=now, lease_until=lease, move_to=move_to)
+            claimed = self.store.claim(entry, now=now, lease_until=lease, move_to=move_to)
         except StoreError as exc:
             log("claim_uncertain", id=entry.id, queue=entry.queue, error=str(exc))
-            return True
+            return True, False
+        if claimed is None:
+            return False, False
+        return True, transitions.chain_ahead(self.ctx, claimed, now)
 
     def _hand_off(self, claims: list[Claim], now: datetime, report: SweepReport, recovery: bool) -> int | None:
         refused = {claim.entry for claim in self.ctx.handoff.send_claimed(claims, now)}
@@ -327,10 +364,14 @@ class _Batch:
         self.recovery = recovery
         self.claims: list[Claim] = []
         self.earliest_failure: int | None = None
+        self.first_at = now  # when the oldest claim waiting to be sent was added
 
-    def add(self, entry: DueEntry, lease: datetime, slot: Slot | None = None) -> None:
-        self.claims.append(Claim(entry, lease, slot))
-        if len(self.claims) >= SEND_CHUNK:
+    def add(self, entry: DueEntry, lease: datetime, slot: Slot | None = None, chained: bool = False) -> None:
+        added = self.sweeper.ctx.clock()
+        if not self.claims:
+            self.first_at = added
+        self.claims.append(Claim(entry, lease, slot, chained))
+        if len(self.claims) >= SEND_CHUNK or added - self.first_at >= SEND_AFTER:
             self.flush()
 
     def hold(self, due_ms: int) -> None:

@@ -1,27 +1,34 @@
-"""Targets: whether one may be used (at create), and one attempt at an SQS queue, an HTTP callback or a
-`later` callback, judged."""
+"""Targets: whether one may be used (at create), and one attempt at an SQS queue, an AWS service target (Lambda,
+SNS, EventBridge, Step Functions), an HTTP callback or a `later` callback, judged."""
 
 from __future__ import annotations
 
 import http.client
 from collections.abc import Callable
 
-from hourglass.core import deadline, delivery, delivery_control, sqs_targets
-from hourglass.core.model import HttpTarget, LaterTarget, Message, Queue, SqsTarget, Target
+from hourglass.core import aws_targets, deadline, delivery, delivery_control, sqs_targets
+from hourglass.core.model import AwsTarget, HttpTarget, LaterTarget, Message, Queue, SqsTarget, Target
 from hourglass.core.sqs_targets import SqsTargetRule
 from hourglass.errors import DeliveryError, ValidationError
 from hourglass.service.context import Context
 
 
 def check_allowed(ctx: Context, target: Target | None, field: str) -> None:
-    """A 400 naming `field` for an SQS queue the stack does not allow (or its own timer queues), or a
-    callback to a private address when those are not allowed."""
+    """A 400 naming `field` for an SQS queue or AWS service target the stack does not allow (or one of its own
+    resources), or a callback to a private address when those are not allowed."""
     if isinstance(target, SqsTarget):
         settings = ctx.settings
         reserved = (settings.timer_queue_url, settings.timer_dlq_url)
         why = sqs_targets.refusal(target.queue_url, SqsTargetRule.parse(settings.sqs_targets), reserved=reserved)
         if why:
             raise ValidationError(f"{field}.queue_url", why)
+        return
+    if isinstance(target, AwsTarget):
+        kind = aws_targets.kind_of(target)
+        spec = ctx.settings.service_targets(kind.type)
+        reason = aws_targets.refusal(target, spec, stack_name=ctx.settings.stack_name)
+        if reason:
+            raise ValidationError(f"{field}.{kind.field}", reason)
         return
     if ctx.settings.allow_private_callbacks or not isinstance(target, (HttpTarget, LaterTarget)):
         return
@@ -57,6 +64,11 @@ def _attempt(ctx: Context, message: Message, queue: Queue | None) -> delivery.Ou
             target.queue_url, delivery.sqs_envelope(message, attempt), group=message.queue, dedup_id=message.id
         )
         return delivery.DELIVERED
+    if isinstance(target, AwsTarget):
+        envelope = delivery.sqs_envelope(message, attempt)
+        execution = aws_targets.execution_name(message.id, str(attempt))
+        ctx.services.send(target, envelope, group=message.queue, dedup_id=message.id, execution=execution)
+        return delivery.DELIVERED
     if isinstance(target, LaterTarget):
         reply = ctx.post(
             target.url,
@@ -66,10 +78,10 @@ def _attempt(ctx: Context, message: Message, queue: Queue | None) -> delivery.Ou
         )
         return delivery.judge_later(reply.status, reply.body)
     if isinstance(target, HttpTarget):
-        secret = queue.settings.signing_secret if queue else None
-        body, headers = delivery.http_request(message, attempt, headers=target.headers, secret=secret, now=ctx.clock())
+        signed = queue.settings.signing_secrets if queue else ()
+        body, headers = delivery.http_request(message, attempt, headers=target.headers, secrets=signed, now=ctx.clock())
         allow = ctx.settings.allow_private_callbacks
         connect, read = deadline.http_timeouts(delivery_control.of(queue).timeout)
         reply = ctx.post(target.url, body, headers, allow_private=allow, connect_timeout=connect, read_timeout=read)
-        return delivery.judge_http(reply.status, reply.headers.get("retry-after"), ctx.clock())
+        return delivery.judge_http(reply.status, reply.headers.get("retry-after"), ctx.clock(), reply.body)
     return delivery.Outcome(False, retryable=False, error="message has no target")

@@ -1,5 +1,6 @@
 """Every change of a message's state, written once with what it decides: the failure notice, the attempt
-history's TTL, and its schedule's next occurrence (chaining, with a sweep-time repair as its safety net).
+history's TTL, and its schedule's next occurrence (chaining: at the sweep's claim of an occurrence, else after
+its first outcome or its end; a sweep-time repair is the safety net).
 
 The dispatcher, the DLQ consumer, admission, PATCH, cancel, redeliver and bulk operations all go through here.
 """
@@ -10,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from hourglass.core import admission, delivery_control, lifecycle
+from hourglass.core import admission, catch_up, delivery_control, lifecycle
 from hourglass.core.attempts import Attempt
 from hourglass.core.handoff import Placement
 from hourglass.core.lifecycle import Change
@@ -27,10 +28,12 @@ from hourglass.service.failure_notices import Owed
 
 @dataclass(frozen=True)
 class Chained:
-    """An occurrence's schedule and queue as read before its attempt: chaining after it reads neither again."""
+    """An occurrence's schedule and queue as read before its attempt: chaining after it reads neither again.
+    `stored`: its next occurrence was stored at its hand-off (`chain_ahead`), so chaining after it does nothing."""
 
     schedule: Schedule
     queue: Queue
+    stored: bool = False
 
 
 METRICS = {
@@ -168,9 +171,10 @@ def retry(
     return True
 
 
-def put_back(ctx: Context, message: Message, rate: Rates | None, now: datetime) -> bool:
-    """An attempt begun but not started: pending again with its attempt given back."""
-    return _pending_again(ctx, lifecycle.put_back(message), rate, now)
+def put_back(ctx: Context, message: Message, rate: Rates | None, now: datetime, *, due: datetime | None = None) -> bool:
+    """An attempt begun but not started: pending again with its attempt given back (due at `due` if given: its
+    delivery window's next opening)."""
+    return _pending_again(ctx, lifecycle.put_back(message, due), rate, now)
 
 
 def _pending_again(ctx: Context, change: Change, rate: Rates | None, now: datetime) -> bool:
@@ -207,30 +211,65 @@ def is_current(schedule: Schedule | None, message: Message) -> bool:
 
 def chain(ctx: Context, message: Message, now: datetime, read: Chained | None = None) -> Message | None:
     """After an occurrence's first outcome or its end (whatever it is): its schedule's next occurrence, stored
-    once. `read`: what the dispatcher read before the attempt, if any. Never raises: what fails here (as what
-    a crash leaves undone) is done by the sweep's `repair`."""
+    once, unless its hand-off stored it. `read`: what the dispatcher read before the attempt, if any. Never
+    raises: what fails here (as what a crash leaves undone) is done by the sweep's `repair`."""
     if message.schedule is None or message.occurrence_at is None or message.redelivered:
         return None
-    try:
-        if read is None:
-            schedule = ctx.store.get_schedule(message.queue, message.schedule)
-            queue = ctx.store.get_queue(message.queue, consistent=True) if is_current(schedule, message) else None
-            read = Chained(schedule, queue) if schedule is not None and queue is not None else None
-        if read is None or not is_current(read.schedule, message) or read.queue.created_at != message.queue_epoch:
-            return None
-        return materialize(ctx, read.schedule, read.queue, message.occurrence_at, now)
-    except (StoreError, TimerQueueError) as exc:
-        log("chain_failed", id=message.id, queue=message.queue, schedule=message.schedule, error=str(exc))
-        ctx.metrics.count("ChainFailed", queue=message.queue)
+    if read is not None and read.stored:
         return None
+    try:
+        return _chain(ctx, message, now, read or _read(ctx, message))
+    except (StoreError, TimerQueueError) as exc:
+        _chain_failed(ctx, message, exc)
+        return None
+
+
+def chain_ahead(ctx: Context, message: Message, now: datetime) -> bool:
+    """An occurrence the sweep claims for its first attempt: its next occurrence stored now, a lookahead before
+    the attempt and off its path. True when its attempt need not chain (its timer says so: `Timer.chained`);
+    False for any other message, or when this failed (its attempt chains, or the repair does)."""
+    if message.schedule is None or message.occurrence_at is None or message.redelivered or message.attempts:
+        return False
+    try:
+        read = _read(ctx, message)
+        if read is not None and delivery_control.of(read.queue).paused:
+            # A paused queue holds its occurrence pending: it chains when it is delivered, as one stored
+            # while the queue was paused would.
+            return False
+        _chain(ctx, message, now, read)
+    except (StoreError, TimerQueueError) as exc:
+        _chain_failed(ctx, message, exc)
+        return False
+    return True
+
+
+def _read(ctx: Context, message: Message) -> Chained | None:
+    assert message.schedule is not None
+    schedule = ctx.store.get_schedule(message.queue, message.schedule)
+    queue = ctx.store.get_queue(message.queue, consistent=True) if is_current(schedule, message) else None
+    return Chained(schedule, queue) if schedule is not None and queue is not None else None
+
+
+def _chain(ctx: Context, message: Message, now: datetime, read: Chained | None) -> Message | None:
+    """The next occurrence, from what was read of the schedule and queue (None: one of them is gone)."""
+    assert message.occurrence_at is not None
+    if read is None or not is_current(read.schedule, message) or read.queue.created_at != message.queue_epoch:
+        return None
+    return materialize(ctx, read.schedule, read.queue, message.occurrence_at, now)
+
+
+def _chain_failed(ctx: Context, message: Message, exc: Exception) -> None:
+    log("chain_failed", id=message.id, queue=message.queue, schedule=message.schedule, error=str(exc))
+    ctx.metrics.count("ChainFailed", queue=message.queue)
 
 
 def materialize(ctx: Context, schedule: Schedule, queue: Queue, after: datetime, now: datetime) -> Message | None:
-    """Store the first occurrence after `after` (once) and hand it off like any message.
+    """Store the first occurrence after `after` (once), or the one its catch-up policy picks when that one is
+    past (`catch_up.next_planned`), and hand it off like any message.
 
     None when the schedule has ended or is paused, or the occurrence was stored already.
     """
-    at = schedule.next_after(after)
+    at = catch_up.next_planned(schedule, after, now)
     if at is None or schedule.paused:
         return None
     occurrence = admission.occurrence(schedule, queue, at, now)

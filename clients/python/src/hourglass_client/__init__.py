@@ -1,5 +1,6 @@
 """Hourglass client: a typed SDK for the delay queue's REST API, and the `hourglass` CLI."""
 
+from hourglass_client import targets
 from hourglass_client.aio import AsyncClient
 from hourglass_client.client import Client, message, new_dedup_id
 from hourglass_client.errors import (
@@ -15,6 +16,7 @@ from hourglass_client.errors import (
 from hourglass_client.models import Attempt, Created, Message, Operation, Page, Queue, Schedule
 from hourglass_client.signing import sign, verify
 from hourglass_client.transport import RetryPolicy
+from hourglass_client.windows import parse_window, window
 
 __all__ = [
     "AsyncClient",
@@ -37,6 +39,9 @@ __all__ = [
     "Unavailable",
     "message",
     "new_dedup_id",
+    "parse_window",
     "sign",
+    "targets",
     "verify",
+    "window",
 ]

@@ -44,6 +44,7 @@ class AsyncClient:
     patch = _threaded(Client.patch)
     patch_doc = _threaded(Client.patch_doc)
     redeliver = _threaded(Client.redeliver)
+    deliver_now = _threaded(Client.deliver_now)
     attempts = _threaded(Client.attempts)
     start_operation = _threaded(Client.start_operation)
     get_operation = _threaded(Client.get_operation)
@@ -66,10 +67,19 @@ class AsyncClient:
             await asyncio.sleep(poll)
 
     def iter_messages(
-        self, queue: str, *, status: str | None = None, schedule: str | None = None, page_size: int | None = None
+        self,
+        queue: str,
+        *,
+        status: str | None = None,
+        schedule: str | None = None,
+        page_size: int | None = None,
+        order: str | None = None,
+        flow_key: str | None = None,
     ) -> AsyncIterator[Message]:
         return _pages(
-            lambda cursor: self.list_messages(queue, status=status, schedule=schedule, limit=page_size, cursor=cursor)
+            lambda cursor: self.list_messages(
+                queue, status=status, schedule=schedule, limit=page_size, cursor=cursor, order=order, flow_key=flow_key
+            )
         )
 
     def iter_queues(self, *, page_size: int | None = None) -> AsyncIterator[Queue]:

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from hourglass_client import batches
 from hourglass_client.models import Attempt, Created, Message, Operation, Page, Queue, Schedule, format_time
+from hourglass_client.sigv4 import SigV4Signer
 from hourglass_client.transport import RETRY_STATUSES, RetryPolicy, Transport, path
 
 THROTTLED_ONLY = frozenset({429})
@@ -41,8 +42,10 @@ def message(
     target: Mapping[str, Any] | None = None,
     flow_key: str | None = None,
     priority: int | None = None,
+    window: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """One entry of a create request (only the fields given are sent)."""
+    """One entry of a create request (only the fields given are sent); `window` (`windows.window`) replaces the
+    queue's delivery window for this message."""
     return {
         "body": body,
         **_fields(
@@ -54,14 +57,18 @@ def message(
             target=dict(target) if target else None,
             flow_key=flow_key,
             priority=priority,
+            window=dict(window) if window else None,
         ),
     }
 
 
 class Client:
     """Talks to one Hourglass API. `base_url` and `api_key` default to HOURGLASS_URL and
-    HOURGLASS_API_KEY. Calls that are safe to repeat are retried on 429/503 and connection
-    errors; creates are made safe first by giving every message a dedup id (`auto_dedup`)."""
+    HOURGLASS_API_KEY. `auth="iam"` (or HOURGLASS_AUTH=iam) signs every request with AWS SigV4
+    from the standard credential chain, for a stack deployed with `hourglass:auth` `iam` (or `both`,
+    with the key too); `region` defaults to the URL's, then the AWS configuration's. Calls that are
+    safe to repeat are retried on 429/503 and connection errors; creates are made safe first by
+    giving every message a dedup id (`auto_dedup`)."""
 
     def __init__(
         self,
@@ -72,12 +79,18 @@ class Client:
         retry: RetryPolicy | None = None,
         auto_dedup: bool = True,
         sleep: Callable[[float], None] = time.sleep,
+        auth: str | None = None,
+        region: str | None = None,
     ) -> None:
         url = base_url or os.environ.get("HOURGLASS_URL")
         if not url:
             raise ValueError("base_url: give the API's URL or set HOURGLASS_URL")
         key = api_key if api_key is not None else os.environ.get("HOURGLASS_API_KEY") or None
-        self.transport = Transport(url, key, timeout, retry or RetryPolicy(), sleep=sleep)
+        mode = (auth or os.environ.get("HOURGLASS_AUTH") or "api_key").strip().lower()
+        if mode not in ("api_key", "iam"):
+            raise ValueError(f"auth: 'api_key' or 'iam', got {mode!r}")
+        sign = SigV4Signer(url, region=region) if mode == "iam" else None
+        self.transport = Transport(url, key, timeout, retry or RetryPolicy(), sleep=sleep, sign=sign)
         self.auto_dedup = auto_dedup
         self.sleep = sleep
 
@@ -103,10 +116,12 @@ class Client:
         target: Mapping[str, Any] | None = None,
         retry: Mapping[str, Any] | None = None,
         signing_secret: str | None = None,
+        signing_secret_next: str | None = None,
         rate_limit: float | None = None,
         max_concurrency: int | None = None,
         timeout: float | None = None,
         failure_destination: Mapping[str, Any] | None = None,
+        window: Mapping[str, Any] | None = None,
         settings: Mapping[str, Any] | None = None,
     ) -> Queue:
         """Creates or replaces a queue; fields left None take the server's defaults. `settings`
@@ -118,10 +133,12 @@ class Client:
             target=dict(target) if target else None,
             retry=dict(retry) if retry else None,
             signing_secret=signing_secret,
+            signing_secret_next=signing_secret_next,
             rate_limit=rate_limit,
             max_concurrency=max_concurrency,
             timeout=timeout,
             failure_destination=dict(failure_destination) if failure_destination else None,
+            window=dict(window) if window else None,
         )
         doc.update(settings or {})
         return Queue.from_doc(self._call("PUT", path("v1", "queues", name), body=doc))
@@ -161,6 +178,7 @@ class Client:
         target: Mapping[str, Any] | None = None,
         flow_key: str | None = None,
         priority: int | None = None,
+        window: Mapping[str, Any] | None = None,
     ) -> Created:
         """Schedules one message; `flow_key` and `priority` for a queue's flow control (v1.2)."""
         entry = message(
@@ -171,6 +189,7 @@ class Client:
             ttl=ttl,
             dedup_id=dedup_id,
             target=target,
+            window=window,
             flow_key=flow_key,
             priority=priority,
         )
@@ -219,8 +238,17 @@ class Client:
         limit: int | None = None,
         cursor: str | None = None,
         flow_key: str | None = None,
+        order: str | None = None,
     ) -> Page[Message]:
-        params = {"status": status, "schedule": schedule, "limit": limit, "cursor": cursor, "flow_key": flow_key}
+        """One page; `order`: "due" (earliest scheduled first) or "created" (oldest first)."""
+        params = {
+            "status": status,
+            "schedule": schedule,
+            "limit": limit,
+            "cursor": cursor,
+            "order": order,
+            "flow_key": flow_key,
+        }
         doc = self._call("GET", path("v1", "queues", queue, "messages"), params=params)
         return Page([Message.from_doc(m) for m in doc.get("messages", [])], doc.get("next_cursor"))
 
@@ -231,12 +259,13 @@ class Client:
         status: str | None = None,
         schedule: str | None = None,
         page_size: int | None = None,
+        order: str | None = None,
         flow_key: str | None = None,
     ) -> Iterator[Message]:
-        """Every message of the queue (optionally of one status, schedule or flow key), page after page."""
+        """Every message of the queue (optionally of one status, schedule or flow key, in `order`), page after page."""
         return _pages(
             lambda cursor: self.list_messages(
-                queue, status=status, schedule=schedule, limit=page_size, cursor=cursor, flow_key=flow_key
+                queue, status=status, schedule=schedule, limit=page_size, cursor=cursor, order=order, flow_key=flow_key
             )
         )
 
@@ -272,6 +301,10 @@ class Client:
         return Message.from_doc(
             self._call("POST", route, body=doc or None, retry_on=THROTTLED_ONLY, retry_transport=False)
         )
+
+    def deliver_now(self, queue: str, message_id: str) -> Message:
+        """Makes a pending message due now (Conflict unless pending); safe to repeat."""
+        return Message.from_doc(self._call("POST", path("v1", "queues", queue, "messages", message_id, "deliver-now")))
 
     def attempts(self, queue: str, message_id: str) -> list[Attempt]:
         doc = self._call("GET", path("v1", "queues", queue, "messages", message_id, "attempts"))
@@ -328,6 +361,7 @@ class Client:
         target: Mapping[str, Any] | None = None,
         start_at: datetime | str | None = None,
         end_at: datetime | str | None = None,
+        window: Mapping[str, Any] | None = None,
     ) -> Schedule:
         """Creates or replaces a recurring schedule (exactly one of `cron` and `every`)."""
         doc = _fields(
@@ -338,6 +372,7 @@ class Client:
             target=dict(target) if target else None,
             start_at=_when(start_at),
             end_at=_when(end_at),
+            window=dict(window) if window else None,
         )
         return Schedule.from_doc(self._call("PUT", path("v1", "queues", queue, "schedules", name), body=doc))
 

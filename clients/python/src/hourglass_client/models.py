@@ -37,6 +37,10 @@ class Queue:
     paused: bool
     created_at: datetime | None
     raw: dict[str, Any] = field(repr=False, compare=False)
+    # Messages by status (v1.2); empty from a server without counts.
+    counts: dict[str, int] = field(default_factory=dict, compare=False)
+    # Its delivery window ({"timezone", "days", "from", "to", "exclude_dates"}), None when it has none.
+    window: dict[str, Any] | None = None
 
     @classmethod
     def from_doc(cls, doc: Mapping[str, Any]) -> Queue:
@@ -50,6 +54,8 @@ class Queue:
             paused=bool(doc.get("paused", False)),
             created_at=parse_time(doc.get("created_at")),
             raw=dict(doc),
+            counts={str(k): int(v) for k, v in (doc.get("counts") or {}).items()},
+            window=doc.get("window"),
         )
 
 
@@ -90,6 +96,9 @@ class Message:
     raw: dict[str, Any] = field(repr=False, compare=False)
     flow_key: str | None = None
     priority: int = 5
+    # While pending, when a retry starts if not at due_at (v1.2).
+    next_attempt_at: datetime | None = None
+    window: dict[str, Any] | None = None  # its own delivery window (None: its queue's, if any)
 
     @classmethod
     def from_doc(cls, doc: Mapping[str, Any]) -> Message:
@@ -108,6 +117,8 @@ class Message:
             raw=dict(doc),
             flow_key=doc.get("flow_key"),
             priority=int(doc.get("priority", 5)),
+            next_attempt_at=parse_time(doc.get("next_attempt_at")),
+            window=doc.get("window"),
         )
 
 
@@ -184,6 +195,7 @@ class Schedule:
     next_due_at: list[datetime]
     created_at: datetime | None
     raw: dict[str, Any] = field(repr=False, compare=False)
+    window: dict[str, Any] | None = None  # its occurrences' delivery window
 
     @classmethod
     def from_doc(cls, doc: Mapping[str, Any]) -> Schedule:
@@ -199,6 +211,7 @@ class Schedule:
             next_due_at=[t for t in upcoming if t is not None],
             created_at=parse_time(doc.get("created_at")),
             raw=dict(doc),
+            window=doc.get("window"),
         )
 
 

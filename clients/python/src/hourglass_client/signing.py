@@ -1,11 +1,12 @@
-"""Callback signatures: `Hourglass-Signature: t=<unix>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">`."""
+"""Callback signatures: `Hourglass-Signature: t=<unix>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">`, one `v1`
+per secret the queue signs with (two during a key rotation)."""
 
 from __future__ import annotations
 
 import hashlib
 import hmac
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 HEADER = "Hourglass-Signature"
 DEFAULT_TOLERANCE = 300
@@ -28,14 +29,15 @@ def _header(headers: Mapping[str, str], name: str) -> str | None:
 def verify(
     headers: Mapping[str, str],
     raw_body: bytes,
-    secret: str,
+    secret: str | Iterable[str],
     *,
     tolerance: int = DEFAULT_TOLERANCE,
     now: float | None = None,
 ) -> bool:
-    """True when the request's signature header signs `raw_body` with `secret`, made within
-    `tolerance` seconds of `now` (default: the current time). Pass the body bytes as received,
-    before any JSON parsing: re-serialised JSON does not match."""
+    """True when the request's signature header signs `raw_body` with `secret` (or with any of several
+    secrets, e.g. the old and the new one while receivers roll), made within `tolerance` seconds of
+    `now` (default: the current time). Pass the body bytes as received, before any JSON parsing:
+    re-serialised JSON does not match."""
     header = _header(headers, HEADER)
     if not header:
         return False
@@ -51,5 +53,7 @@ def verify(
     current = time.time() if now is None else now
     if abs(current - timestamp) > tolerance:
         return False
-    expected = sign(secret, raw_body, timestamp).split("v1=", 1)[1]
-    return any(hmac.compare_digest(expected.encode(), given.encode()) for given in parts.get("v1", []))
+    secrets = [secret] if isinstance(secret, str) else list(secret)
+    expected = [sign(s, raw_body, timestamp).split("v1=", 1)[1].encode() for s in secrets]
+    given = [value.encode() for value in parts.get("v1", [])]
+    return any(hmac.compare_digest(e, g) for e in expected for g in given)

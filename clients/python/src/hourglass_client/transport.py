@@ -72,6 +72,8 @@ class Transport:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     sleep: Callable[[float], None] = time.sleep
     rng: Callable[[], float] = random.random
+    # Signs a request: (method, url, body, headers) -> the headers to send (SigV4 under auth="iam").
+    sign: Callable[[str, str, bytes | None, Mapping[str, str]], dict[str, str]] | None = None
 
     def request(
         self,
@@ -108,13 +110,14 @@ class Transport:
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _send(self, method: str, url: str, data: bytes | None) -> tuple[int, Any, Any]:
-        request = urllib.request.Request(url, data=data, method=method)
-        request.add_header("Accept", "application/json")
-        request.add_header("User-Agent", USER_AGENT)
+        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
         if data is not None:
-            request.add_header("Content-Type", "application/json")
+            headers["Content-Type"] = "application/json"
         if self.api_key:
-            request.add_header("x-api-key", self.api_key)
+            headers["x-api-key"] = self.api_key
+        if self.sign is not None:
+            headers = self.sign(method, url, data, headers)
+        request = urllib.request.Request(url, data=data, headers=headers, method=method)
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 return response.status, response.headers, _decode(response.read())

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from hourglass.core import delivery, delivery_control, epoch, lifecycle, schedule
+from hourglass.core import admission, catch_up, delivery, delivery_control, epoch, lifecycle, schedule
 from hourglass.core.delivery_control import DeliveryControl
 from hourglass.core.handoff import Scheduled, Timer
 from hourglass.core.model import LATER_NAMESPACE, Message, Queue, Status
@@ -51,9 +51,12 @@ class Attempts:
             return self._not_startable(timer, now)
         if message.queue != LATER_NAMESPACE and not epoch.belongs(queue, message.queue_epoch):
             return self.outcomes.end(message, Status.CANCELLED, now, "queue deleted")
-        current = self._schedule(message, queue) if queue is not None else None
+        current = self._schedule(message, queue, timer.chained) if queue is not None else None
         if message.schedule is not None and queue is not None and not message.redelivered and current is None:
             return self.outcomes.end(message, Status.CANCELLED, now, "schedule deleted, replaced or paused")
+        if current is not None and self._missed(message, current, now):
+            policy = current.schedule.recurrence.catch_up.value
+            return self.outcomes.end(message, Status.CANCELLED, now, f"missed (catch_up {policy})", read=current)
         rates = delivery_control.rates(control)
         if control.flow_control is not None and (timer.key, timer.priority) != (message.flow_key, message.priority):
             # A timer that does not know its message's key (sent before the due index carried it): it would
@@ -69,6 +72,10 @@ class Attempts:
             now = self.ctx.clock()
         if message.expires_at is not None and now > message.expires_at:
             return self.outcomes.end(message, Status.EXPIRED, now, "expired before delivery", read=current)
+        opens = admission.opening(message, queue, now)
+        if opens > now:
+            # Its window closed while it waited (a pacing slot, a pause, an edited window): not delivered now.
+            return self.outcomes.window_closed(message, queue, opens, now, current)
         started = self.ctx.clock()
         try:
             outcome = targets.deliver(self.ctx, message, queue)
@@ -78,7 +85,7 @@ class Attempts:
             outcome = delivery.Outcome(False, retryable=False, error=f"internal error: {type(exc).__name__}: {exc}")
         done = self.ctx.clock()
         if outcome.delivered:
-            return self.outcomes.delivered(message, started, done, outcome, current)
+            return self.outcomes.delivered(message, queue, started, done, outcome, current)
         return self.outcomes.failed(message, queue, outcome, started, done, current)
 
     def _begin(self, timer: Timer, now: datetime, lease: timedelta) -> Message:
@@ -98,16 +105,25 @@ class Attempts:
             log("taken_over", id=message.id, queue=message.queue, attempt=message.attempts)
         return message
 
-    def _schedule(self, message: Message, queue: Queue) -> transitions.Chained | None:
+    def _schedule(self, message: Message, queue: Queue, chained: bool) -> transitions.Chained | None:
         """The schedule an occurrence about to be delivered belongs to, read once: None if it is stale
         (deleted, replaced or paused). A redelivered one is delivered whatever its schedule became. Its
-        next occurrence is stored after the outcome (`transitions.chain`), off the delivery's path."""
+        next occurrence was stored at its hand-off (`chained`) or is stored after the outcome
+        (`transitions.chain`), off the delivery's path either way."""
         if message.schedule is None or message.redelivered:
             return None
         current = self.ctx.store.get_schedule(message.queue, message.schedule)
         if current is None or not transitions.is_current(current, message):
             return None
-        return transitions.Chained(current, queue)
+        return transitions.Chained(current, queue, stored=chained)
+
+    @staticmethod
+    def _missed(message: Message, current: transitions.Chained, now: datetime) -> bool:
+        """An occurrence reached for the first time after its successor was due (held by a paused queue, or
+        Hourglass down) that its schedule's catch-up policy does not deliver; its chaining picks the next."""
+        first = message.attempts - message.attempts_base <= 1
+        at = message.occurrence_at
+        return first and at is not None and not catch_up.delivers(current.schedule, at, now)
 
     def _not_startable(self, timer: Timer, now: datetime) -> Result:
         current = self.ctx.store.get_message(timer.queue, timer.id)

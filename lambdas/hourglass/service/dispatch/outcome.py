@@ -7,13 +7,13 @@ import random
 from dataclasses import dataclass
 from datetime import datetime
 
-from hourglass.core import delivery, delivery_control, next_attempt
+from hourglass.core import admission, delivery, delivery_control, next_attempt
 from hourglass.core.attempts import Attempt, AttemptOutcome
 from hourglass.core.model import Message, Queue, RetryPolicy, Status
 from hourglass.core.pacing import Rates
 from hourglass.errors import StaleVersionError
 from hourglass.logs import log
-from hourglass.service import transitions
+from hourglass.service import circuit_breaker, transitions
 from hourglass.service.context import Context
 
 
@@ -33,6 +33,7 @@ class Outcomes:
     def delivered(
         self,
         message: Message,
+        queue: Queue | None,
         started: datetime,
         done: datetime,
         outcome: delivery.Outcome,
@@ -40,6 +41,7 @@ class Outcomes:
     ) -> Result:
         self.ctx.metrics.lateness((done - message.due_at).total_seconds() * 1000, queue=message.queue)
         attempt = self._record(message, started, done, AttemptOutcome.DELIVERED, outcome)
+        circuit_breaker.record(self.ctx, queue, failed=False, now=done)
         return self.end(message, Status.DELIVERED, done, None, attempt, read)
 
     def failed(
@@ -61,8 +63,10 @@ class Outcomes:
             expires_at=message.expires_at,
             retry_after=outcome.retry_after,
             jitter=random.random(),
+            window=admission.window(message, queue),
         )
         attempt = self._record(message, started, now, decision.outcome, outcome, retry_at=decision.retry_at)
+        circuit_breaker.record(self.ctx, queue, failed=True, now=now)
         if decision.outcome is AttemptOutcome.FAILED:
             return self.end(message, Status.FAILED, now, outcome.error, attempt, read)
         if decision.outcome is AttemptOutcome.EXPIRED:
@@ -70,8 +74,15 @@ class Outcomes:
         assert decision.retry_at is not None
         return self._retry(message, queue, decision.retry_at, outcome.error, now, read)
 
-    def end(self, message: Message, status: Status, now: datetime, error: str | None,
-            attempt: Attempt | None = None, read: transitions.Chained | None = None) -> Result:
+    def end(
+        self,
+        message: Message,
+        status: Status,
+        now: datetime,
+        error: str | None,
+        attempt: Attempt | None = None,
+        read: transitions.Chained | None = None,
+    ) -> Result:
         """The message ends in `status` (`transitions.finish`); `attempt`, the one that ended it, rides on the
         outcome write, and `read` is what was read of its schedule before the attempt."""
         delivered_at = now if status is Status.DELIVERED else None
@@ -83,6 +94,19 @@ class Outcomes:
             # Our lease ran out and another dispatcher took over; its outcome stands.
             return self.superseded(message)
         return Result(True, status.value)
+
+    def window_closed(
+        self, message: Message, queue: Queue | None, opens: datetime, now: datetime, read: transitions.Chained | None
+    ) -> Result:
+        """Begun, but its delivery window closed while it waited (for a pacing slot, a resume): pending again, due
+        at the next opening, its attempt given back; expired if that is after its expiry."""
+        if message.expires_at is not None and opens > message.expires_at:
+            return self.end(message, Status.EXPIRED, now, "expired before its delivery window opened", read=read)
+        rates = delivery_control.rates(delivery_control.of(queue))
+        if not transitions.put_back(self.ctx, message, rates, now, due=opens):
+            return self.superseded(message)
+        self.ctx.metrics.count("WindowDeferred", queue=message.queue)
+        return Result(True, "window_closed")
 
     def put_back(self, message: Message, rate: Rates | None, now: datetime) -> Result:
         """Begun, not started: pending again (attempt count restored) with a new slot and timer."""
@@ -112,14 +136,27 @@ class Outcomes:
         attempt happened either way). The attempt that ends the message rides on its outcome write
         instead (`end`): a message delivered at once pays no write for its history."""
         attempt = Attempt(
-            message.id, message.attempts, started, finished, result, outcome.status_code, outcome.error, retry_at
+            message.id,
+            message.attempts,
+            started,
+            finished,
+            result,
+            outcome.status_code,
+            outcome.error,
+            retry_at,
+            outcome.response,
         )
         if result is AttemptOutcome.RETRY:
             self.ctx.store.put_attempt(message.queue, attempt)
         return attempt
 
     def _retry(
-        self, message: Message, queue: Queue | None, retry_at: datetime, error: str | None, now: datetime,
+        self,
+        message: Message,
+        queue: Queue | None,
+        retry_at: datetime,
+        error: str | None,
+        now: datetime,
         read: transitions.Chained | None,
     ) -> Result:
         rate = delivery_control.rates(delivery_control.of(queue))
@@ -128,4 +165,3 @@ class Outcomes:
         self.ctx.metrics.count("Retried", queue=message.queue)
         log("retry_scheduled", id=message.id, queue=message.queue, attempt=message.attempts, error=error)
         return Result(True, "retry")
-

@@ -27,6 +27,9 @@ from hourglass.service.pacing import REPACE_HOLD, PacedStarts
 # The attempt starts (pending -> delivering, one conditional write) this long before the due time,
 # so the write's latency is not added to the delivery's lateness; the delivery waits for the due time.
 BEGIN_LEAD = timedelta(milliseconds=250)
+# An occurrence chained at its hand-off is known before its begin: it begins one round trip sooner, for the
+# read of its schedule between the begin and the delivery (transitions.Chained).
+OCCURRENCE_BEGIN_LEAD = 2 * BEGIN_LEAD
 # ... but not sooner than this after the timer was sent: a hand-off timer is sent before its item is
 # written, and starting before the write lands costs a failed write and a re-send.
 WRITE_GRACE = timedelta(seconds=1)
@@ -100,7 +103,9 @@ class StartGate:
         if schedule.is_early(due, now):
             self.ctx.handoff.resend([handoff.resend(timer, now)])
             return Result(True, "redelayed")
-        lead = BEGIN_LEAD if timer.latest_ms is None else PACED_BEGIN_LEAD
+        lead = OCCURRENCE_BEGIN_LEAD if timer.chained else BEGIN_LEAD
+        if timer.latest_ms is not None:
+            lead = PACED_BEGIN_LEAD
         start = min(due, max(due - lead, from_ms(timer.sent_ms) + WRITE_GRACE))
         if self.deadline is not None and max(start, due) + deadline.ATTEMPT_BUDGET > self.deadline:
             # Killed mid-attempt, it would be taken over only when its lease ends: send it again now.

@@ -1,0 +1,74 @@
+"""The circuit breaker's counters: one item per queue, resume and time bucket, in the queue's partition, each
+attempt outcome one ADD; and the self-pause, one conditional update of the queue item."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from hourglass.adapters.items import n, queue_from_item, queue_key, s
+from hourglass.adapters.table import Table
+from hourglass.core import keys
+from hourglass.core.circuit_breaker import REASON, Tally
+from hourglass.core.model import Queue
+from hourglass.core.timestamps import to_ms
+from hourglass.errors import StaleVersionError
+
+
+class BreakerStorage(Table):
+    def count_outcome(self, queue: str, since: datetime | None, bucket: int, *, failed: bool, expire_at: int) -> None:
+        """One write unit: the bucket's attempts (and failures) go up by one, created when absent."""
+        self._guard(
+            "update_item",
+            TableName=self.table,
+            Key={"pk": s(queue), "sk": s(keys.breaker_sk(_since_ms(since), bucket))},
+            UpdateExpression="ADD attempts :one, failures :f SET expire_at = :e",
+            ExpressionAttributeValues={":one": n(1), ":f": n(1 if failed else 0), ":e": n(expire_at)},
+        )
+
+    def window_tally(self, queue: str, since: datetime | None, first: int, last: int) -> Tally:
+        """The sum of the buckets first..last of the current resume: one Query of at most a few small items."""
+        since_ms = _since_ms(since)
+        got = self._guard(
+            "query",
+            TableName=self.table,
+            KeyConditionExpression="pk = :q AND sk BETWEEN :lo AND :hi",
+            ExpressionAttributeValues={
+                ":q": s(queue),
+                ":lo": s(keys.breaker_sk(since_ms, max(0, first))),
+                ":hi": s(keys.breaker_sk(since_ms, last)),
+            },
+            ConsistentRead=True,
+        )
+        items = got.get("Items", [])
+        return Tally(
+            sum(int(item["attempts"]["N"]) for item in items), sum(int(item["failures"]["N"]) for item in items)
+        )
+
+    def trip(self, name: str, since: datetime | None) -> Queue | None:
+        """Pauses the running queue with the breaker's reason; None when it was paused or resumed meanwhile
+        (so of concurrent dispatchers exactly one trips it, and sends the notice)."""
+        values = {":t": {"BOOL": True}, ":f": {"BOOL": False}, ":r": s(REASON), ":zero": n(0), ":one": n(1)}
+        condition = "attribute_exists(pk) AND (attribute_not_exists(paused) OR paused = :f)"
+        if since is None:
+            condition += " AND attribute_not_exists(resumed_at)"
+        else:
+            condition += " AND resumed_at = :since"
+            values[":since"] = n(to_ms(since))
+        try:
+            answer = self._conditional(
+                "update_item",
+                f"queue {name} changed",
+                TableName=self.table,
+                Key=queue_key(name),
+                UpdateExpression="SET paused = :t, paused_reason = :r, version = if_not_exists(version, :zero) + :one",
+                ConditionExpression=condition,
+                ExpressionAttributeValues=values,
+                ReturnValues="ALL_NEW",
+            )
+        except StaleVersionError:
+            return None
+        return queue_from_item(answer["Attributes"])
+
+
+def _since_ms(since: datetime | None) -> int:
+    return 0 if since is None else to_ms(since)

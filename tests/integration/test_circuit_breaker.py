@@ -1,0 +1,104 @@
+"""The circuit breaker (v1.2): a queue whose attempts fail pauses itself, says why, tells its failure
+destination, and a resume starts a fresh window."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.integration.conftest import Harness
+from tests.integration.test_flow import HTTP_QUEUE, make_queue, post
+
+HOOK = "http://127.0.0.1:9/hook"
+NOTICES = "http://127.0.0.1:9/notices"
+BREAKER = {"failure_ratio": 0.5, "min_attempts": 5, "window": 60}
+
+
+def breaker_queue(h: Harness) -> None:
+    settings = {
+        **HTTP_QUEUE,
+        "retry": {"max_attempts": 1},  # one attempt per message: the counts are the messages sent
+        "circuit_breaker": BREAKER,
+        "failure_destination": {"type": "http", "url": NOTICES},
+    }
+    make_queue(h, settings=settings)
+    h.receiver.by_url[HOOK] = [500]
+
+
+def send(h: Harness, count: int) -> None:
+    """One message at a time, each dispatched before the next: one attempt in flight."""
+    for n in range(count):
+        post(h, {"body": {"n": n}})
+        h.dispatch(h.timers())
+
+
+def send_batch(h: Harness, count: int) -> None:
+    """At once: a batch's attempts are in flight together before any outcome is known."""
+    post(h, *({"body": {"n": n}} for n in range(count)))
+    h.dispatch(h.timers())
+
+
+def hook_calls(h: Harness) -> int:
+    return sum(1 for r in h.receiver.requests if r["url"] == HOOK)
+
+
+def queue_doc(h: Harness) -> dict[str, Any]:
+    code, doc = h.call("GET", "/v1/queues/orders")
+    assert code == 200
+    return dict(doc)
+
+
+def test_a_failing_target_trips_the_breaker_and_the_queue_says_why(harness: Harness) -> None:
+    breaker_queue(harness)
+    send(harness, 12)
+    doc = queue_doc(harness)
+    assert (doc["paused"], doc["paused_reason"], doc["circuit_breaker"]) == (True, "circuit_breaker", BREAKER)
+
+
+def test_no_more_than_min_attempts_reach_the_failing_target(harness: Harness) -> None:
+    breaker_queue(harness)
+    send(harness, 12)
+    assert hook_calls(harness) <= BREAKER["min_attempts"]
+
+
+def test_at_most_min_attempts_plus_those_in_flight_reach_it_from_a_batch(harness: Harness) -> None:
+    breaker_queue(harness)
+    send_batch(harness, 30)
+    in_flight = 10  # a timer carries up to ten messages, attempted together
+    assert hook_calls(harness) <= BREAKER["min_attempts"] + in_flight
+    assert queue_doc(harness)["paused_reason"] == "circuit_breaker"
+
+
+def test_the_failure_destination_gets_a_queue_paused_notice(harness: Harness) -> None:
+    breaker_queue(harness)
+    send(harness, 12)
+    notices = [r["body"] for r in harness.receiver.requests if r["url"] == NOTICES]
+    [notice] = [n for n in notices if n["event"] == "queue.paused"]
+    assert (notice["event"], notice["queue"], notice["reason"], notice["failure_ratio"]) == (
+        "queue.paused",
+        "orders",
+        "circuit_breaker",
+        1.0,
+    )
+
+
+def test_resume_starts_a_fresh_window(harness: Harness) -> None:
+    breaker_queue(harness)
+    send(harness, BREAKER["min_attempts"])  # trips on the last one: nothing is left held
+    before = hook_calls(harness)
+    code, doc = harness.call("POST", "/v1/queues/orders/resume")
+    assert (code, doc["paused"], doc["paused_reason"]) == (200, False, None)
+    # Fewer attempts than min_attempts after the resume: the failures before it do not count.
+    send(harness, BREAKER["min_attempts"] - 1)
+    assert hook_calls(harness) - before >= BREAKER["min_attempts"] - 1 and not queue_doc(harness)["paused"]
+
+
+def test_a_queue_whose_attempts_succeed_does_not_trip(harness: Harness) -> None:
+    breaker_queue(harness)
+    harness.receiver.by_url[HOOK] = [200]
+    send(harness, 12)
+    assert (hook_calls(harness), queue_doc(harness)["paused"]) == (12, False)
+
+
+def test_bad_breaker_settings_are_a_400_naming_the_field(harness: Harness) -> None:
+    code, doc = harness.call("PUT", "/v1/queues/orders", {**HTTP_QUEUE, "circuit_breaker": {"failure_ratio": 2}})
+    assert code == 400 and "circuit_breaker.failure_ratio" in str(doc)
