@@ -89,7 +89,7 @@ E2E_MODES ?= deployed
 test-deployed: $(STAMP) tools
 	HOURGLASS_E2E_MODES=$(E2E_MODES) $(BIN)/python -m pytest -q -p no:cacheprovider -o timeout=900 \
 		tests/e2e/test_delivery.py tests/e2e/test_delivery_control.py tests/e2e/test_operations.py \
-		tests/e2e/test_rate_limits.py tests/e2e/test_smoke.py tests/e2e/test_stack.py \
+		tests/e2e/test_rate_limits.py tests/e2e/test_flow_keys.py tests/e2e/test_smoke.py tests/e2e/test_stack.py \
 		tests/e2e/test_bootstrap.py tests/e2e/test_readme_deploy.py tests/e2e/test_crash_deployed.py \
 		tests/e2e/test_aws_targets.py tests/e2e/test_windows.py
 

@@ -30,6 +30,7 @@ from bench import (
     cost,
     crash,
     delivery_limits,
+    flow_keys,
     history_cost,
     loaded,
     log_bytes,
@@ -51,6 +52,7 @@ ORDER = (
     "body_cost",
     "history_cost",
     "delivery_limits",
+    "flow_keys",
     "windows",
     "bulk_operations",
     "throughput",
@@ -101,6 +103,8 @@ def run_all(
         sections["history_cost"] = _timed("history_cost", timings, history_cost.section)
     if "delivery_limits" in only:
         sections["delivery_limits"] = _timed("delivery_limits", timings, lambda: delivery_limits.section(quick=quick))
+    if "flow_keys" in only:
+        sections["flow_keys"] = _timed("flow_keys", timings, lambda: flow_keys.section(quick=quick))
     if "windows" in only:
         sections["windows"] = _timed("windows", timings, lambda: windows.section(quick=quick))
     if "bulk_operations" in only:

@@ -249,7 +249,7 @@ def _use_of(sort_key: str) -> str:
     """A queue partition's shared items: its settings, its pacing item, its concurrency slots, its schedules."""
     if sort_key == QUEUE_SK:
         return "queue settings"
-    if sort_key == PACE_SK:
+    if sort_key.startswith(PACE_SK):  # the queue's, and each flow key's (`#pace#k#<key>`)
         return "pacing"
     if sort_key.startswith(SLOT_PREFIX):
         return "concurrency slots"

@@ -4,6 +4,7 @@ the write units a limited queue adds per message (DynamoDB's rules, `CapacityMet
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ from devstack.emulator import free_port
 from devstack.runtime import Runtime
 
 T0 = datetime(2030, 1, 1, 9, tzinfo=UTC)
-DUE_INDEX = Index("due", "sweep_pk", "sweep_sk", ("version",))
+DUE_INDEX = Index("due", "sweep_pk", "sweep_sk", ("version", "flow_key", "priority"))
 WINDOWS = (1, 2, 5, 10)
 CONTROLS: dict[str, dict[str, Any]] = {
     "unlimited": {},
@@ -62,11 +63,20 @@ def _ok(*_: Any, **__: Any) -> HttpReply:
     return HttpReply(status=200, headers={}, body=b"")
 
 
-def units_per_message(control: dict[str, Any], count: int, *, swept: bool) -> tuple[float, dict[str, float]]:
+def units_per_message(
+    control: dict[str, Any],
+    count: int,
+    *,
+    swept: bool,
+    flow_keys: int = 0,
+    starts: list[tuple[int, Any]] | None = None,
+) -> tuple[float, dict[str, float]]:
     """Write units per delivered message of one queue (its message items, and the pacing / slot items),
-    the messages posted in requests of 100 due 1 ms apart, handed off by ingest or (`swept`) by a sweep."""
+    the messages posted in requests of 100 due 1 ms apart, handed off by ingest or (`swept`) by a sweep.
+    `flow_keys`: message i has flow key `k<i mod flow_keys>`; `starts` gets (start ms, body) of each attempt."""
     with mock_aws():
-        aws = inprocess.create(boto3.client("dynamodb", region_name="us-east-1"), boto3.client("sqs", "us-east-1"))
+        ddb, sqs = boto3.client("dynamodb", region_name="us-east-1"), boto3.client("sqs", "us-east-1")
+        aws = inprocess.create(ddb, sqs, projected=DUE_INDEX.projected)
         meter = CapacityMeter(aws.table, [DUE_INDEX])
         clock = _Clock()
         ctx = Context(
@@ -77,7 +87,7 @@ def units_per_message(control: dict[str, Any], count: int, *, swept: bool) -> tu
             metrics=Metrics(emit=False),
             clock=clock,
             sleep=clock.sleep,
-            post=_ok,
+            post=_ok if starts is None else _recording(starts, clock),
             check_url=lambda url, allow_private: None,
         )
         messages = Messages(ctx)
@@ -85,7 +95,10 @@ def units_per_message(control: dict[str, Any], count: int, *, swept: bool) -> tu
         lead = 1200 if swept else 3
         first = to_ms(T0) + lead * 1000
         for start in range(0, count, 100):
-            batch = [{"body": i, "deliver_at": _iso(first + i)} for i in range(start, min(count, start + 100))]
+            batch = [
+                {"body": i, "deliver_at": _iso(first + i)} | ({"flow_key": f"k{i % flow_keys}"} if flow_keys else {})
+                for i in range(start, min(count, start + 100))
+            ]
             messages.create("q", {"messages": batch})
         if swept:
             clock.now = from_ms(first + count)
@@ -96,6 +109,14 @@ def units_per_message(control: dict[str, Any], count: int, *, swept: bool) -> tu
     items = sum(u.write for k, u in keys.items() if k[0] == "q")
     limit_items = {use: u.write for use, u in uses.items() if use in ("pacing", "concurrency slots")}
     return (items + sum(limit_items.values())) / count, {k: v / count for k, v in limit_items.items()}
+
+
+def _recording(starts: list[tuple[int, Any]], clock: _Clock) -> Any:
+    def post(url: str, body: bytes, headers: dict[str, str], **_: Any) -> HttpReply:
+        starts.append((to_ms(clock()), json.loads(body)))
+        return _ok()
+
+    return post
 
 
 def _drain(ctx: Context, aws: inprocess.Aws, clock: _Clock) -> None:

@@ -1,6 +1,6 @@
 """How the cells of a CSV or Parquet row become the message document the REST API would receive.
 
-`body` and `target` are JSON text, or else a plain string; `delay` and `ttl` are numbers. A cell
+`body` and `target` are JSON text, or else a plain string; `delay`, `ttl` and `priority` are numbers. A cell
 that does not parse is passed on as text, so validation rejects it by name instead of dropping it.
 """
 
@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from hourglass.core import validation
 from hourglass.errors import ValidationError
 
-COLUMNS = ("queue", "body", "delay", "deliver_at", "ttl", "dedup_id", "target")
+COLUMNS = ("queue", "body", "delay", "deliver_at", "ttl", "dedup_id", "target", "flow_key", "priority")
 REQUIRED = ("queue", "body")
 _JSON_OR_TEXT = frozenset({"body", "target"})
-_NUMBERS = frozenset({"delay", "ttl"})
+_NUMBERS = frozenset({"delay", "ttl", "priority"})
 
 
 def document(cells: Mapping[str, str | None]) -> str:

@@ -37,14 +37,15 @@ class MessageTable(Construct):
             time_to_live_attribute=TTL_ATTRIBUTE,
             removal_policy=removal_policy,
         )
-        # Keys + `version` only: the sweeper's lease (`claimed_until`) is not projected, so
-        # claiming a message does not write the index.
+        # Keys + `version`, and a message's `flow_key` and `priority` (v1.2, set at create, so never
+        # rewritten): the sweeper's lease (`claimed_until`) is not projected, so claiming a message
+        # does not write the index.
         self.table.add_global_secondary_index(
             index_name=DUE_INDEX_NAME,
             partition_key=dynamodb.Attribute(name="sweep_pk", type=dynamodb.AttributeType.STRING),
             sort_key=dynamodb.Attribute(name="sweep_sk", type=dynamodb.AttributeType.STRING),
             projection_type=dynamodb.ProjectionType.INCLUDE,
-            non_key_attributes=["version"],
+            non_key_attributes=["version", "flow_key", "priority"],
         )
         # Lists in order (v1.2), keys only: each message's entry is written when it is stored and again
         # only when it is rescheduled (its status changes never touch them).

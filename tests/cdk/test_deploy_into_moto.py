@@ -81,7 +81,7 @@ def test_table_has_the_due_index(outputs: dict[str, str], aws: Any) -> None:
         {"AttributeName": "sweep_pk", "KeyType": "HASH"},
         {"AttributeName": "sweep_sk", "KeyType": "RANGE"},
     ]
-    assert index["Projection"] == {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["version"]}
+    assert index["Projection"] == {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["version", "flow_key", "priority"]}
 
 
 def test_table_ttl_is_enabled(outputs: dict[str, str], aws: Any) -> None:

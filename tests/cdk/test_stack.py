@@ -113,7 +113,10 @@ def test_due_index_keys_and_projection(template: Template) -> None:
                             {"AttributeName": "sweep_pk", "KeyType": "HASH"},
                             {"AttributeName": "sweep_sk", "KeyType": "RANGE"},
                         ],
-                        "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["version"]},
+                        "Projection": {
+                            "ProjectionType": "INCLUDE",
+                            "NonKeyAttributes": ["version", "flow_key", "priority"],
+                        },
                     }
                 ]
             ),

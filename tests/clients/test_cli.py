@@ -49,6 +49,14 @@ def test_send_with_arguments_stores_a_json_body(run: Any, client: Client, queue:
     assert (stored.body, stored.dedup_id, stored.status) == ({"order": 1}, "cli-1", "pending")
 
 
+def test_send_with_a_flow_key_and_priority_lists_by_key(run: Any, client: Client, queue: str) -> None:
+    sent = run("--json", "send", queue, "1", "--delay", "600", "--flow-key", "t1", "--priority", "8")
+    created = json.loads(sent.stdout)
+    run("send", queue, "2", "--delay", "600", "--flow-key", "t2")
+    listed = lines(run("--json", "list", queue, "--flow-key", "t1"))
+    assert [(m["id"], m["flow_key"], m["priority"]) for m in listed] == [(created["id"], "t1", 8)]
+
+
 def test_a_window_is_set_on_a_queue_and_defers_a_send(run: Any, receiver: RawReceiver) -> None:
     name = f"cli-{uuid.uuid4().hex[:8]}"
     spec = "03:00-03:01 Pacific/Chatham except=2099-01-01"

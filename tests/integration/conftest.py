@@ -33,7 +33,7 @@ from tests.conftest import FakeClock
 
 def create_table(ddb: Any) -> str:
     """The stack's message table: keys and the sparse `due` index projecting `version`."""
-    return inprocess.create_table(ddb, "messages", ("version",))
+    return inprocess.create_table(ddb, "messages", ("version", "flow_key", "priority"))
 
 
 @dataclass

@@ -22,7 +22,7 @@ SLACK = timedelta(seconds=600)
 # How late a first attempt may start on a running queue when nothing crashed: a sweep interval and a hand-off.
 ON_TIME = timedelta(seconds=90)
 # The fields two messages that went through the same story must agree on (ids and instants differ).
-COMPARED = ("status", "attempts", "last_error", "body")
+COMPARED = ("status", "attempts", "last_error", "body", "flow_key", "priority")
 
 
 @dataclass
@@ -57,6 +57,7 @@ class Reference:
     generations: list[Generation] = field(default_factory=list)
     notices: dict[str, set[str]] = field(default_factory=dict)  # message id -> events received
     violations: list[str] = field(default_factory=list)
+    flow: dict[str, tuple[str | None, int]] = field(default_factory=dict)  # message id -> (flow key, priority) posted
 
     def live(self, name: str) -> Generation | None:
         for generation in reversed(self.generations):
@@ -136,6 +137,9 @@ class Reference:
             name = f"{message.queue}/{message.id}"
             if verdicts.get(message.id) is None:
                 self.violate("liveness", f"{name} {message.status.value} has no way forward")
+            posted = self.flow.get(message.id)
+            if posted is not None and posted != (message.flow_key, message.priority):
+                self.violate("rule 1", f"{name} was posted with key and priority {posted}, has {message.flow_key!r}")
             if message.status not in FINAL:
                 self._check_waiting(message, generation, now, name)
                 continue

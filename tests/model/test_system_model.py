@@ -30,6 +30,9 @@ BIG_BODY = "x" * 262_140
 RATES = (None, None, 0.1, 1, 100)
 DELAYS = (None, 0, 5, 45, 200, 600)
 ACTIONS = ("cancel", "redeliver", "shift")
+# Flow control (v1.2): a queue's per-key limits, and the keys and priorities messages carry.
+FLOW_CONTROLS = (None, None, {"key_rate_limit": 0.5}, {"key_rate_limit": 5, "key_max_concurrency": 1})
+FLOW_KEYS = (None, None, "k1", "k2")
 # The signing secrets of a queue through a key rotation: none, old, old and next, new.
 ROLL = ((), ("old",), ("old", "new"), ("new",))
 
@@ -116,13 +119,22 @@ class SystemModel(RuleBasedStateMachine):
         destination=st.sampled_from((None, "http", "sqs", "sns")),
         attempts=st.integers(1, 3),
         window=st.sampled_from(WINDOWS),
+        flow=st.sampled_from(FLOW_CONTROLS),
     )
     def put_queue(
-        self, name: str, kind: str, rate: float | None, destination: str | None, attempts: int, window: Any = None
+        self,
+        name: str,
+        kind: str,
+        rate: float | None,
+        destination: str | None,
+        attempts: int,
+        window: Any = None,
+        flow: dict | None = None,
     ) -> None:
-        status, doc = self.call(
-            "PUT", f"/v1/queues/{name}", queue_doc(self.world, name, kind, rate, destination, attempts, window)
-        )
+        settings = queue_doc(self.world, name, kind, rate, destination, attempts, window)
+        if flow is not None:
+            settings["flow_control"] = flow
+        status, doc = self.call("PUT", f"/v1/queues/{name}", settings)
         assert status in (200, 201), doc
         stored = self.world.h.ctx.store.get_queue(name, consistent=True)
         assert stored is not None
@@ -138,8 +150,10 @@ class SystemModel(RuleBasedStateMachine):
         live.target, live.rate, live.destination, live.max_attempts = kind, rate, destination, attempts
         live.secrets = ()  # a PUT without them clears the signing secrets
         live.window = validation.window(window)
-        if rate is not None:
-            live.slowest_rate = rate if live.slowest_rate is None else min(live.slowest_rate, rate)
+        # A key's rate paces at worst every message of the lifetime (all of one key), as a queue's would.
+        for limit in (rate, (flow or {}).get("key_rate_limit")):
+            if limit is not None:
+                live.slowest_rate = limit if live.slowest_rate is None else min(live.slowest_rate, limit)
 
     @rule(name=st.sampled_from(QUEUES), secrets=st.sampled_from(ROLL))
     def roll_signing_secret(self, name: str, secrets: tuple[str, ...]) -> None:
@@ -194,6 +208,8 @@ class SystemModel(RuleBasedStateMachine):
         big=st.sampled_from((False, False, False, True)),
         crash_at=st.sampled_from((None, None, None, 1, 2)),
         window=st.sampled_from(OWN_WINDOWS),
+        flow_key=st.sampled_from(FLOW_KEYS),
+        priority=st.sampled_from((None, None, 0, 9)),
     )
     def post(
         self,
@@ -205,10 +221,16 @@ class SystemModel(RuleBasedStateMachine):
         big: bool,
         crash_at: int | None,
         window: Any = None,
+        flow_key: str | None = None,
+        priority: int | None = None,
     ) -> list[tuple[str, str]]:
         one: dict[str, Any] = {"body": BIG_BODY if big else 1}
         if window is not None:
             one["window"] = window
+        if flow_key is not None:
+            one["flow_key"] = flow_key
+        if priority is not None:
+            one["priority"] = priority
         if delay is not None:
             one["delay"] = delay
         if ttl is not None:
@@ -223,6 +245,8 @@ class SystemModel(RuleBasedStateMachine):
             assert status in (201, 404, 413), doc
             if status == 201:
                 created.extend((name, m["id"]) for m in doc["messages"])
+                for m in doc["messages"]:
+                    self.reference.flow.setdefault(m["id"], (flow_key, 5 if priority is None else priority))
 
         self.act(crash_at, post)
         live = self.reference.live(name)
@@ -421,7 +445,9 @@ class SystemModel(RuleBasedStateMachine):
             self.reference.generations.append(Generation(name, stored.created_at, max_attempts=attempts))
             self.reference.generations[-1].target_failed_ever = True
             self.world.modes[name] = Modes(script=[503] * failures)
-            _, doc = self.call("POST", f"/v1/queues/{name}/messages", {"messages": [{"body": 1, "delay": delay}]})
+            # Keyed, so that both twins must keep the key and priority through the action (v1.2).
+            one = {"body": 1, "delay": delay, "flow_key": "twin", "priority": 7}
+            _, doc = self.call("POST", f"/v1/queues/{name}/messages", {"messages": [one]})
             ids.append(doc["messages"][0]["id"])
         self.world.run_for(120)
         single, bulk = names

@@ -84,3 +84,14 @@ def test_csv_numbers_and_json_bodies_are_typed() -> None:
     doc = json.loads(cells.document({"queue": "q", "body": '{"a": [1]}', "delay": "2.5", "dedup_id": "7"}))
 
     assert doc == {"queue": "q", "body": {"a": [1]}, "delay": 2.5, "dedup_id": "7"}
+
+
+def test_a_row_keeps_its_flow_key_and_priority() -> None:
+    doc = json.loads(cells.document({"queue": "orders", "body": "1", "flow_key": "tenant-7", "priority": "8"}))
+    item = json.loads(str(plan(doc)[-2]))
+    assert (item["flow_key"], item["priority"]) == ({"S": "tenant-7"}, {"N": "8"})
+
+
+def test_a_row_with_a_priority_out_of_range_is_rejected_naming_it() -> None:
+    reason = plan({"queue": "orders", "body": 1, "priority": 12})[-1]
+    assert str(reason).startswith("priority")

@@ -8,7 +8,7 @@ import pytest
 from hourglass.adapters.items import control_from_stored, control_to_stored
 from hourglass.core.delivery_control import PAUSE_READ_MAX_AGE, PAUSE_SETTLE, pause_read_fresh
 from hourglass.core.document import control_doc
-from hourglass.core.model import DeliveryControl, HttpTarget, SqsTarget
+from hourglass.core.model import DeliveryControl, FlowControl, HttpTarget, SqsTarget
 from hourglass.core.validation import delivery_control
 from hourglass.errors import ValidationError
 
@@ -94,7 +94,19 @@ def test_document_shows_every_field():
         "window": None,
         "paused_reason": None,
         "circuit_breaker": None,
+        "flow_control": None,
     }
+
+
+def test_stored_flow_control_reads_back_equal():
+    control = DeliveryControl(3.0, flow_control=FlowControl(key_rate_limit=2.0, key_max_concurrency=1))
+    assert control_from_stored(control_to_stored(control), paused=False) == control
+
+
+def test_flow_control_is_validated_with_its_field_named():
+    with pytest.raises(ValidationError) as info:
+        delivery_control({"flow_control": {"key_rate_limit": 0}})
+    assert info.value.field == "flow_control.key_rate_limit"
 
 
 def test_defaults_store_nothing():

@@ -112,3 +112,17 @@ def test_a_slot_about_to_start_stays_with_its_attempt() -> None:
     imminent = board.join("q", 200, Slot(1_000, 1_900), lambda slot: True, now_ms=0)
     late = board.join("q", 100, Slot(9_000, 9_900), lambda slot: True, now_ms=1_000 - SWAP_MARGIN_MS)
     assert starts(late, imminent) == [9_000, 1_000]
+
+
+def test_a_higher_priority_attempt_takes_the_earlier_slot_on_the_board():
+    board = StartBoard()
+    low = board.join("q", 100, Slot(1_000, 1_900), lambda slot: True, now_ms=0, priority=1)
+    high = board.join("q", 200, Slot(2_000, 2_900), lambda slot: True, now_ms=0, priority=9)
+    assert (high.slot.start_ms, low.slot.start_ms) == (1_000, 2_000)
+
+
+def test_priority_never_gives_a_slot_before_the_attempts_due_time():
+    board = StartBoard()
+    low = board.join("q", 100, Slot(1_000, 1_900), lambda slot: True, now_ms=0, priority=1)
+    high = board.join("q", 1_500, Slot(2_000, 2_900), lambda slot: True, now_ms=0, priority=9)
+    assert (low.slot.start_ms, high.slot.start_ms) == (1_000, 2_000)

@@ -37,6 +37,8 @@ def test_schedule_document_has_the_contract_fields_and_next_three_occurrences():
         "window": None,
         "catch_up": "skip",
         "jitter": 0,
+        "flow_key": None,
+        "priority": 5,
         "paused": False,
         "created_at": "2026-11-20T08:00:00.000Z",
         "next_due_at": ["2026-11-24T09:00:00.000Z", "2026-11-25T09:00:00.000Z", "2026-11-26T09:00:00.000Z"],

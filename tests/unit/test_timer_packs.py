@@ -29,6 +29,18 @@ def test_chained_occurrence_timers_read_back_chained_single_or_packed() -> None:
     assert read_timers(pack_to_json(chained[:1])) == chained[:1]
 
 
+def test_keyed_timers_read_back_with_key_priority_and_chained() -> None:
+    keyed = [
+        timer(1, 1000),
+        replace(timer(2, 1100), key="t1", priority=9, chained=True),
+        replace(timer(3, 1200), key="t2", waits=1),
+        replace(timer(4, 1300), priority=0),
+        replace(timer(5, 1400), chained=True),
+    ]
+    assert read_timers(pack_to_json(keyed)) == keyed
+    assert read_timers(pack_to_json(keyed[1:2])) == keyed[1:2]
+
+
 def test_a_single_timer_body_is_the_old_format() -> None:
     assert json.loads(pack_to_json([timer(1, 1000)])) == json.loads(timer(1, 1000).to_json())
 

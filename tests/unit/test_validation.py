@@ -296,9 +296,9 @@ def test_message_body_may_be_null():
 
 
 def test_message_unknown_field_is_named():
-    err = error_of(batch, {"body": 1}, {"body": 2, "priority": 1})
-    assert err.field == "messages[1].priority"
-    assert "messages[1].priority" in err.message
+    err = error_of(batch, {"body": 1}, {"body": 2, "urgency": 1})
+    assert err.field == "messages[1].urgency"
+    assert "messages[1].urgency" in err.message
 
 
 def test_message_body_of_exactly_256_kib_is_accepted():

@@ -24,10 +24,12 @@ from hourglass.core.handoff import DueEntry
 from hourglass.core.lifecycle import Change
 from hourglass.core.limits import json_bytes
 from hourglass.core.model import (
+    DEFAULT_PRIORITY,
     AwsTarget,
     CircuitBreaker,
     DeliveryControl,
     EventBridgeTarget,
+    FlowControl,
     HttpTarget,
     LambdaTarget,
     LaterTarget,
@@ -143,6 +145,9 @@ def message_to_item(message: Message, sweep: SweepKeys | None = None, *, body: B
         "attempts_base": n(message.attempts_base) if message.attempts_base else None,
         "schedule": s(message.schedule) if message.schedule else None,
         "occurrence_at": n(to_ms(message.occurrence_at)) if message.occurrence_at else None,
+        # Only when given, so an item without flow control is exactly as before (v1.2).
+        "flow_key": s(message.flow_key) if message.flow_key is not None else None,
+        "priority": n(message.priority) if message.priority != DEFAULT_PRIORITY else None,
         "scheduled_at": n(to_ms(message.scheduled)) if message.scheduled != message.due_at else None,
         "window": _window_text(message.window),
         "final_attempt": s(_dumps(attempts.to_record(message.final_attempt))) if message.final_attempt else None,
@@ -200,6 +205,8 @@ def message_from_item(item: Item) -> Message:
         final_attempt=_final_attempt(item),
         notice=notice_of(item),
         redelivered="redelivered" in item,
+        flow_key=_str(item, "flow_key"),
+        priority=_int(item, "priority", DEFAULT_PRIORITY),
         scheduled_at=_time(item, "scheduled_at"),
         window=_window_of(item),
     )
@@ -226,15 +233,18 @@ class ListFilter:
     status: Status | None = None
     schedule: str | None = None
     notice: NoticeStatus | None = None
+    flow_key: str | None = None
 
     @property
     def empty(self) -> bool:
-        return self.status is None and self.schedule is None and self.notice is None
+        return self.status is None and self.schedule is None and self.notice is None and self.flow_key is None
 
     def matches(self, item: Item) -> bool:
         if self.status is not None and item["status"]["S"] != self.status.value:
             return False
         if self.schedule is not None and _str(item, "schedule") != self.schedule:
+            return False
+        if self.flow_key is not None and _str(item, "flow_key") != self.flow_key:
             return False
         notice = notice_of(item)
         return self.notice is None or (notice is not None and notice.status is self.notice)
@@ -324,15 +334,22 @@ def control_from_stored(doc: Mapping[str, Any], *, paused: bool) -> DeliveryCont
     failure_destination = None if destination is None else target_from_doc(destination)
     if isinstance(failure_destination, LaterTarget):
         raise ValueError("a failure destination is an http or sqs target")
+    flow = doc.get("flow_control")
     return DeliveryControl(
         rate_limit=None if rate is None else float(rate),
         max_concurrency=None if concurrency is None else int(concurrency),
         timeout=float(doc.get("timeout", DeliveryControl().timeout)),
         failure_destination=failure_destination,
         paused=paused,
+        flow_control=None if flow is None else _flow_control(flow),
         window=from_doc(doc.get("window")),
         circuit_breaker=None if breaker is None else CircuitBreaker(**breaker),
     )
+
+
+def _flow_control(doc: Mapping[str, Any]) -> FlowControl:
+    rate, concurrency = doc.get("key_rate_limit"), doc.get("key_max_concurrency")
+    return FlowControl(None if rate is None else float(rate), None if concurrency is None else int(concurrency))
 
 
 # message bodies ------------------------------------------------------------------------------
@@ -617,10 +634,11 @@ def shard_key(shard: int) -> Item:
 
 
 def due_entry_from_item(item: Item) -> DueEntry:
-    """A due-index row (keys-only projection plus version)."""
+    """A due-index row (keys-only projection plus version, flow key and priority)."""
     due_ms, scheduled_ms, message_id = keys.sort_key_parts(item["sweep_sk"]["S"])
-    version = int(item["version"]["N"])
-    return DueEntry(queue=item["pk"]["S"], id=message_id, version=version, due_ms=due_ms, scheduled_ms=scheduled_ms)
+    version, key = int(item["version"]["N"]), _str(item, "flow_key")
+    priority = _int(item, "priority", DEFAULT_PRIORITY)
+    return DueEntry(item["pk"]["S"], message_id, version, due_ms, key, priority, scheduled_ms=scheduled_ms)
 
 
 def sweep_state_from_items(items: list[Item], default: SweepState) -> SweepState:
@@ -693,6 +711,10 @@ def schedule_to_item(schedule: Schedule) -> Item:
         item["window"] = s(_dumps(to_doc(schedule.window)))
     if schedule.queue_epoch is not None:
         item["queue_epoch"] = n(to_ms(schedule.queue_epoch))
+    if schedule.flow_key is not None:
+        item["flow_key"] = s(schedule.flow_key)
+    if schedule.priority != DEFAULT_PRIORITY:
+        item["priority"] = n(schedule.priority)
     if schedule.paused_at is not None:
         item["paused_at"] = n(to_ms(schedule.paused_at))
     return item
@@ -721,6 +743,8 @@ def schedule_from_item(item: Item) -> Schedule:
         paused=bool(item["paused"]["BOOL"]),
         version=int(item["version"]["N"]),
         queue_epoch=_time(item, "queue_epoch"),
+        flow_key=_str(item, "flow_key"),
+        priority=_int(item, "priority", DEFAULT_PRIORITY),
         window=_window_of(item),
         paused_at=_time(item, "paused_at"),
     )

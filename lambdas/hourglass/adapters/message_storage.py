@@ -253,6 +253,7 @@ class MessageStorage(Table):
         cursor: str | None,
         schedule: str | None = None,
         notice: NoticeStatus | None = None,
+        flow_key: str | None = None,
         order: ListOrder | None = None,
     ) -> tuple[list[Message], str | None]:
         """A page of up to `limit` messages; with a status filter, at most LIST_READ_PAGES reads.
@@ -261,7 +262,7 @@ class MessageStorage(Table):
         what is read, not one Query per stored item; a page may come back short, with a cursor.
         """
         if order is not None:
-            wanted = ListFilter(status, schedule, notice)
+            wanted = ListFilter(status, schedule, notice, flow_key)
             return self._list_ordered(queue, order, wanted, limit=limit, cursor=cursor)
         request: dict[str, Any] = {
             "TableName": self.table,
@@ -279,6 +280,10 @@ class MessageStorage(Table):
             filters.append("#sch = :sch")
             request.setdefault("ExpressionAttributeNames", {})["#sch"] = "schedule"
             request["ExpressionAttributeValues"][":sch"] = s(schedule)
+            request["Limit"] = max(limit, LIST_PAGE)
+        if flow_key is not None:
+            filters.append("flow_key = :fk")
+            request["ExpressionAttributeValues"][":fk"] = s(flow_key)
             request["Limit"] = max(limit, LIST_PAGE)
         if notice is not None:
             # A pending notice is an outbox entry on the item; an abandoned one, a mark the outbox left.

@@ -1,4 +1,5 @@
-"""A rate-limited queue's pacing item `<queue>` / `#pace`: its next free start slot, moved by conditional writes."""
+"""A rate-limited queue's pacing item `<queue>` / `#pace` (and each flow key's, `#pace#k#<key>`): its next free
+start slot, moved by conditional writes."""
 
 from __future__ import annotations
 
@@ -6,22 +7,33 @@ from botocore.exceptions import ClientError
 
 from hourglass.adapters.items import n, s
 from hourglass.adapters.table import Table, code_of
-from hourglass.core.keys import PACE_SK
+from hourglass.core.keys import PACE_SK, pace_sk
 from hourglass.errors import StoreError
+
+# A flow key's pacing item outlives its last slot by this much, then DynamoDB's TTL removes it: an idle key
+# costs nothing, and one back after that starts afresh (its last start is long past, so the bound holds).
+KEY_IDLE_TTL_S = 3600
 
 
 class PacingStorage(Table):
-    def advance_pace(self, queue: str, expected_us: int | None, new_us: int) -> tuple[bool, int | None]:
+    def advance_pace(
+        self, queue: str, expected_us: int | None, new_us: int, flow_key: str | None = None
+    ) -> tuple[bool, int | None]:
         """`next_us` = `new_us` if it is still `expected_us` (None: never written). Returns (True, new_us)
-        when written, else (False, the value that won), read from the failed write itself (or consistently)."""
+        when written, else (False, the value that won), read from the failed write itself (or consistently).
+        `flow_key`: the item of that key (with a TTL) instead of the queue's."""
         condition = "attribute_not_exists(next_us)" if expected_us is None else "next_us = :old"
         values = {":new": n(new_us)} | ({} if expected_us is None else {":old": n(expected_us)})
+        update = "SET next_us = :new"
+        if flow_key is not None:
+            update += ", expire_at = :ttl"
+            values[":ttl"] = n(new_us // 1_000_000 + KEY_IDLE_TTL_S)
         try:
             self._call(
                 "update_item",
                 TableName=self.table,
-                Key={"pk": s(queue), "sk": s(PACE_SK)},
-                UpdateExpression="SET next_us = :new",
+                Key={"pk": s(queue), "sk": s(pace_sk(flow_key))},
+                UpdateExpression=update,
                 ConditionExpression=condition,
                 ExpressionAttributeValues=values,
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
@@ -31,9 +43,8 @@ class PacingStorage(Table):
                 raise StoreError(f"DynamoDB update_item failed: {exc}") from exc
             item = exc.response.get("Item")
             if item is None:
-                item = self._guard(
-                    "get_item", TableName=self.table, Key={"pk": s(queue), "sk": s(PACE_SK)}, ConsistentRead=True
-                ).get("Item")
+                key = {"pk": s(queue), "sk": s(pace_sk(flow_key))}
+                item = self._guard("get_item", TableName=self.table, Key=key, ConsistentRead=True).get("Item")
             return False, int(item["next_us"]["N"]) if item and "next_us" in item else None
         return True, new_us
 

@@ -14,6 +14,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from hourglass.adapters import aws
 from hourglass.core.handoff import Scheduled, Timer
+from hourglass.core.model import DEFAULT_PRIORITY
 from hourglass.errors import TimerQueueError, ValidationError
 
 SQS_BATCH = 10
@@ -37,17 +38,23 @@ def pack_to_json(timers: Sequence[Timer]) -> str:
 
 
 def _entry(timer: Timer) -> list[object]:
-    """A packed timer: [q, id, v, due], plus [latest, waits] for a paced or refused one, plus [1] for a chained one."""
+    """A packed timer: [q, id, v, due], plus [latest, waits] for a paced or refused one, plus [1] for a chained
+    one, plus [chained, key, priority] for one with a flow key or priority (v1.2)."""
     entry: list[object] = [timer.queue, timer.id, timer.version, timer.due_ms]
+    if timer.key is not None or timer.priority != DEFAULT_PRIORITY:
+        return [*entry, timer.latest_ms, timer.waits, int(timer.chained), timer.key, timer.priority]
     if timer.chained:
         return [*entry, timer.latest_ms, timer.waits, 1]
     return entry if timer.latest_ms is None and not timer.waits else [*entry, timer.latest_ms, timer.waits]
 
 
 def _packed(first: Timer, entry: list[Any]) -> Timer:
-    if len(entry) not in (4, 6, 7):
-        raise ValueError("a packed timer has 4, 6 or 7 fields")
-    queue, message_id, version, due, latest, waits, *chained = [*entry, None, 0] if len(entry) == 4 else entry
+    if len(entry) not in (4, 6, 7, 9):
+        raise ValueError("a packed timer has 4, 6, 7 or 9 fields")
+    padded = [*entry, None, 0] if len(entry) == 4 else entry
+    queue, message_id, version, due, latest, waits, *rest = padded
+    chained = bool(rest and rest[0])
+    key, priority = (rest[1], rest[2]) if len(rest) == 3 else (None, DEFAULT_PRIORITY)
     return Timer(
         str(queue),
         str(message_id),
@@ -56,7 +63,9 @@ def _packed(first: Timer, entry: list[Any]) -> Timer:
         first.sent_ms,
         latest_ms=None if latest is None else int(latest),
         waits=int(waits or 0),
-        chained=bool(chained and chained[0]),
+        key=None if key is None else str(key),
+        priority=int(priority),
+        chained=chained,
     )
 
 

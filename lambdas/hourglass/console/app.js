@@ -296,11 +296,11 @@ function placeOf(url) {
 }
 
 // The queue's document as PUT replaces it: the form's fields, and what the form does not show (target
-// headers, delays, ttl) carried over from the queue being edited.
+// headers, delays, ttl, flow control) carried over from the queue being edited.
 function queueFormDoc() {
   const existing = state.editing ? state.queues[state.editing] || {} : {};
   const doc = {};
-  for (const key of ["default_delay", "max_delay", "ttl"]) {
+  for (const key of ["default_delay", "max_delay", "ttl", "flow_control"]) {
     if (existing[key] !== undefined && existing[key] !== null) doc[key] = existing[key];
   }
   const type = $("#qf-target-type").value;
@@ -402,6 +402,7 @@ function messageRow(m, selectable, after) {
   cell(row, m.status, `status status-${m.status}`);
   const due = cell(row, when(m.due_at), "due mono");
   if (m.next_attempt_at) due.title = `next attempt ${when(m.next_attempt_at)}`;
+  cell(row, `${m.flow_key ?? "—"} · p${m.priority ?? 5}`, "mono");
   cell(row, m.attempts);
   cell(row, m.last_error || "", "error");
   cell(row, short(m.body), "body mono");
@@ -571,7 +572,7 @@ async function openTimeline(queue, id) {
   $("#timeline-id").textContent = id;
   const doc = $("#timeline-doc");
   doc.replaceChildren();
-  for (const key of ["queue", "status", "due_at", "next_attempt_at", "window", "expires_at", "attempts", "dedup_id", "last_error"]) {
+  for (const key of ["queue", "status", "due_at", "next_attempt_at", "window", "expires_at", "attempts", "dedup_id", "flow_key", "priority", "last_error"]) {
     if (key === "window" && !m.window) continue;  // only a message's own window (its queue's is on the queue)
     const dt = document.createElement("dt");
     dt.textContent = key;

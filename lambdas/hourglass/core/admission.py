@@ -1,6 +1,7 @@
 """Admission: the one gate of every message version (POST, `/create`, schedules and their occurrences, PATCH,
-redelivery, bulk shift and redeliver, the bulk writer): its due time (in its delivery window), its expiry, and AWS's
-limits everywhere it can reach. A refusal is a 413 naming the field; where its body goes is the store's `place_body`."""
+redelivery, bulk shift and redeliver, the bulk writer): its due time (in its delivery window), its expiry, its flow
+key and priority, and AWS's limits everywhere it can reach. A refusal is a 4xx naming the field; where its body goes
+is the store's `place_body`."""
 
 from __future__ import annotations
 
@@ -11,6 +12,11 @@ from hourglass.core import delivery_control, lifecycle, limits, schedule
 from hourglass.core import window as windows
 from hourglass.core.model import Message, NewMessage, Queue, Status
 from hourglass.core.recurrence import Schedule
+from hourglass.errors import ValidationError
+
+# Contract v1.2: a flow key is 1-128 characters; a priority 0-9, 9 first.
+MAX_FLOW_KEY = 128
+MIN_PRIORITY, MAX_PRIORITY = 0, 9
 
 
 @dataclass(frozen=True)
@@ -19,18 +25,31 @@ class Fields:
 
     body: str = "body"
     target: str = "target"
+    flow_key: str = "flow_key"
+    priority: str = "priority"
 
     @classmethod
     def in_batch(cls, index: int) -> Fields:
-        return cls(f"messages[{index}].body", f"messages[{index}].target")
+        head = f"messages[{index}]."
+        return cls(head + "body", head + "target", head + "flow_key", head + "priority")
 
 
 def check(message: Message, queue: Queue | None, fields: Fields = Fields()) -> None:
-    """Refuses (413 naming the field) a version that would not fit a place it can reach: its DynamoDB item
-    (`limits.check_message`), its target's SQS message. Its timers carry only ids, and its failure notice
-    always fits its destination: a notice too large for it goes without the body (`failure_notice.notice_text`)."""
+    """Refuses a version whose flow key or priority is out of range (400), or that would not fit a place it
+    can reach (413): its DynamoDB item (`limits.check_message`), its target's SQS message. Its timers carry
+    only ids and its flow key, and its failure notice always fits its destination: a notice too large for it
+    goes without the body (`failure_notice.notice_text`)."""
+    check_flow(message.flow_key, message.priority, fields)
     queue_target = queue.settings.target if queue is not None else None
     limits.check_message(message, queue_target=queue_target, body_field=fields.body, target_field=fields.target)
+
+
+def check_flow(flow_key: str | None, priority: int, fields: Fields = Fields()) -> None:
+    """The flow key (None: the queue's shared key) and priority of a message or schedule."""
+    if flow_key is not None and not (isinstance(flow_key, str) and 1 <= len(flow_key) <= MAX_FLOW_KEY):
+        raise ValidationError(fields.flow_key, f"must be a string of 1 to {MAX_FLOW_KEY} characters")
+    if isinstance(priority, bool) or not isinstance(priority, int) or not MIN_PRIORITY <= priority <= MAX_PRIORITY:
+        raise ValidationError(fields.priority, f"must be an integer from {MIN_PRIORITY} to {MAX_PRIORITY}")
 
 
 def admit(queue: Queue, request: NewMessage, now: datetime, message_id: str, fields: Fields = Fields()) -> Message:
@@ -61,6 +80,8 @@ def occurrence(plan: Schedule, queue: Queue, at: datetime, now: datetime) -> Mes
         schedule=plan.name,
         occurrence_at=at,
         window=plan.window,
+        flow_key=plan.flow_key,
+        priority=plan.priority,
     )
     return _new(queue, request, now, plan.occurrence_id(at))
 
@@ -97,4 +118,6 @@ def _new(queue: Queue, request: NewMessage, now: datetime, message_id: str) -> M
         schedule=request.schedule,
         occurrence_at=request.occurrence_at,
         window=request.window,
+        flow_key=request.flow_key,
+        priority=request.priority,
     )

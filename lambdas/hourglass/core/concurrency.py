@@ -14,11 +14,13 @@ MAX_JITTER = 0.25
 
 @dataclass(frozen=True)
 class Lease:
-    """Slot `slot` of a queue belongs to `holder` until `until_ms` (the attempt's delivery lease)."""
+    """Slot `slot` of a queue (or of its flow key `flow_key`) belongs to `holder` until `until_ms` (the
+    attempt's delivery lease)."""
 
     slot: int
     holder: str
     until_ms: int
+    flow_key: str | None = None
 
 
 def holder(message_id: str, attempt: int) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from hourglass.core.model import DeliveryControl, Queue
+from hourglass.core.pacing import Rates
 
 MIN_RATE, MAX_RATE = 0.1, 10_000.0
 MIN_CONCURRENCY, MAX_CONCURRENCY = 1, 1000
@@ -23,6 +24,7 @@ CONTROL_FIELDS = frozenset(
         "paused_reason",
         "circuit_breaker",
         "window",
+        "flow_control",
     }
 )
 
@@ -42,3 +44,8 @@ def pause_read_fresh(read_sent_at: datetime, now: datetime) -> bool:
 def of(queue: Queue | None) -> DeliveryControl:
     """A queue's control; the default one for a queue stored before v1.1 (and for `@later`)."""
     return queue.control if queue is not None and queue.control is not None else DeliveryControl()
+
+
+def rates(control: DeliveryControl) -> Rates | None:
+    """The rate limits a queue's hand-offs keep at once, queue-wide and per flow key; None: no slots."""
+    return Rates(control.rate_limit, control.key_rate_limit) if control.paced else None

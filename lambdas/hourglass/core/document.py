@@ -60,6 +60,7 @@ def control_doc(control: DeliveryControl) -> dict[str, Any]:
         "window": window_doc(control.window),
         "paused_reason": control.paused_reason,
         "circuit_breaker": None if control.circuit_breaker is None else asdict(control.circuit_breaker),
+        "flow_control": None if control.flow_control is None else asdict(control.flow_control),
     }
 
 
@@ -80,6 +81,8 @@ def message_doc(message: Message) -> dict[str, Any]:
         "target": target_doc(message.target),
         "schedule": message.schedule,
         "window": window_doc(message.window),
+        "flow_key": message.flow_key,
+        "priority": message.priority,
         # Only a finished version has one (a version made from it in memory may still carry its predecessor's).
         "notice": notice_doc(message.notice) if message.status in FINISHED else None,
     }
@@ -147,6 +150,8 @@ def schedule_doc(schedule: Schedule, now: datetime) -> dict[str, Any]:
         "window": window_doc(schedule.window),
         "catch_up": recurrence.catch_up.value,
         "jitter": recurrence.jitter,
+        "flow_key": schedule.flow_key,
+        "priority": schedule.priority,
         "paused": schedule.paused,
         "created_at": _time(schedule.created_at),
         "next_due_at": [_time(schedule.due(at)) for at in upcoming],

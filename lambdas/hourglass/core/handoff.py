@@ -10,8 +10,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from hourglass.core import schedule
-from hourglass.core.model import Message, Status
-from hourglass.core.pacing import Slot
+from hourglass.core.model import DEFAULT_PRIORITY, Message, Status
+from hourglass.core.pacing import Slot, Start
 from hourglass.core.schedule import SweepKeys
 from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.errors import ValidationError
@@ -51,12 +51,24 @@ class DueEntry:
     id: str
     version: int
     due_ms: int
+    # Flow control (v1.2): the message's key and priority, for its key's limits and its place in line.
+    key: str | None = None
+    priority: int = DEFAULT_PRIORITY
     # When it was scheduled for, if not its due time (deferred to a window's opening, or retried).
     scheduled_ms: int | None = None
 
     @classmethod
     def of(cls, message: Message) -> DueEntry:
-        return cls(message.queue, message.id, message.version, to_ms(message.due_at), to_ms(message.scheduled))
+        due_ms = to_ms(message.due_at)
+        return cls(
+            message.queue,
+            message.id,
+            message.version,
+            due_ms,
+            message.flow_key,
+            message.priority,
+            scheduled_ms=to_ms(message.scheduled),
+        )
 
     @property
     def order(self) -> tuple[int, int, str]:
@@ -64,13 +76,17 @@ class DueEntry:
         goes in the order it was scheduled), then id."""
         return self.due_ms, self.due_ms if self.scheduled_ms is None else self.scheduled_ms, self.id
 
+    def start(self) -> Start:
+        return Start(self.due_ms, self.key, self.priority)
+
 
 @dataclass(frozen=True)
 class Timer:
     """A reference to a message version that becomes due at `due_ms`.
 
     A rate-limited queue's timer carries its pacing slot: `due_ms` is the slot's start and
-    `latest_ms` the last instant the attempt may start; `waits` counts concurrency refusals so far.
+    `latest_ms` the last instant the attempt may start; `waits` counts concurrency refusals so far;
+    `key` and `priority` are its message's flow key and priority (v1.2).
     `chained`: a schedule occurrence whose next occurrence was stored at its hand-off (the sweep's claim).
     """
 
@@ -81,16 +97,29 @@ class Timer:
     sent_ms: int
     latest_ms: int | None = None
     waits: int = 0
+    key: str | None = None
+    priority: int = DEFAULT_PRIORITY
     chained: bool = False
 
     @property
     def slot(self) -> Slot | None:
         return None if self.latest_ms is None else Slot(self.due_ms, self.latest_ms)
 
-    def extra(self) -> dict[str, int]:
-        """The optional fields, only when set: an unlimited queue's timer is exactly as before."""
-        doc = {} if self.latest_ms is None else {"l": self.latest_ms}
-        return doc | ({"w": self.waits} if self.waits else {}) | ({"c": 1} if self.chained else {})
+    @property
+    def scope(self) -> str:
+        """The flow key whose limits the attempt keeps (messages without one share "")."""
+        return self.key or ""
+
+    def start(self, due_ms: int) -> Start:
+        return Start(due_ms, self.key, self.priority)
+
+    def extra(self) -> dict[str, int | str]:
+        """The optional fields, only when set: a timer without them is exactly as before."""
+        doc: dict[str, int | str] = {} if self.latest_ms is None else {"l": self.latest_ms}
+        doc |= {"w": self.waits} if self.waits else {}
+        doc |= {"c": 1} if self.chained else {}
+        doc |= {"k": self.key} if self.key is not None else {}
+        return doc | ({"p": self.priority} if self.priority != DEFAULT_PRIORITY else {})
 
     def to_json(self) -> str:
         doc = {"q": self.queue, "id": self.id, "v": self.version, "due": self.due_ms, "sent": self.sent_ms}
@@ -108,6 +137,8 @@ class Timer:
                 sent_ms=int(doc["sent"]),
                 latest_ms=None if doc.get("l") is None else int(doc["l"]),
                 waits=int(doc.get("w") or 0),
+                key=None if doc.get("k") is None else str(doc["k"]),
+                priority=int(doc.get("p", DEFAULT_PRIORITY)),
                 chained=bool(doc.get("c")),
             )
         except (ValueError, KeyError, TypeError) as exc:
@@ -153,7 +184,8 @@ class Placement:
         if self.timer is None or self.lease is None:
             return None
         timer = self.timer.timer
-        return Claim(DueEntry(timer.queue, timer.id, timer.version, timer.due_ms), self.lease, timer.slot)
+        entry = DueEntry(timer.queue, timer.id, timer.version, timer.due_ms, timer.key, timer.priority)
+        return Claim(entry, self.lease, timer.slot)
 
 
 def hands_off(due: datetime, now: datetime, timing: Timing) -> bool:
@@ -188,12 +220,10 @@ def keys_of(message_id: str, due: datetime, timing: Timing, scheduled_ms: int | 
 
 def timer_for(entry: DueEntry, now: datetime, slot: Slot | None = None, *, chained: bool = False) -> Scheduled:
     """The timer of a hand-off; with a pacing slot it targets the slot, not the due time (never earlier)."""
-    if slot is None:
-        timer = Timer(entry.queue, entry.id, entry.version, entry.due_ms, to_ms(now), chained=chained)
-    else:
-        timer = Timer(
-            entry.queue, entry.id, entry.version, slot.start_ms, to_ms(now), latest_ms=slot.latest_ms, chained=chained
-        )
+    due, latest = (entry.due_ms, None) if slot is None else (slot.start_ms, slot.latest_ms)
+    timer = Timer(
+        entry.queue, entry.id, entry.version, due, to_ms(now), latest, 0, entry.key, entry.priority, chained=chained
+    )
     return Scheduled(timer, delay_of(timer, now))
 
 
@@ -217,7 +247,8 @@ def paced(placement: Placement, slot: Slot, now: datetime, timing: Timing) -> Pl
     if placement.timer is None:
         return placement
     timer = placement.timer.timer
-    scheduled = timer_for(DueEntry(timer.queue, timer.id, timer.version, timer.due_ms), now, slot)
+    entry = DueEntry(timer.queue, timer.id, timer.version, timer.due_ms, timer.key, timer.priority)
+    scheduled = timer_for(entry, now, slot)
     if placement.lease is None:
         return replace(placement, timer=scheduled)
     start = from_ms(slot.start_ms)

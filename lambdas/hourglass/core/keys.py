@@ -92,6 +92,11 @@ def running_operation_sk(queue: str, operation_id: str) -> str:
     return f"{queue}/{operation_id}"
 
 
+def pace_sk(flow_key: str | None = None) -> str:
+    """The pacing item of a queue (None), or of one of its flow keys (v1.2; messages without one share "")."""
+    return PACE_SK if flow_key is None else f"{PACE_SK}#k#{flow_key}"
+
+
 def count_prefix(epoch_ms: int) -> str:
     """`begins_with` prefix of the status counters of one life of a queue (its epoch, its `created_at`)."""
     return f"{COUNT_PREFIX}{epoch_ms}#"
@@ -101,8 +106,9 @@ def count_sk(epoch_ms: int, shard: int) -> str:
     return f"{count_prefix(epoch_ms)}{shard:02d}"
 
 
-def slot_key(slot: int) -> str:
-    return f"{SLOT_PREFIX}{slot:04d}"
+def slot_key(slot: int, flow_key: str | None = None) -> str:
+    """A concurrency slot of the queue (None) or of one of its flow keys (v1.2)."""
+    return f"{SLOT_PREFIX}{slot:04d}" if flow_key is None else f"{SLOT_PREFIX}k#{flow_key}#{slot:04d}"
 
 
 def shard_sk(shard: int) -> str:

@@ -121,6 +121,16 @@ class QueueSettings:
 
 
 FailureDestination = HttpTarget | SqsTarget | AwsTarget
+# A message's priority when none is given (0-9, 9 first); it matters only where limits hold messages back.
+DEFAULT_PRIORITY = 5
+
+
+@dataclass(frozen=True)
+class FlowControl:
+    """Limits per `flow_key` of a queue (v1.2), each kept with the queue-wide ones; None: no such limit."""
+
+    key_rate_limit: float | None = None
+    key_max_concurrency: int | None = None
 
 
 @dataclass(frozen=True)
@@ -149,11 +159,25 @@ class DeliveryControl:
     paused_reason: str | None = None
     # The last resume: the breaker counts only attempts after it (a fresh window).
     resumed_at: datetime | None = None
+    flow_control: FlowControl | None = None
 
     @property
     def limited(self) -> bool:
         """Whether attempts need the pacing or lease items; queues without limits pay nothing extra."""
-        return self.rate_limit is not None or self.max_concurrency is not None
+        return self.paced or self.max_concurrency is not None or self.key_max_concurrency is not None
+
+    @property
+    def paced(self) -> bool:
+        """Whether hand-offs take start slots: a queue-wide or a per-key rate limit."""
+        return self.rate_limit is not None or self.key_rate_limit is not None
+
+    @property
+    def key_rate_limit(self) -> float | None:
+        return None if self.flow_control is None else self.flow_control.key_rate_limit
+
+    @property
+    def key_max_concurrency(self) -> int | None:
+        return None if self.flow_control is None else self.flow_control.key_max_concurrency
 
 
 @dataclass(frozen=True)
@@ -200,6 +224,9 @@ class NewMessage:
     schedule: str | None = None
     occurrence_at: datetime | None = None
     window: Window | None = None
+    # Flow control (v1.2): the key whose limits it shares, and who goes first when limits hold it back.
+    flow_key: str | None = None
+    priority: int = DEFAULT_PRIORITY
 
 
 @dataclass(frozen=True)
@@ -239,6 +266,8 @@ class Message:
     # The time it was scheduled for (admission, PATCH, redelivery), kept while retries or deferrals move
     # `due_at`, the time it is next due; None: the same as `due_at`.
     scheduled_at: datetime | None = None
+    flow_key: str | None = None
+    priority: int = DEFAULT_PRIORITY
 
     @property
     def scheduled(self) -> datetime:

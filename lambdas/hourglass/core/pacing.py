@@ -1,13 +1,15 @@
-"""Rate-limit pacing: start slots handed out at hand-off, so a queue's attempts start at most `rate` a second.
-
-See docs/delivery-control.md for why the spacing and the start window below keep the contract's bound.
+"""Rate-limit pacing: start slots handed out at hand-off, so a queue's attempts (and each flow key's) start at
+most `rate` a second. See docs/delivery-control.md for why the spacing and start window keep the contract's bound.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from hourglass.core.model import DEFAULT_PRIORITY
 
 US_PER_S = 1_000_000
 # A paced attempt may start this late after its slot at least (more when the rate leaves room).
@@ -75,16 +77,106 @@ def allocate(
     """
     if not due_ms:
         return Allocation((), next_us)
-    spacing = pace(rate)
-    cursor = max(next_us or 0, (now_ms + lead_ms) * 1000)
-    starts = [0] * len(due_ms)
-    for index in sorted(range(len(due_ms)), key=lambda i: due_ms[i]):
-        start = max(cursor, due_ms[index] * 1000)
-        starts[index] = start
-        cursor = start + spacing.spacing_us
+    scoped = allocate_scoped(Rates(rate), next_us, {}, [Start(due) for due in due_ms], now_ms, lead_ms=lead_ms)
+    return Allocation(scoped.slots, scoped.queue_next)
+
+
+@dataclass(frozen=True)
+class Rates:
+    """The rate limits a queue's starts keep at once: queue-wide, and per flow key (v1.2); None: no such limit."""
+
+    queue: float | None = None
+    key: float | None = None
+
+
+@dataclass(frozen=True)
+class Start:
+    """One attempt that needs a slot: when it is due, its flow key (None shares the key "") and priority."""
+
+    due_ms: int
+    key: str | None = None
+    priority: int = DEFAULT_PRIORITY
+
+    @property
+    def scope(self) -> str:
+        return self.key or ""
+
+
+@dataclass(frozen=True)
+class ScopedAllocation:
+    """Slots in the order given; the new `next_us` of the queue's pacing item and of each key's that moved."""
+
+    slots: tuple[Slot, ...]
+    queue_next: int | None
+    key_next: dict[str, int] = field(default_factory=dict)
+
+
+def allocate_scoped(
+    rates: Rates,
+    queue_next: int | None,
+    key_next: Mapping[str, int | None],
+    starts: Sequence[Start],
+    now_ms: int,
+    *,
+    lead_ms: int = HANDOFF_LEAD_MS,
+) -> ScopedAllocation:
+    """Slots for a batch that keep every limit of `rates` at once, from the pacing items' `next_us` (the
+    queue's, and each flow key's: None never used). Each scope is the single-rate rule: a start is at or
+    after its scope's cursor, which then moves one spacing past it, so each item's slots are a spacing
+    apart; the attempt starts within the smallest tolerance, inside the window of every scope it is in.
+
+    Starts are handed out in time order: the next is the earliest possible start; among those the limits
+    hold back to the same instant, the highest priority, then the earliest due (ties keep the given order).
+    Without limits holding anything back that is due order, so priority never makes an attempt early."""
+    paces = [pace(rate) for rate in (rates.queue, rates.key) if rate is not None]
+    if not paces:
+        raise ValueError("give at least one rate")
+    queue_pace = None if rates.queue is None else pace(rates.queue)
+    key_pace = None if rates.key is None else pace(rates.key)
+    tolerance = min(p.tolerance_us for p in paces)
+    floor = (now_ms + lead_ms) * 1000
+    queue_cursor = max(queue_next or 0, floor)
+    cursors: dict[str, int] = {}
+    # Per scope: what is not due yet (latest due last, popped from the end) and what is held back (a heap).
+    waiting: dict[str, list[int]] = {}
+    for index in sorted(range(len(starts)), key=lambda i: (starts[i].due_ms, i), reverse=True):
+        scope = starts[index].scope if key_pace is not None else ""
+        waiting.setdefault(scope, []).append(index)
+        cursors.setdefault(scope, max(key_next.get(scope) or 0, floor) if key_pace is not None else floor)
+    held: dict[str, list[tuple[int, int, int]]] = {scope: [] for scope in waiting}
+    thresholds: dict[str, int] = {}
+    chosen = [0] * len(starts)
+    for _ in range(len(starts)):
+        best: tuple[int, int, int, int, str] | None = None
+        for scope, later in waiting.items():
+            if not held[scope] and not later:
+                continue
+            # The scope's next start: never sooner than its cursors or what is left to start (none of it is
+            # due sooner than the last threshold), so it only grows and what is held is due by then.
+            threshold = max(queue_cursor, cursors[scope], thresholds.get(scope, 0))
+            if not held[scope]:
+                threshold = max(threshold, starts[later[-1]].due_ms * 1000)
+            thresholds[scope] = threshold
+            # Everything due by the scope's next start competes for it.
+            while later and starts[later[-1]].due_ms * 1000 <= threshold:
+                index = later.pop()
+                heapq.heappush(held[scope], (-starts[index].priority, starts[index].due_ms, index))
+            minus_priority, due, index = held[scope][0]
+            candidate = (threshold, minus_priority, due, index, scope)
+            if best is None or candidate < best:
+                best = candidate
+        assert best is not None
+        start, _, _, index, scope = best
+        heapq.heappop(held[scope])
+        chosen[index] = start
+        if queue_pace is not None:
+            queue_cursor = start + queue_pace.spacing_us
+        if key_pace is not None:
+            cursors[scope] = start + key_pace.spacing_us
     # Whole milliseconds inside [slot, slot + tolerance]: rounded up at the start, down at the end.
-    slots = tuple(Slot(-(-start // 1000), (start + spacing.tolerance_us) // 1000) for start in starts)
-    return Allocation(slots, cursor)
+    slots = tuple(Slot(-(-start // 1000), (start + tolerance) // 1000) for start in chosen)
+    moved = cursors if key_pace is not None else {}
+    return ScopedAllocation(slots, queue_cursor if queue_pace is not None else queue_next, dict(moved))
 
 
 def window_bound(rate: float, window_s: float) -> float:

@@ -13,7 +13,7 @@ from enum import StrEnum
 
 from hourglass.core.cron import CronExpression
 from hourglass.core.ids import occurrence_id
-from hourglass.core.model import JSON, Target
+from hourglass.core.model import DEFAULT_PRIORITY, JSON, Target
 from hourglass.core.wallclock import DEFAULT_ZONE, resolve, wall_time, zone
 from hourglass.core.window import Window
 
@@ -64,6 +64,8 @@ class ScheduleRequest:
     body: JSON
     target: Target | None = None
     window: Window | None = None
+    flow_key: str | None = None
+    priority: int = DEFAULT_PRIORITY
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,9 @@ class Schedule:
     window: Window | None = None
     # When it was last paused: a resume catches up from there (`core.catch_up`); None if never or unknown.
     paused_at: datetime | None = None
+    # Given to every occurrence (flow control, v1.2).
+    flow_key: str | None = None
+    priority: int = DEFAULT_PRIORITY
 
     def next_after(self, after: datetime) -> datetime | None:
         return next_occurrence(self.recurrence, after, anchor=self.created_at)

@@ -11,7 +11,7 @@ from enum import StrEnum
 from typing import Any
 from urllib.parse import urlsplit
 
-from hourglass.core import aws_targets, json_body, wallclock
+from hourglass.core import admission, aws_targets, json_body, wallclock
 from hourglass.core import circuit_breaker as circuit
 from hourglass.core import window as windows
 from hourglass.core.cron import parse_cron
@@ -27,11 +27,13 @@ from hourglass.core.delivery_control import (
 )
 from hourglass.core.limits import json_bytes
 from hourglass.core.model import (
+    DEFAULT_PRIORITY,
     JSON,
     AwsTarget,
     CircuitBreaker,
     DeliveryControl,
     EventBridgeTarget,
+    FlowControl,
     HttpTarget,
     LambdaTarget,
     NewMessage,
@@ -85,6 +87,7 @@ class ListQuery:
     cursor: str | None
     schedule: str | None = None
     notice: NoticeStatus | None = None
+    flow_key: str | None = None
     order: ListOrder | None = None
 
 
@@ -365,12 +368,34 @@ def delivery_control(doc: Mapping[str, Any], *, paused: bool = False) -> Deliver
         raise ValidationError("failure_destination.type", f"must be one of {TARGET_TYPES}")
     raw_breaker = doc.get("circuit_breaker")
     breaker = None if raw_breaker is None else circuit_breaker(raw_breaker)
+    raw_flow = doc.get("flow_control")
+    flow = None if raw_flow is None else flow_control(raw_flow)
     return DeliveryControl(
-        rate, concurrency, timeout, destination, paused, window(doc.get("window")), circuit_breaker=breaker
+        rate,
+        concurrency,
+        timeout,
+        destination,
+        paused,
+        window(doc.get("window")),
+        circuit_breaker=breaker,
+        flow_control=flow,
     )
 
 
 BREAKER_FIELDS = frozenset({"failure_ratio", "min_attempts", "window"})
+
+
+def flow_control(doc: object) -> FlowControl | None:
+    """`flow_control`: limits per flow key, in the ranges of the queue-wide ones; empty is none."""
+    flow = _object(doc, "flow_control")
+    _only(flow, frozenset({"key_rate_limit", "key_max_concurrency"}), "flow_control.")
+    rate = number(
+        flow.get("key_rate_limit"), "flow_control.key_rate_limit", low=MIN_RATE, high=MAX_RATE, allow_none=True
+    )
+    raw = flow.get("key_max_concurrency")
+    field = "flow_control.key_max_concurrency"
+    concurrency = None if raw is None else integer(raw, field, low=MIN_CONCURRENCY, high=MAX_CONCURRENCY)
+    return None if rate is None and concurrency is None else FlowControl(rate, concurrency)
 
 
 def circuit_breaker(value: object) -> CircuitBreaker:
@@ -398,7 +423,9 @@ def circuit_breaker(value: object) -> CircuitBreaker:
     return CircuitBreaker(ratio, attempts, window)
 
 
-MESSAGE_FIELDS = frozenset({"body", "delay", "deliver_at", "timezone", "ttl", "dedup_id", "target", "window"})
+MESSAGE_FIELDS = frozenset(
+    {"body", "delay", "deliver_at", "timezone", "ttl", "dedup_id", "target", "window", "flow_key", "priority"}
+)
 
 
 def _deliver_at(value: object, field: str) -> datetime:
@@ -467,6 +494,9 @@ def new_message(doc: object, index: int, settings: QueueSettings, now: datetime)
         dedup_id=dedup_id,
         target=own_target,
         window=window(message.get("window"), f"{prefix}.window"),
+        # Checked, with the field named, by admission (`admission.check_flow`), as on every other path.
+        flow_key=message.get("flow_key"),
+        priority=message.get("priority", DEFAULT_PRIORITY),
     )
 
 
@@ -498,7 +528,7 @@ def message_patch(doc: object, settings: QueueSettings, now: datetime) -> Messag
 
 def list_query(params: Mapping[str, str] | None) -> ListQuery:
     params = params or {}
-    _only(params, frozenset({"status", "limit", "cursor", "schedule", "notice", "order"}), "")
+    _only(params, frozenset({"status", "limit", "cursor", "schedule", "notice", "order", "flow_key"}), "")
     order = params.get("order")
     if order is not None and order not in {o.value for o in ListOrder}:
         raise ValidationError("order", f"must be one of {', '.join(o.value for o in ListOrder)}")
@@ -519,12 +549,16 @@ def list_query(params: Mapping[str, str] | None) -> ListQuery:
     notice = params.get("notice")
     if notice is not None and notice not in {s.value for s in NoticeStatus}:
         raise ValidationError("notice", f"must be one of {', '.join(s.value for s in NoticeStatus)}")
+    flow_key = params.get("flow_key")
+    if flow_key is not None:
+        admission.check_flow(flow_key, DEFAULT_PRIORITY)
     return ListQuery(
         status=Status(status) if status else None,
         limit=int(raw_limit),
         cursor=cursor,
         schedule=schedule,
         notice=NoticeStatus(notice) if notice else None,
+        flow_key=flow_key,
         order=ListOrder(order) if order else None,
     )
 
@@ -550,7 +584,20 @@ def later_id(doc: object) -> str:
 
 
 SCHEDULE_FIELDS = frozenset(
-    {"cron", "every", "timezone", "start_at", "end_at", "body", "target", "window", "catch_up", "jitter"}
+    {
+        "cron",
+        "every",
+        "timezone",
+        "start_at",
+        "end_at",
+        "body",
+        "target",
+        "window",
+        "catch_up",
+        "jitter",
+        "flow_key",
+        "priority",
+    }
 )
 MAX_JITTER = 3600
 
@@ -607,6 +654,8 @@ def schedule_request(doc: object, now: datetime) -> ScheduleRequest:
         body=body(schedule["body"], "body"),
         target=None if raw_target is None else target(raw_target),
         window=window(schedule.get("window")),
+        flow_key=schedule.get("flow_key"),
+        priority=schedule.get("priority", DEFAULT_PRIORITY),
     )
 
 

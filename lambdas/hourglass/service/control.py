@@ -46,7 +46,7 @@ class Control:
         asked = request.due(now)
         change = lifecycle.redeliver(message, admission.opening(message, queue, asked), asked)
         admission.check(change.message, queue)
-        rate = delivery_control.of(queue).rate_limit
+        rate = delivery_control.rates(delivery_control.of(queue))
 
         def write(_: Message, placement: Placement) -> Message:
             return transitions.redeliver(self.ctx, message, change, placement)

@@ -15,7 +15,7 @@ from typing import Any, Protocol, TypeVar
 from hourglass.core import handoff, schedule
 from hourglass.core.handoff import Claim, DueEntry, Placement, Scheduled, Timing
 from hourglass.core.model import Message
-from hourglass.core.pacing import Slot
+from hourglass.core.pacing import Rates, Slot
 from hourglass.core.schedule import SweepKeys
 from hourglass.core.timestamps import from_ms
 from hourglass.errors import StoreError, TimerQueueError
@@ -63,7 +63,7 @@ class HandOff:
         self.pacer = pacer
         self.clock = clock
 
-    def hand_off(self, message: Message, now: datetime, rate: float | None, write: Write[Stored]) -> Stored:
+    def hand_off(self, message: Message, now: datetime, rate: Rates | None, write: Write[Stored]) -> Stored:
         """The whole hand-off of one message version written first (see `written_first`)."""
         return self.written_first([message], now, rate, write)[0]
 
@@ -71,7 +71,7 @@ class HandOff:
         self,
         messages: Sequence[Message],
         now: datetime,
-        rate: float | None,
+        rate: Rates | None,
         write: Write[Stored],
         *,
         each: Callable[..., Iterable[Stored]] = map,
@@ -95,7 +95,7 @@ class HandOff:
         self,
         messages: Sequence[Message],
         now: datetime,
-        rate: float | None,
+        rate: Rates | None,
         write: Callable[[list[tuple[Message, SweepKeys | None]]], None],
         *,
         first: Sequence[Message] = (),
@@ -120,18 +120,17 @@ class HandOff:
         indexed = [m for m, p in zip(messages, timed, strict=True) if p.index_keys(sent=sent) is not None]
         self.catch_up(waiting + indexed, now, rate)
 
-    def pace(self, placements: Sequence[Placement], rate: float | None, now: datetime) -> list[Placement]:
+    def pace(self, placements: Sequence[Placement], rate: Rates | None, now: datetime) -> list[Placement]:
         """Slots for the timers of one queue's hand-off batch, in due order, from one pacing write.
         Without a rate (unlimited queue) nothing is read or written."""
         timed = [i for i, placement in enumerate(placements) if placement.timer is not None]
         if rate is None or self.pacer is None or not timed:
             return list(placements)
-        queue = placements[timed[0]].timer.timer.queue  # type: ignore[union-attr]
-        due = [placements[i].timer.timer.due_ms for i in timed]  # type: ignore[union-attr]
+        timers = [placements[i].timer.timer for i in timed]  # type: ignore[union-attr]
         # Slots from the time of the allocation, not of the request: a slow request must not start
         # its batch with slots that are already (nearly) past.
         now = self._now(now)
-        slots = self.pacer.slots(queue, rate, due, now)
+        slots = self.pacer.scoped_slots(timers[0].queue, rate, [t.start(t.due_ms) for t in timers], now)
         paced = list(placements)
         for index, slot in zip(timed, slots, strict=True):
             paced[index] = handoff.paced(placements[index], slot, now, self.timing)
@@ -175,7 +174,7 @@ class HandOff:
             self.give_back(failed)
         return failed
 
-    def catch_up(self, written: Sequence[Message], started: datetime, rate: float | None = None) -> int:
+    def catch_up(self, written: Sequence[Message], started: datetime, rate: Rates | None = None) -> int:
         """Messages just stored with due-index keys and no timer, whose hand-off window opened while
         their write was in flight (a slow, retried write): a sweep may have moved its watermark past
         them, so their writer claims and hands them off (the claim is conditional: whoever claims
@@ -198,11 +197,11 @@ class HandOff:
         self._count("Overtaken", len(claims))
         return len(claims)
 
-    def _claim_late(self, late: list[DueEntry], rate: float | None, now: datetime) -> list[Claim]:
+    def _claim_late(self, late: list[DueEntry], rate: Rates | None, now: datetime) -> list[Claim]:
         assert self.claim is not None
         slots: Sequence[Slot | None] = [None] * len(late)
         if rate is not None and self.pacer is not None:
-            slots = self.pacer.slots(late[0].queue, rate, [entry.due_ms for entry in late], now)
+            slots = self.pacer.scoped_slots(late[0].queue, rate, [entry.start() for entry in late], now)
         claims = []
         for entry, slot in zip(late, slots, strict=True):
             lease = schedule.claim_lease(from_ms(entry.due_ms if slot is None else slot.start_ms), now)

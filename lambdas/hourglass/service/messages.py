@@ -15,6 +15,7 @@ from hourglass.core.handoff import Placement
 from hourglass.core.ids import is_valid_id, new_id
 from hourglass.core.lifecycle import can_cancel, can_edit
 from hourglass.core.model import LATER_NAMESPACE, Message, Queue, Status
+from hourglass.core.pacing import Rates
 from hourglass.core.schedule import SweepKeys
 from hourglass.errors import ConflictError, NotFoundError, StaleVersionError
 from hourglass.logs import log
@@ -60,10 +61,10 @@ class Messages:
         for index, request in enumerate(requests):
             targets.check_allowed(self.ctx, request.target, f"messages[{index}].target")
         messages = [admit(queue, request, now, new_id(), Fields.in_batch(i)) for i, request in enumerate(requests)]
-        return self.store_new(messages, now, rate=delivery_control.of(queue).rate_limit)
+        return self.store_new(messages, now, rate=delivery_control.rates(delivery_control.of(queue)))
 
     def store_new(
-        self, messages: list[Message], now: datetime, rate: float | None = None
+        self, messages: list[Message], now: datetime, rate: Rates | None = None
     ) -> list[tuple[Message, bool]]:
         """Dedup messages are written first (with a lease), then every timer goes out at once; the
         other items are written last, with index keys only if their timers were refused. A rate-limited
@@ -127,6 +128,7 @@ class Messages:
             cursor=query.cursor,
             schedule=query.schedule,
             notice=query.notice,
+            flow_key=query.flow_key,
             order=query.order,
         )
         # Contract v1.1: a page may hold fewer than `limit`, so that it fits Lambda's 6 MB response.
@@ -161,7 +163,9 @@ class Messages:
             edit = validation.message_patch(doc, queue.settings, now)
             admission.check(replace(message, body=edit.body) if edit.has_body else message, queue)
             try:
-                return self._apply_patch(message, edit, now, delivery_control.of(queue).rate_limit, queue)
+                return self._apply_patch(
+                    message, edit, now, delivery_control.rates(delivery_control.of(queue)), queue
+                )
             except StaleVersionError:
                 continue
         raise ConflictError(f"message {message_id} keeps changing; try again")
@@ -175,7 +179,7 @@ class Messages:
         message: Message,
         edit: validation.MessagePatch,
         now: datetime,
-        rate: float | None = None,
+        rate: Rates | None = None,
         queue: Queue | None = None,
     ) -> Message:
         due, asked = message.due_at, message.scheduled

@@ -180,7 +180,7 @@ class Operations:
             applied[version.id], written = self._apply(operation, message, write_one)
             return written
 
-        rate = delivery_control.of(queue).rate_limit
+        rate = delivery_control.rates(delivery_control.of(queue))
         versions = [change.message for _, change in changes.values()]
         self.ctx.handoff.written_first(versions, now, rate, write, each=pool.map)
         return results + list(applied.values())

@@ -17,8 +17,8 @@ from hourglass.core import delivery_control, pacing, schedule
 from hourglass.core.deadline import ATTEMPT_BUDGET, BOOKKEEPING, attempt_deadline
 from hourglass.core.delivery_control import DeliveryControl
 from hourglass.core.handoff import Timer
-from hourglass.core.model import LATER_NAMESPACE, Message, Queue, Status
-from hourglass.core.pacing import Slot
+from hourglass.core.model import DEFAULT_PRIORITY, LATER_NAMESPACE, Message, Queue, Status
+from hourglass.core.pacing import Rates, Slot, Start
 from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.errors import StoreError
 from hourglass.logs import log
@@ -34,31 +34,38 @@ CONTROL_TTL = timedelta(seconds=30)
 
 
 class PaceStore(Protocol):
-    def advance_pace(self, queue: str, expected_us: int | None, new_us: int) -> tuple[bool, int | None]: ...
+    def advance_pace(
+        self, queue: str, expected_us: int | None, new_us: int, flow_key: str | None = None
+    ) -> tuple[bool, int | None]: ...
 
 
 class _Request:
-    """One caller's due times waiting for slots; the thread that writes the pacing item fills in the answer."""
+    """One caller's starts waiting for slots; the thread that writes the pacing items fills in the answer."""
 
-    def __init__(self, rate: float, due_ms: Sequence[int], floor_ms: int) -> None:
-        self.rate = rate
-        self.due_ms = list(due_ms)
+    def __init__(self, rates: Rates, starts: Sequence[Start], floor_ms: int) -> None:
+        self.rates = rates
+        self.starts = list(starts)
         self.floor_ms = floor_ms
         self.slots: tuple[Slot, ...] | None = None
         self.error: StoreError | None = None
 
 
+# Pacing items' values a process remembers (a cache: a stale one costs a lost round, never the bound).
+MAX_KNOWN = 10_000
+
+
 class Pacer:
-    """Allocates slots for one queue's hand-off batches; remembers each queue's last `next_us` so the
+    """Allocates slots for one queue's hand-off batches; remembers each pacing item's last `next_us` so the
     first try of a warm process needs no read (a lost race returns the winner's value).
 
     The threads of one process take turns per queue, and the one whose turn it is allocates for every
-    request of that queue waiting meanwhile, in due order, with one write (a group commit): a
-    dispatcher's many missed slots cost one pacing write, and the earliest-due of them goes first."""
+    request of that queue waiting meanwhile, in due order, with one write per pacing item (a group commit):
+    a dispatcher's many missed slots cost one pacing write, and the earliest-due of them goes first. With
+    flow keys (v1.2) the same rule runs per scope: each key's item and the queue's (`pacing.allocate_scoped`)."""
 
     def __init__(self, store: PaceStore) -> None:
         self.store = store
-        self._known: dict[str, int | None] = {}
+        self._known: dict[tuple[str, str | None], int | None] = {}
         self._queue_locks: dict[str, threading.Lock] = {}
         self._waiting: dict[str, list[_Request]] = {}
         self._lock = threading.Lock()
@@ -76,9 +83,23 @@ class Pacer:
         """A slot per due time (same order), at or after it and at least `lead_ms` from `now`, spaced
         by the queue's rate across all allocators. `gather` (waits, returns the time after) runs once
         the request is queued: requests that gather until the same instant are allocated together."""
-        if not due_ms:
+        starts = [Start(due) for due in due_ms]
+        return self.scoped_slots(queue, Rates(rate), starts, now, lead_ms=lead_ms, gather=gather)
+
+    def scoped_slots(
+        self,
+        queue: str,
+        rates: Rates,
+        starts: Sequence[Start],
+        now: datetime,
+        *,
+        lead_ms: int = pacing.HANDOFF_LEAD_MS,
+        gather: Callable[[], datetime] | None = None,
+    ) -> tuple[Slot, ...]:
+        """`slots` for starts that keep the queue's rate and their flow keys' at once (`Rates`)."""
+        if not starts:
             return ()
-        request = _Request(rate, due_ms, to_ms(now) + lead_ms)
+        request = _Request(rates, starts, to_ms(now) + lead_ms)
         with self._lock:
             queue_lock = self._queue_locks.setdefault(queue, threading.Lock())
             self._waiting.setdefault(queue, []).append(request)
@@ -88,39 +109,61 @@ class Pacer:
             if request.slots is None and request.error is None:
                 with self._lock:
                     waiting = self._waiting.pop(queue, [])
-                    group = [r for r in waiting if r.rate == rate]
-                    if other := [r for r in waiting if r.rate != rate]:
+                    group = [r for r in waiting if r.rates == rates]
+                    if other := [r for r in waiting if r.rates != rates]:
                         self._waiting[queue] = other
-                self._allocate(queue, rate, group)
+                self._allocate(queue, rates, group)
         if request.error is not None:
             raise request.error
         assert request.slots is not None
         return request.slots
 
-    def _allocate(self, queue: str, rate: float, group: list[_Request]) -> None:
-        """Slots for every request of `group` from one conditional write (the caller holds the queue's turn)."""
-        due = [d for request in group for d in request.due_ms]
+    def _allocate(self, queue: str, rates: Rates, group: list[_Request]) -> None:
+        """Slots for every request of `group` (the caller holds the queue's turn): the keys' items are written
+        first, then the queue's, each conditionally. A lost write starts a new round from the winner's value;
+        the slots of items already written in the lost round stay unused (a gap only lowers a rate)."""
+        starts = [start for request in group for start in request.starts]
         floor_ms = max(request.floor_ms for request in group)
-        expected = self._known.get(queue)
         for _ in range(MAX_ROUNDS):
-            allocation = pacing.allocate(expected, rate, due, floor_ms, lead_ms=0)
-            assert allocation.next_us is not None
+            scopes = {start.scope for start in starts} if rates.key is not None else set()
+            key_next = {scope: self._known.get((queue, scope)) for scope in scopes}
+            allocation = pacing.allocate_scoped(
+                rates, self._known.get((queue, None)), key_next, starts, floor_ms, lead_ms=0
+            )
+            writes: list[tuple[str | None, int]] = sorted(allocation.key_next.items())
+            if rates.queue is not None:
+                assert allocation.queue_next is not None
+                writes.append((None, allocation.queue_next))
             try:
-                written, current = self.store.advance_pace(queue, expected, allocation.next_us)
+                won = all(
+                    self._advance(
+                        queue, scope, new, key_next.get(scope) if scope is not None else self._known.get((queue, None))
+                    )
+                    for scope, new in writes
+                )
             except Exception as exc:  # every waiting request gets it, not only the writer's
                 for request in group:
                     request.error = exc if isinstance(exc, StoreError) else StoreError(f"pacing failed: {exc}")
                 return
-            self._known[queue] = current
-            if written:
+            if won:
                 at = 0
                 for request in group:
-                    request.slots = allocation.slots[at : at + len(request.due_ms)]
-                    at += len(request.due_ms)
+                    request.slots = allocation.slots[at : at + len(request.starts)]
+                    at += len(request.starts)
                 return
-            expected = current
         for request in group:
             request.error = StoreError(f"pacing item of queue {queue} kept changing")
+
+    def _advance(self, queue: str, scope: str | None, new_us: int, expected: int | None) -> bool:
+        """One pacing item's conditional write; remembers the value it now holds (ours or the winner's)."""
+        if scope is None:
+            written, current = self.store.advance_pace(queue, expected, new_us)
+        else:
+            written, current = self.store.advance_pace(queue, expected, new_us, scope)
+        if len(self._known) >= MAX_KNOWN:
+            self._known.clear()
+        self._known[(queue, scope)] = current
+        return written
 
 
 class QueueLimits:
@@ -129,16 +172,16 @@ class QueueLimits:
     def __init__(self, read: Callable[[str], Queue | None], clock: Callable[[], datetime]) -> None:
         self.read = read
         self.clock = clock
-        self._seen: dict[str, tuple[datetime, float | None]] = {}
+        self._seen: dict[str, tuple[datetime, Rates | None]] = {}
         self._lock = threading.Lock()
 
-    def rate(self, queue: str) -> float | None:
+    def rate(self, queue: str) -> Rates | None:
         now = self.clock()
         with self._lock:
             cached = self._seen.get(queue)
         if cached is not None and now - cached[0] < CONTROL_TTL:
             return cached[1]
-        rate = delivery_control.of(self.read(queue)).rate_limit
+        rate = delivery_control.rates(delivery_control.of(self.read(queue)))
         with self._lock:
             self._seen[queue] = (now, rate)
         return rate
@@ -154,11 +197,24 @@ BOARD_POLL_S = 0.25
 class Waiting:
     """A begun attempt of a rate-limited queue waiting in this process for `slot` (which may change)."""
 
-    def __init__(self, queue: str, due_ms: int, slot: Slot, fits: Callable[[Slot], bool]) -> None:
+    def __init__(
+        self, queue: str, due_ms: int, slot: Slot, fits: Callable[[Slot], bool], priority: int = DEFAULT_PRIORITY
+    ) -> None:
         self.queue = queue
         self.due_ms = due_ms
+        self.priority = priority
         self.slot = slot
         self.fits = fits
+
+
+def board_line(timer: Timer, rates: Rates) -> str:
+    """Which waiting attempts may swap slots: a slot keeps the bound of every scope it was allocated in, so
+    with limits per key only attempts of the same key trade (any two of them keep the queue's bound too)."""
+    return timer.queue if rates.key is None else f"{timer.queue}\x00{timer.scope}"
+
+
+def _rank(priority_weight: int, waiting: Waiting) -> tuple[int, int, int]:
+    return priority_weight * waiting.priority, waiting.due_ms, waiting.slot.start_ms
 
 
 class StartBoard:
@@ -172,21 +228,33 @@ class StartBoard:
         self._lock = threading.Lock()
         self._waiting: dict[str, list[Waiting]] = {}
 
-    def join(self, queue: str, due_ms: int, slot: Slot, fits: Callable[[Slot], bool], now_ms: int) -> Waiting:
+    def join(
+        self,
+        queue: str,
+        due_ms: int,
+        slot: Slot,
+        fits: Callable[[Slot], bool],
+        now_ms: int,
+        priority: int = DEFAULT_PRIORITY,
+    ) -> Waiting:
         """`fits(slot)`: whether the attempt could still start in that slot (its lease, its invocation).
-        Slots never go to an attempt due after their start: dealt in due order, the k-th earliest slot
-        is at or after the k-th earliest due time, since each slot was at or after its holder's."""
-        me = Waiting(queue, due_ms, slot, fits)
+        Slots never go to an attempt due after their start: dealt by priority then due order when that
+        keeps every one at or after its due time, else in due order, where the k-th earliest slot is at
+        or after the k-th earliest due time, since each slot was at or after its holder's."""
+        me = Waiting(queue, due_ms, slot, fits, priority)
         with self._lock:
             others = self._waiting.setdefault(queue, [])
             group = [w for w in others if w.slot.start_ms > now_ms + SWAP_MARGIN_MS]
             if slot.start_ms > now_ms + SWAP_MARGIN_MS:
                 group.append(me)
             slots = sorted((w.slot for w in group), key=lambda s: s.start_ms)
-            dealt = list(zip(sorted(group, key=lambda w: (w.due_ms, w.slot.start_ms)), slots, strict=True))
-            if all(new == w.slot or (new.start_ms >= w.due_ms and w.fits(new)) for w, new in dealt):
-                for w, new in dealt:
-                    w.slot = new
+            for weight in (-1, 0):  # by priority first, else by due time alone
+                ranked = sorted(group, key=functools.partial(_rank, weight))
+                dealt = list(zip(ranked, slots, strict=True))
+                if all(new == w.slot or (new.start_ms >= w.due_ms and w.fits(new)) for w, new in dealt):
+                    for w, new in dealt:
+                        w.slot = new
+                    break
             others.append(me)
         return me
 
@@ -255,10 +323,11 @@ class PacedStarts:
         for name, indices in need.items():
             try:
                 queue = control(name)
-                if queue.rate_limit is None or queue.paused:
+                rates = delivery_control.rates(queue)
+                if rates is None or queue.paused:
                     continue
-                due = [timers[i].due_ms for i in indices]
-                slots = self.ctx.pacer.slots(name, queue.rate_limit, due, now, lead_ms=REPACE_LEAD_MS)
+                starts = [timers[i].start(timers[i].due_ms) for i in indices]
+                slots = self.ctx.pacer.scoped_slots(name, rates, starts, now, lead_ms=REPACE_LEAD_MS)
             except Exception as exc:
                 log("batch_pacing_failed", queue=name, error=f"{type(exc).__name__}: {exc}")
                 continue
@@ -267,7 +336,7 @@ class PacedStarts:
             self.ctx.metrics.count("Repaced", len(indices), queue=name)
         return repaced
 
-    def unpaced(self, timer: Timer, rate: float | None) -> Timer:
+    def unpaced(self, timer: Timer, rate: Rates | None) -> Timer:
         """A paced timer of a queue that has no rate limit any more: the slot holds the message back no
         longer and the timer targets the message's own due time instead."""
         if rate is not None:
@@ -278,12 +347,13 @@ class PacedStarts:
         self.ctx.metrics.count("Unpaced", queue=timer.queue)
         return replace(timer, due_ms=to_ms(message.due_at), latest_ms=None)
 
-    def repace(self, timer: Timer, rate: float, now: datetime, repaces: int) -> Timer:
+    def repace(self, timer: Timer, rate: Rates, now: datetime, repaces: int) -> Timer:
         """A new slot for a timer without one (or that missed its own); its message stays pending. Slots
         are never before the timer's due time, which is never before the message's. A slot-less timer
         (back from a pause) first gathers with the others of its queue in this process."""
         gather = functools.partial(self._gather, timer.queue) if timer.slot is None else None
-        (slot,) = self.ctx.pacer.slots(timer.queue, rate, [timer.due_ms], now, lead_ms=REPACE_LEAD_MS, gather=gather)
+        start = timer.start(timer.due_ms)
+        (slot,) = self.ctx.pacer.scoped_slots(timer.queue, rate, [start], now, lead_ms=REPACE_LEAD_MS, gather=gather)
         now = self.ctx.clock()
         self.ctx.metrics.count("Repaced", queue=timer.queue)
         late = None if timer.latest_ms is None else to_ms(now) - timer.latest_ms
@@ -321,7 +391,7 @@ class PacedStarts:
         begin write ate its tolerance) is replaced by a new one while the attempt still owns the message.
         None (put it back): no near slot fits its lease and invocation (`deadline`), or the queue was
         paused meanwhile (`paused`: the queue's pause state and when the read it comes from was sent)."""
-        slot, rate = timer.slot, control.rate_limit
+        slot, rate = timer.slot, delivery_control.rates(control)
         assert slot is not None and rate is not None
 
         def fits(candidate: Slot) -> bool:
@@ -334,12 +404,14 @@ class PacedStarts:
         for _ in range(MAX_REPACES):
             now = self.ctx.clock()
             if slot.missed(to_ms(now)):
-                (slot,) = self.ctx.pacer.slots(timer.queue, rate, [timer.due_ms], now, lead_ms=BEGUN_LEAD_MS)
+                again = timer.start(timer.due_ms)
+                (slot,) = self.ctx.pacer.scoped_slots(timer.queue, rate, [again], now, lead_ms=BEGUN_LEAD_MS)
                 self.ctx.metrics.count("Repaced", queue=timer.queue)
                 log("repaced_begun", id=timer.id, queue=timer.queue, slot_in_ms=slot.start_ms - to_ms(now))
             if not fits(slot):
                 return None
-            waiting = self.board.join(timer.queue, to_ms(message.due_at), slot, fits, to_ms(now))
+            line = board_line(timer, rate)
+            waiting = self.board.join(line, to_ms(message.due_at), slot, fits, to_ms(now), message.priority)
             read_at: datetime | None = None
             try:
                 while (turn := self.board.start(waiting, to_ms(self.ctx.clock()))) is None:

@@ -62,6 +62,8 @@ class Schedules:
                 version=existing.version + 1 if existing else 1,
                 queue_epoch=queue.created_at,
                 paused_at=existing.paused_at if existing else None,
+                flow_key=request.flow_key,
+                priority=request.priority,
             )
             admission.admit_schedule(schedule, queue, now)
             try:

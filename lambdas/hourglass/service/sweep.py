@@ -275,7 +275,7 @@ class Sweeper:
                 if rate is None:
                     self._claim_chunk(chunk, [None] * len(chunk), batch)
                     continue
-                slots = self.ctx.pacer.slots(queue, rate, [entry.due_ms for entry in chunk], batch.now)
+                slots = self.ctx.pacer.scoped_slots(queue, rate, [entry.start() for entry in chunk], batch.now)
                 self._claim_chunk(chunk, list(slots), batch)
 
     def _claim_chunk(self, chunk: list[DueEntry], slots: list[Slot | None], batch: _Batch) -> None:

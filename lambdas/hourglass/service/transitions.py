@@ -16,6 +16,7 @@ from hourglass.core.attempts import Attempt
 from hourglass.core.handoff import Placement
 from hourglass.core.lifecycle import Change
 from hourglass.core.model import Message, Queue, Status
+from hourglass.core.pacing import Rates
 from hourglass.core.recurrence import Schedule
 from hourglass.core.schedule import SweepKeys
 from hourglass.errors import StaleVersionError, StoreError, TimerQueueError
@@ -158,7 +159,7 @@ def retry(
     message: Message,
     retry_at: datetime,
     error: str | None,
-    rate: float | None,
+    rate: Rates | None,
     now: datetime,
     read: Chained | None = None,
 ) -> bool:
@@ -170,13 +171,13 @@ def retry(
     return True
 
 
-def put_back(ctx: Context, message: Message, rate: float | None, now: datetime, *, due: datetime | None = None) -> bool:
+def put_back(ctx: Context, message: Message, rate: Rates | None, now: datetime, *, due: datetime | None = None) -> bool:
     """An attempt begun but not started: pending again with its attempt given back (due at `due` if given: its
     delivery window's next opening)."""
     return _pending_again(ctx, lifecycle.put_back(message, due), rate, now)
 
 
-def _pending_again(ctx: Context, change: Change, rate: float | None, now: datetime) -> bool:
+def _pending_again(ctx: Context, change: Change, rate: Rates | None, now: datetime) -> bool:
     def write(_: Message, placement: Placement) -> Message:
         return ctx.store.await_retry(change.leased(placement.lease), placement.keys)
 
@@ -279,7 +280,7 @@ def materialize(ctx: Context, schedule: Schedule, queue: Queue, after: datetime,
         return leased if ctx.store.put_occurrence(leased, notice.keys if notice else placement.keys) else None
 
     # A rate-limited queue's occurrence takes its pacing slot as ingest does (one pacing write).
-    stored = ctx.handoff.hand_off(occurrence, now, delivery_control.of(queue).rate_limit, write)
+    stored = ctx.handoff.hand_off(occurrence, now, delivery_control.rates(delivery_control.of(queue)), write)
     if stored is None:
         return None
     ctx.metrics.count("Scheduled", queue=queue.name)

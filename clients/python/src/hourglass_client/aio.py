@@ -74,10 +74,11 @@ class AsyncClient:
         schedule: str | None = None,
         page_size: int | None = None,
         order: str | None = None,
+        flow_key: str | None = None,
     ) -> AsyncIterator[Message]:
         return _pages(
             lambda cursor: self.list_messages(
-                queue, status=status, schedule=schedule, limit=page_size, cursor=cursor, order=order
+                queue, status=status, schedule=schedule, limit=page_size, cursor=cursor, order=order, flow_key=flow_key
             )
         )
 

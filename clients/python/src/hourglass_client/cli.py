@@ -515,6 +515,8 @@ add_switch(
 @click.option("--timezone", help="IANA zone for a --deliver-at without offset")
 @click.option("--ttl", type=float)
 @click.option("--dedup-id")
+@click.option("--flow-key", help="the key whose flow_control limits the message shares (e.g. a tenant id)")
+@click.option("--priority", type=click.IntRange(0, 9), help="0-9, 9 first when limits hold messages back")
 @click.option("--window", "window_spec", help=WINDOW_HELP + " (replaces the queue's)")
 @click.option(
     "--file",
@@ -534,6 +536,8 @@ def send(
     timezone: str | None,
     ttl: float | None,
     dedup_id: str | None,
+    flow_key: str | None,
+    priority: int | None,
     window_spec: str | None,
     file: Path | None,
     fmt: str | None,
@@ -552,6 +556,8 @@ def send(
             ttl=ttl,
             dedup_id=dedup_id,
             window=window_option(window_spec),
+            flow_key=flow_key,
+            priority=priority,
         )
         state.emit(
             created.raw,
@@ -587,13 +593,15 @@ def send(
 
 
 def message_table(found: Iterable[Message]) -> Table:
-    table = Table("id", "status", "due at", "next attempt", "attempts", "last error", "body")
+    table = Table("id", "status", "due at", "next attempt", "key", "prio", "attempts", "last error", "body")
     for m in found:
         table.add_row(
             m.id,
             m.status,
             time_text(m.due_at),
             time_text(m.next_attempt_at),
+            m.flow_key or "",
+            str(m.priority),
             str(m.attempts),
             short(m.last_error or ""),
             short(m.body),
@@ -622,16 +630,26 @@ def get_message(state: State, queue: str, message_id: str) -> None:
 @click.argument("queue")
 @click.option("--status", type=click.Choice(STATUSES))
 @click.option("--schedule", help="only occurrences of this schedule")
+@click.option("--flow-key", help="only messages of this flow key")
 @click.option("--limit", type=int, default=50, show_default=True, help="how many to show (0: all)")
 @click.option("--order", type=click.Choice(ORDERS), help="due: earliest due first; created: oldest first")
 @pass_state
 def list_messages(
-    state: State, queue: str, status: str | None, schedule: str | None, limit: int, order: str | None
+    state: State,
+    queue: str,
+    status: str | None,
+    schedule: str | None,
+    flow_key: str | None,
+    limit: int,
+    order: str | None,
 ) -> None:
     """List a queue's messages, following next_cursor up to --limit."""
     found: list[Message] = []
     size = min(limit or 1000, 1000)
-    for m in state.client.iter_messages(queue, status=status, schedule=schedule, page_size=size, order=order):
+    pages = state.client.iter_messages(
+        queue, status=status, schedule=schedule, page_size=size, order=order, flow_key=flow_key
+    )
+    for m in pages:
         found.append(m)
         if limit and len(found) >= limit:
             break

@@ -40,6 +40,8 @@ def message(
     ttl: float | None = None,
     dedup_id: str | None = None,
     target: Mapping[str, Any] | None = None,
+    flow_key: str | None = None,
+    priority: int | None = None,
     window: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One entry of a create request (only the fields given are sent); `window` (`windows.window`) replaces the
@@ -53,6 +55,8 @@ def message(
             ttl=ttl,
             dedup_id=dedup_id,
             target=dict(target) if target else None,
+            flow_key=flow_key,
+            priority=priority,
             window=dict(window) if window else None,
         ),
     }
@@ -172,9 +176,11 @@ class Client:
         ttl: float | None = None,
         dedup_id: str | None = None,
         target: Mapping[str, Any] | None = None,
+        flow_key: str | None = None,
+        priority: int | None = None,
         window: Mapping[str, Any] | None = None,
     ) -> Created:
-        """Schedules one message."""
+        """Schedules one message; `flow_key` and `priority` for a queue's flow control (v1.2)."""
         entry = message(
             body,
             delay=delay,
@@ -184,6 +190,8 @@ class Client:
             dedup_id=dedup_id,
             target=target,
             window=window,
+            flow_key=flow_key,
+            priority=priority,
         )
         return self.send_batch(queue, [entry])[0]
 
@@ -229,10 +237,18 @@ class Client:
         schedule: str | None = None,
         limit: int | None = None,
         cursor: str | None = None,
+        flow_key: str | None = None,
         order: str | None = None,
     ) -> Page[Message]:
         """One page; `order`: "due" (earliest scheduled first) or "created" (oldest first)."""
-        params = {"status": status, "schedule": schedule, "limit": limit, "cursor": cursor, "order": order}
+        params = {
+            "status": status,
+            "schedule": schedule,
+            "limit": limit,
+            "cursor": cursor,
+            "order": order,
+            "flow_key": flow_key,
+        }
         doc = self._call("GET", path("v1", "queues", queue, "messages"), params=params)
         return Page([Message.from_doc(m) for m in doc.get("messages", [])], doc.get("next_cursor"))
 
@@ -244,11 +260,12 @@ class Client:
         schedule: str | None = None,
         page_size: int | None = None,
         order: str | None = None,
+        flow_key: str | None = None,
     ) -> Iterator[Message]:
-        """Every message of the queue (optionally of one status or schedule, in `order`), page after page."""
+        """Every message of the queue (optionally of one status, schedule or flow key, in `order`), page after page."""
         return _pages(
             lambda cursor: self.list_messages(
-                queue, status=status, schedule=schedule, limit=page_size, cursor=cursor, order=order
+                queue, status=status, schedule=schedule, limit=page_size, cursor=cursor, order=order, flow_key=flow_key
             )
         )
 

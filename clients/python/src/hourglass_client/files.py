@@ -17,7 +17,7 @@ import click
 
 from hourglass_client.errors import HourglassError
 
-CSV_TEXT = ("deliver_at", "timezone", "dedup_id")
+CSV_TEXT = ("deliver_at", "timezone", "dedup_id", "flow_key")
 CSV_NUMBERS = ("delay", "ttl")
 # How the API names one message of a create request in an error (`messages[39].delay: ...`).
 _ENTRY = re.compile(r"^messages\[(\d+)\]\.?")
@@ -30,9 +30,9 @@ class Row:
 
 
 def read(path: Path, fmt: str | None) -> list[Row]:
-    """Every row of a JSON-Lines file (a message object with `body` per line) or a CSV file (columns
-    body, delay, deliver_at, timezone, ttl, dedup_id; `body` is JSON or text). A bad row stops it all
-    with a UsageError naming `<file>:<line>`, before anything is sent."""
+    """Every row of a JSON-Lines file (a message object with `body` per line) or a CSV file (columns body,
+    delay, deliver_at, timezone, ttl, dedup_id, flow_key, priority; `body` is JSON or text). A bad row stops
+    it all with a UsageError naming `<file>:<line>`, before anything is sent."""
     text = _text(path)
     kind = fmt or ("csv" if path.suffix.lower() == ".csv" else "jsonl")
     rows = _csv_rows(path, text) if kind == "csv" else _jsonl_rows(path, text)
@@ -94,6 +94,11 @@ def _csv_entry(path: Path, line: int, row: dict[str, str]) -> dict[str, Any]:
             except ValueError as exc:
                 raise click.UsageError(f"{path}:{line}: {column} must be a number") from exc
     entry.update({column: row[column] for column in CSV_TEXT if row.get(column)})
+    if row.get("priority"):
+        try:
+            entry["priority"] = int(row["priority"])
+        except ValueError as exc:
+            raise click.UsageError(f"{path}:{line}: priority must be an integer") from exc
     return entry
 
 

@@ -94,6 +94,8 @@ class Message:
     last_error: str | None
     dedup_id: str | None
     raw: dict[str, Any] = field(repr=False, compare=False)
+    flow_key: str | None = None
+    priority: int = 5
     # While pending, when a retry starts if not at due_at (v1.2).
     next_attempt_at: datetime | None = None
     window: dict[str, Any] | None = None  # its own delivery window (None: its queue's, if any)
@@ -113,6 +115,8 @@ class Message:
             last_error=doc.get("last_error"),
             dedup_id=doc.get("dedup_id"),
             raw=dict(doc),
+            flow_key=doc.get("flow_key"),
+            priority=int(doc.get("priority", 5)),
             next_attempt_at=parse_time(doc.get("next_attempt_at")),
             window=doc.get("window"),
         )

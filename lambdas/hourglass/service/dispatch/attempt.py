@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from hourglass.core import admission, catch_up, delivery, epoch, lifecycle, schedule
+from hourglass.core import admission, catch_up, delivery, delivery_control, epoch, lifecycle, schedule
 from hourglass.core.delivery_control import DeliveryControl
 from hourglass.core.handoff import Scheduled, Timer
 from hourglass.core.model import LATER_NAMESPACE, Message, Queue, Status
@@ -57,10 +57,15 @@ class Attempts:
         if current is not None and self._missed(message, current, now):
             policy = current.schedule.recurrence.catch_up.value
             return self.outcomes.end(message, Status.CANCELLED, now, f"missed (catch_up {policy})", read=current)
-        if timer.slot is not None and control.rate_limit is not None:
+        rates = delivery_control.rates(control)
+        if control.flow_control is not None and (timer.key, timer.priority) != (message.flow_key, message.priority):
+            # A timer that does not know its message's key (sent before the due index carried it): it would
+            # count against another key's limits. Put back unstarted, it is handed off again with them.
+            return self.outcomes.put_back(message, rates, self.ctx.clock())
+        if timer.slot is not None and rates is not None:
             paced_start = self.pacing.start(timer, message, control, lease_end, deadline, paused)
             if paced_start is None:
-                return self.outcomes.put_back(message, control.rate_limit, self.ctx.clock())
+                return self.outcomes.put_back(message, rates, self.ctx.clock())
             now = paced_start
         else:
             self.ctx.sleep(schedule.seconds_until(due, self.ctx.clock()))

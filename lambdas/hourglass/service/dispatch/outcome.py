@@ -10,6 +10,7 @@ from datetime import datetime
 from hourglass.core import admission, delivery, delivery_control, next_attempt
 from hourglass.core.attempts import Attempt, AttemptOutcome
 from hourglass.core.model import Message, Queue, RetryPolicy, Status
+from hourglass.core.pacing import Rates
 from hourglass.errors import StaleVersionError
 from hourglass.logs import log
 from hourglass.service import circuit_breaker, transitions
@@ -101,12 +102,13 @@ class Outcomes:
         at the next opening, its attempt given back; expired if that is after its expiry."""
         if message.expires_at is not None and opens > message.expires_at:
             return self.end(message, Status.EXPIRED, now, "expired before its delivery window opened", read=read)
-        if not transitions.put_back(self.ctx, message, delivery_control.of(queue).rate_limit, now, due=opens):
+        rates = delivery_control.rates(delivery_control.of(queue))
+        if not transitions.put_back(self.ctx, message, rates, now, due=opens):
             return self.superseded(message)
         self.ctx.metrics.count("WindowDeferred", queue=message.queue)
         return Result(True, "window_closed")
 
-    def put_back(self, message: Message, rate: float, now: datetime) -> Result:
+    def put_back(self, message: Message, rate: Rates | None, now: datetime) -> Result:
         """Begun, not started: pending again (attempt count restored) with a new slot and timer."""
         if not transitions.put_back(self.ctx, message, rate, now):
             return self.superseded(message)
@@ -157,7 +159,7 @@ class Outcomes:
         now: datetime,
         read: transitions.Chained | None,
     ) -> Result:
-        rate = delivery_control.of(queue).rate_limit
+        rate = delivery_control.rates(delivery_control.of(queue))
         if not transitions.retry(self.ctx, message, retry_at, error, rate, now, read):
             return self.superseded(message)
         self.ctx.metrics.count("Retried", queue=message.queue)

@@ -15,6 +15,7 @@ from hourglass.core.concurrency import Lease
 from hourglass.core.delivery_control import DeliveryControl
 from hourglass.core.handoff import Scheduled, Timer
 from hourglass.core.model import LATER_NAMESPACE, Queue
+from hourglass.core.pacing import Rates
 from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.errors import StoreError
 from hourglass.logs import log
@@ -97,7 +98,7 @@ class StartGate:
             self.ctx.sleep(schedule.seconds_until(due - timedelta(seconds=schedule.TIMER_HEAD_START), now))
             now = self.ctx.clock()
         if timer.slot is not None:
-            timer = self.pacing.unpaced(timer, self.queues.control(timer.queue).rate_limit)
+            timer = self.pacing.unpaced(timer, delivery_control.rates(self.queues.control(timer.queue)))
             due = from_ms(timer.due_ms)
         if schedule.is_early(due, now):
             self.ctx.handoff.resend([handoff.resend(timer, now)])
@@ -122,27 +123,41 @@ class StartGate:
             self.ctx.handoff.resend([Scheduled(replace(timer, latest_ms=None), delivery_control.PAUSE_RECHECK)])
             self.ctx.metrics.count("Paused", queue=timer.queue)
             return Result(True, "paused")
-        if control.rate_limit is not None and (timer.slot is None or timer.slot.missed(to_ms(now))):
+        rates = delivery_control.rates(control)
+        if rates is not None and (timer.slot is None or timer.slot.missed(to_ms(now))):
             # A rate-limited queue's attempt starts only inside a pacing slot: take a new one.
-            return self._repace(timer, control.rate_limit, now, repaces)
+            return self._repace(timer, rates, now, repaces)
         # The lease allows for a begin at most BEGIN_TO_START ahead of the start; a paced one may be earlier,
         # and may wait in this dispatcher for a new slot after its begin (`PacedStarts.start`).
         ahead = due - now - timedelta(seconds=deadline.BEGIN_TO_START)
         lease = self._lease(control.timeout) + max(timedelta(0), ahead)
-        if control.rate_limit is not None:
+        if rates is not None:
             lease += REPACE_HOLD
-        held = None
-        if control.max_concurrency is not None:
-            holder = concurrency.holder(timer.id, timer.version)
-            until, now_ms = to_ms(now + lease), to_ms(now)
-            held = self.ctx.store.acquire_slot(timer.queue, control.max_concurrency, holder, until, now_ms, timer.waits)
-            if held is None:
-                return self._busy(timer)
+        held = self._acquire(timer, control, to_ms(now + lease), to_ms(now))
+        if held is None:
+            return self._busy(timer)
         try:
             return self.attempts.run(timer, queue, control, now, lease, self.deadline, self.queues.paused)
         finally:
-            if held is not None:
-                self._release(timer.queue, held)
+            for lease_held in held:
+                self._release(timer.queue, lease_held)
+
+    def _acquire(self, timer: Timer, control: DeliveryControl, until: int, now_ms: int) -> list[Lease] | None:
+        """The concurrency slots the attempt needs, its key's first, then the queue's (v1.2: every limit at
+        once); None, with any taken given back, when one is refused."""
+        holder = concurrency.holder(timer.id, timer.version)
+        needed = [(control.key_max_concurrency, timer.scope), (control.max_concurrency, None)]
+        held: list[Lease] = []
+        for limit, flow_key in needed:
+            if limit is None:
+                continue
+            got = self.ctx.store.acquire_slot(timer.queue, limit, holder, until, now_ms, timer.waits, flow_key)
+            if got is None:
+                for lease_held in held:
+                    self._release(timer.queue, lease_held)
+                return None
+            held.append(got)
+        return held
 
     def _deferred(self, timer: Timer, now: datetime) -> Result:
         self.ctx.handoff.resend([handoff.resend(timer, now)])
@@ -161,7 +176,7 @@ class StartGate:
             lease = max(lease, (deadline.delivery_lease(EPOCH, timeout) - EPOCH).total_seconds())
         return timedelta(seconds=lease)
 
-    def _repace(self, timer: Timer, rate: float, now: datetime, repaces: int) -> Result:
+    def _repace(self, timer: Timer, rate: Rates, now: datetime, repaces: int) -> Result:
         """A new pacing slot for a timer without one (or that missed its own); the message stays pending.
         A near slot is waited for here; a far one, or a timer re-paced too often, goes back to SQS."""
         paced = self.pacing.repace(timer, rate, now, repaces)

@@ -1,0 +1,228 @@
+"""Flow control per key and priority (contract v1.2): the fields on every path that creates a message, their
+validation, the queue's `flow_control`, and the limits kept per key beside the queue-wide ones."""
+
+from __future__ import annotations
+
+import json
+import threading
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from hourglass.core.timestamps import format_rfc3339, from_ms, to_ms
+from hourglass.service.dispatch import Dispatcher
+
+from tests.integration import test_rate_limits as limits
+from tests.integration.conftest import Harness
+from tests.integration.test_delivery_control import run_until_quiet
+from tests.integration.test_flow import HTTP_QUEUE, get, make_queue, post
+from tests.integration.test_rate_limits import atomic  # noqa: F401 (a fixture)
+from tests.integration.test_schedules import occurrences, put
+
+FLOW = {**HTTP_QUEUE, "flow_control": {"key_rate_limit": 2, "key_max_concurrency": 1}}
+
+
+def error_field(doc: Any) -> str:
+    return str(doc["error"]["message"]).split(":")[0]
+
+
+# fields and validation -----------------------------------------------------------------------
+def test_a_message_keeps_its_flow_key_and_priority(harness: Harness) -> None:
+    make_queue(harness)
+    [created] = post(harness, {"body": 1, "flow_key": "tenant-a", "priority": 9})
+    doc = get(harness, created["id"])
+    assert (doc["flow_key"], doc["priority"]) == ("tenant-a", 9)
+
+
+def test_a_message_without_them_has_no_key_and_priority_5(harness: Harness) -> None:
+    make_queue(harness)
+    [created] = post(harness, {"body": 1})
+    doc = get(harness, created["id"])
+    assert (doc["flow_key"], doc["priority"]) == (None, 5)
+
+
+def test_a_priority_out_of_range_is_a_400_naming_it(harness: Harness) -> None:
+    make_queue(harness)
+    status, doc = harness.call(
+        "POST", "/v1/queues/orders/messages", {"messages": [{"body": 1}, {"body": 2, "priority": 10}]}
+    )
+    assert (status, error_field(doc)) == (400, "messages[1].priority")
+
+
+def test_a_flow_key_too_long_is_a_400_naming_it(harness: Harness) -> None:
+    make_queue(harness)
+    status, doc = harness.call("POST", "/v1/queues/orders/messages", {"messages": [{"body": 1, "flow_key": "k" * 129}]})
+    assert (status, error_field(doc)) == (400, "messages[0].flow_key")
+
+
+def test_an_empty_flow_key_is_a_400(harness: Harness) -> None:
+    make_queue(harness)
+    status, doc = harness.call("POST", "/v1/queues/orders/messages", {"messages": [{"body": 1, "flow_key": ""}]})
+    assert (status, error_field(doc)) == (400, "messages[0].flow_key")
+
+
+def test_a_redelivered_message_keeps_its_flow_key_and_priority(harness: Harness) -> None:
+    make_queue(harness, settings=FLOW)
+    harness.receiver.answers = [500, 500, 500, 200]
+    [created] = post(harness, {"body": 1, "flow_key": "t", "priority": 2})
+    run_until_quiet(harness)
+    status, doc = harness.call("POST", f"/v1/queues/orders/messages/{created['id']}/redeliver")
+    assert (status, doc["status"], doc["flow_key"], doc["priority"]) == (200, "pending", "t", 2)
+
+
+def test_the_list_filters_by_flow_key(harness: Harness) -> None:
+    make_queue(harness)
+    created = post(harness, {"body": 1, "flow_key": "a"}, {"body": 2, "flow_key": "b"}, {"body": 3})
+    status, doc = harness.call("GET", "/v1/queues/orders/messages", params={"flow_key": "a"})
+    assert (status, [m["id"] for m in doc["messages"]]) == (200, [created[0]["id"]])
+
+
+def test_the_list_in_due_order_filters_by_flow_key(harness: Harness) -> None:
+    make_queue(harness)
+    late, _other, early = post(
+        harness,
+        {"body": 1, "flow_key": "a", "delay": 600},
+        {"body": 2, "flow_key": "b", "delay": 60},
+        {"body": 3, "flow_key": "a", "delay": 120},
+    )
+    params = {"flow_key": "a", "order": "due"}
+    status, doc = harness.call("GET", "/v1/queues/orders/messages", params=params)
+    assert (status, [m["id"] for m in doc["messages"]]) == (200, [early["id"], late["id"]])
+
+
+def test_a_schedule_gives_its_key_and_priority_to_its_occurrences(harness: Harness) -> None:
+    make_queue(harness)
+    status, doc = put(harness, "daily", {"every": 3600, "body": 1, "flow_key": "t", "priority": 7})
+    assert (status in (200, 201), doc["flow_key"], doc["priority"]) == (True, "t", 7)
+    [occurrence] = occurrences(harness, "daily")
+    assert (occurrence["flow_key"], occurrence["priority"]) == ("t", 7)
+
+
+def test_a_schedule_with_a_bad_priority_is_a_400_naming_it(harness: Harness) -> None:
+    make_queue(harness)
+    status, doc = put(harness, "daily", {"every": 3600, "body": 1, "priority": -1})
+    assert (status, error_field(doc)) == (400, "priority")
+
+
+def test_the_queue_shows_its_flow_control(harness: Harness) -> None:
+    make_queue(harness, settings=FLOW)
+    status, doc = harness.call("GET", "/v1/queues/orders")
+    assert (status, doc["flow_control"]) == (200, {"key_rate_limit": 2.0, "key_max_concurrency": 1})
+
+
+def test_a_flow_control_out_of_range_is_a_400_naming_it(harness: Harness) -> None:
+    status, doc = harness.call("PUT", "/v1/queues/orders", {**HTTP_QUEUE, "flow_control": {"key_max_concurrency": 0}})
+    assert (status, error_field(doc)) == (400, "flow_control.key_max_concurrency")
+
+
+# key limits through the services (fake clock) ------------------------------------------------
+def post_keyed(h: Harness, name: str, keys_and_priorities: list[tuple[str | None, int]], due_ms: int) -> None:
+    batch = [
+        {"body": {"i": i, "k": key, "p": priority}, "deliver_at": format_rfc3339(from_ms(due_ms)), "priority": priority}
+        | ({"flow_key": key} if key is not None else {})
+        for i, (key, priority) in enumerate(keys_and_priorities)
+    ]
+    status, doc = h.call("POST", f"/v1/queues/{name}/messages", {"messages": batch})
+    assert status == 201, doc
+
+
+def starts_by_key(recorder: limits.Recorder) -> dict[str | None, list[int]]:
+    out: dict[str | None, list[int]] = {}
+    for at, body in recorder.starts:
+        out.setdefault(body["k"], []).append(at)
+    return out
+
+
+def test_two_keys_each_keep_their_rate_and_finish_together(harness: Harness) -> None:
+    recorder = limits.Recorder(harness)
+    harness.ctx.post = recorder
+    limits.make_queue(harness, "keyed", flow_control={"key_rate_limit": 2})
+    post_keyed(harness, "keyed", [("a", 5)] * 20 + [("b", 5)] * 20, to_ms(harness.clock() + timedelta(seconds=3)))
+    limits.drain(harness)
+    by_key = starts_by_key(recorder)
+    assert (len(by_key["a"]), len(by_key["b"])) == (20, 20)
+    assert (limits.over_bound(by_key["a"], 2), limits.over_bound(by_key["b"], 2)) == ([], [])
+    assert abs(max(by_key["a"]) - max(by_key["b"])) <= 1000
+
+
+def test_the_queue_rate_and_the_key_rate_both_hold(harness: Harness) -> None:
+    recorder = limits.Recorder(harness)
+    harness.ctx.post = recorder
+    limits.make_queue(harness, "both", rate_limit=3, flow_control={"key_rate_limit": 2})
+    post_keyed(harness, "both", [("a", 5), ("b", 5), (None, 5)] * 10, to_ms(harness.clock() + timedelta(seconds=3)))
+    limits.drain(harness, rounds=40)
+    every = [at for at, _ in recorder.starts]
+    assert len(every) == 30 and limits.over_bound(every, 3) == []
+    assert all(limits.over_bound(starts, 2) == [] for starts in starts_by_key(recorder).values())
+
+
+def test_held_back_messages_start_by_priority(harness: Harness) -> None:
+    recorder = limits.Recorder(harness)
+    harness.ctx.post = recorder
+    limits.make_queue(harness, "ranked", rate_limit=1)
+    due_ms = to_ms(harness.clock() + timedelta(seconds=3))
+    post_keyed(harness, "ranked", [(None, 1)] * 4 + [(None, 9)] * 2, due_ms)
+    limits.drain(harness)
+    assert [body["p"] for _, body in recorder.starts] == [9, 9, 1, 1, 1, 1]
+
+
+def test_a_key_limited_queue_writes_pacing_items_per_key_with_a_ttl(harness: Harness) -> None:
+    limits.make_queue(harness, "ttl", flow_control={"key_rate_limit": 5})
+    post_keyed(harness, "ttl", [("a", 5), ("b", 5)], to_ms(harness.clock() + timedelta(seconds=3)))
+    items = harness.ddb.scan(TableName=harness.ctx.settings.table)["Items"]
+    paced = {i["sk"]["S"]: "expire_at" in i for i in items if i["sk"]["S"].startswith("#pace")}
+    assert paced == {"#pace#k#a": True, "#pace#k#b": True}
+
+
+@pytest.mark.usefixtures("atomic")
+def test_key_concurrency_holds_one_attempt_per_key(harness: Harness) -> None:
+    recorder = limits.Recorder(harness, hold=0.2)
+    harness.ctx.post = recorder
+    limits.make_queue(harness, "narrow", flow_control={"key_max_concurrency": 1})
+    post_keyed(harness, "narrow", [("a", 5)] * 4 + [("b", 5)] * 4, to_ms(harness.clock() + timedelta(seconds=2)))
+    in_flight: dict[str, int] = {}
+    peak: dict[str, int] = {}
+    lock = threading.Lock()
+    inner = recorder.__call__
+
+    def counting(url: str, body: bytes, headers: dict[str, str], **kw: Any) -> Any:
+        key = json.loads(body)["k"]
+        with lock:
+            in_flight[key] = in_flight.get(key, 0) + 1
+            peak[key] = max(peak.get(key, 0), in_flight[key])
+        try:
+            return inner(url, body, headers, **kw)
+        finally:
+            with lock:
+                in_flight[key] -= 1
+
+    harness.ctx.post = counting
+    for _ in range(40):
+        timers = harness.timers()
+        if not timers:
+            break
+        harness.clock.now = max(harness.clock.now, from_ms(max(t["json"]["due"] for t in timers)))
+        contexts = [limits.replace_context(harness) for _ in timers]
+        threads = [
+            threading.Thread(target=Dispatcher(c).run_batch, args=([(t["record"], t["body"])],))
+            for c, t in zip(contexts, timers, strict=True)
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert (peak, len(recorder.starts)) == ({"a": 1, "b": 1}, 8)
+
+
+def test_a_timer_that_does_not_know_its_key_is_put_back_and_handed_off_with_it(harness: Harness) -> None:
+    recorder = limits.Recorder(harness)
+    harness.ctx.post = recorder
+    limits.make_queue(harness, "old", flow_control={"key_rate_limit": 5})
+    post_keyed(harness, "old", [("a", 5)], to_ms(harness.clock() + timedelta(seconds=3)))
+    [record] = harness.timers()
+    keyless = {k: v for k, v in record["json"].items() if k != "k"}  # as an index without the key gives
+    harness.clock.now = from_ms(keyless["due"])
+    Dispatcher(harness.ctx).run_batch([("r", json.dumps(keyless))])
+    assert recorder.starts == []
+    [again] = harness.timers()
+    assert again["json"]["k"] == "a"
