@@ -161,7 +161,8 @@ function queueRow(queue, counted) {
   const retry = queue.retry || {};
   limits.push(`retry ${retry.max_attempts}x`);
   cell(row, limits.join(", "), "limits");
-  cell(row, queue.paused ? "paused" : "active", `state ${queue.paused ? "status-failed" : "status-delivered"}`);
+  const paused = queue.paused_reason ? `paused (${queue.paused_reason})` : "paused";
+  cell(row, queue.paused ? paused : "active", `state ${queue.paused ? "status-failed" : "status-delivered"}`);
   STATUSES.forEach((s) => cell(row, counted ? counted[s] : "…", `count count-${s}`));
   const actions = document.createElement("td");
   actions.className = "actions";
