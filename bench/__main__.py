@@ -27,6 +27,7 @@ from bench import (
     body_cost,
     bulk_operations,
     capacity_sim,
+    circuit_breaker,
     cost,
     crash,
     delivery_limits,
@@ -52,6 +53,7 @@ ORDER = (
     "history_cost",
     "delivery_limits",
     "windows",
+    "circuit_breaker",
     "bulk_operations",
     "throughput",
     "schedules",
@@ -103,6 +105,8 @@ def run_all(
         sections["delivery_limits"] = _timed("delivery_limits", timings, lambda: delivery_limits.section(quick=quick))
     if "windows" in only:
         sections["windows"] = _timed("windows", timings, lambda: windows.section(quick=quick))
+    if "circuit_breaker" in only:
+        sections["circuit_breaker"] = _timed("circuit_breaker", timings, lambda: circuit_breaker.section(quick=quick))
     if "bulk_operations" in only:
         sections["bulk_operations"] = _timed("bulk_operations", timings, lambda: bulk_operations.section(quick=quick))
     if "throughput" in only:
