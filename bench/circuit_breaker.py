@@ -5,20 +5,16 @@ attempts on a queue without a breaker and with one (succeeding, failing), and th
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
 import boto3
 from hourglass.adapters.http_target import HttpReply
-from hourglass.adapters.metrics import Metrics
-from hourglass.adapters.sqs_target import SqsTargets
 from hourglass.adapters.store import Store
-from hourglass.adapters.timer_queue import TimerQueue
 from hourglass.core import delivery_control
 from hourglass.core.timestamps import to_ms
-from hourglass.service.context import Context
 from hourglass.service.messages import Messages
-from hourglass.settings import Settings
 from moto import mock_aws
 
 from bench import inprocess
@@ -44,17 +40,10 @@ def run(breaker: dict[str, Any] | None, post: Callable[..., HttpReply], count: i
         aws = inprocess.create(boto3.client("dynamodb", region_name="us-east-1"), boto3.client("sqs", "us-east-1"))
         meter = CapacityMeter(aws.table, [DUE_INDEX])
         clock = _Clock()
-        ctx = Context(
-            settings=Settings(table=aws.table, timer_queue_url=aws.timer_url, allow_private_callbacks=True),
-            store=Store(aws.table, client=aws.ddb, meter=meter),
-            timers=TimerQueue(aws.timer_url, client=aws.sqs),
-            targets=SqsTargets(client=aws.sqs),
-            metrics=Metrics(emit=False),
-            clock=clock,
-            sleep=clock.sleep,
-            post=post,
-            check_url=lambda url, allow_private: None,
-        )
+        # The bench's in-process context, its store metered, its sleeps on the fixed clock, `post` the target.
+        base = inprocess.context(aws, clock)
+        store = Store(aws.table, client=aws.ddb, meter=meter)
+        ctx = replace(base, store=store, sleep=clock.sleep, post=post, check_url=lambda url, allow_private: None)
         messages = Messages(ctx)
         settings: dict[str, Any] = {"target": {"type": "http", "url": URL}, "retry": {"max_attempts": 1}}
         if breaker is not None:
