@@ -42,6 +42,8 @@ WINDOWS = (
     {"timezone": "UTC", "from": "10:00", "to": "10:03"},
 )
 OWN_WINDOWS = (None, None, None, {"timezone": "Pacific/Chatham", "from": "23:50", "to": "00:20"})
+# A circuit breaker that a failing target trips within a few attempts (the queue then pauses itself).
+BREAKERS = (None, None, {"failure_ratio": 0.5, "min_attempts": 2, "window": 60})
 
 
 def queue_doc(
@@ -52,10 +54,13 @@ def queue_doc(
     destination: str | None,
     attempts: int,
     window: dict[str, str] | None = None,
+    breaker: dict[str, Any] | None = None,
 ) -> dict:
     doc: dict[str, Any] = {"retry": {"max_attempts": attempts, "backoff_base": 1, "backoff_max": 30}}
     if window is not None:
         doc["window"] = window
+    if breaker is not None:
+        doc["circuit_breaker"] = breaker
     doc["target"] = {
         "sqs": {"type": "sqs", "queue_url": world.target_url},
         "sns": {"type": "sns", "topic_arn": world.target_topic},
@@ -116,13 +121,20 @@ class SystemModel(RuleBasedStateMachine):
         destination=st.sampled_from((None, "http", "sqs", "sns")),
         attempts=st.integers(1, 3),
         window=st.sampled_from(WINDOWS),
+        breaker=st.sampled_from(BREAKERS),
     )
     def put_queue(
-        self, name: str, kind: str, rate: float | None, destination: str | None, attempts: int, window: Any
+        self,
+        name: str,
+        kind: str,
+        rate: float | None,
+        destination: str | None,
+        attempts: int,
+        window: Any,
+        breaker: dict[str, Any] | None,
     ) -> None:
-        status, doc = self.call(
-            "PUT", f"/v1/queues/{name}", queue_doc(self.world, name, kind, rate, destination, attempts, window)
-        )
+        doc = queue_doc(self.world, name, kind, rate, destination, attempts, window, breaker)
+        status, doc = self.call("PUT", f"/v1/queues/{name}", doc)
         assert status in (200, 201), doc
         stored = self.world.h.ctx.store.get_queue(name, consistent=True)
         assert stored is not None
@@ -138,6 +150,7 @@ class SystemModel(RuleBasedStateMachine):
         live.target, live.rate, live.destination, live.max_attempts = kind, rate, destination, attempts
         live.secrets = ()  # a PUT without them clears the signing secrets
         live.window = validation.window(window)
+        live.breaker_ever |= breaker is not None
         if rate is not None:
             live.slowest_rate = rate if live.slowest_rate is None else min(live.slowest_rate, rate)
 
@@ -451,6 +464,20 @@ class SystemModel(RuleBasedStateMachine):
             if status == 200:
                 listed[name] = [s["name"] for s in doc["schedules"]]
         self.reference.check_schedules(listed)
+
+    @invariant()
+    def only_a_breaker_pauses_a_queue_by_itself(self) -> None:
+        """A queue may pause itself (its circuit breaker tripped): the model learns it as a pause, and only a
+        queue that had a breaker may do so."""
+        store = self.world.h.ctx.store
+        for name in QUEUES:
+            live = self.reference.live(name)
+            control = delivery_control.of(store.get_queue(name, consistent=True))
+            if live is None or not control.paused or live.paused:
+                continue
+            if control.paused_reason != "circuit_breaker" or not live.breaker_ever:
+                self.reference.violate("rule 2", f"{name} paused itself ({control.paused_reason}) without a breaker")
+            live.paused = live.paused_ever = True
 
     @invariant()
     def transitions_are_legal(self) -> None:
