@@ -130,8 +130,8 @@ class SystemModel(RuleBasedStateMachine):
         rate: float | None,
         destination: str | None,
         attempts: int,
-        window: Any,
-        breaker: dict[str, Any] | None,
+        window: Any = None,
+        breaker: dict[str, Any] | None = None,
     ) -> None:
         doc = queue_doc(self.world, name, kind, rate, destination, attempts, window, breaker)
         status, doc = self.call("PUT", f"/v1/queues/{name}", doc)
@@ -217,7 +217,7 @@ class SystemModel(RuleBasedStateMachine):
         dedup: str | None,
         big: bool,
         crash_at: int | None,
-        window: Any,
+        window: Any = None,
     ) -> list[tuple[str, str]]:
         one: dict[str, Any] = {"body": BIG_BODY if big else 1}
         if window is not None:
@@ -354,7 +354,14 @@ class SystemModel(RuleBasedStateMachine):
         jitter=st.sampled_from((0, 0, 90)),
     )
     def put_schedule(
-        self, name: str, schedule: str, every: int, big: bool, crash_at: int | None, catch_up: str, jitter: int
+        self,
+        name: str,
+        schedule: str,
+        every: int,
+        big: bool,
+        crash_at: int | None,
+        catch_up: str = "skip",
+        jitter: int = 0,
     ) -> None:
         body = {"every": every, "body": BIG_BODY if big else {"s": schedule}, "catch_up": catch_up, "jitter": jitter}
 
