@@ -27,6 +27,7 @@ from bench import (
     body_cost,
     bulk_operations,
     capacity_sim,
+    circuit_breaker,
     cost,
     crash,
     delivery_limits,
@@ -54,6 +55,7 @@ ORDER = (
     "delivery_limits",
     "flow_keys",
     "windows",
+    "circuit_breaker",
     "bulk_operations",
     "throughput",
     "schedules",
@@ -107,6 +109,8 @@ def run_all(
         sections["flow_keys"] = _timed("flow_keys", timings, lambda: flow_keys.section(quick=quick))
     if "windows" in only:
         sections["windows"] = _timed("windows", timings, lambda: windows.section(quick=quick))
+    if "circuit_breaker" in only:
+        sections["circuit_breaker"] = _timed("circuit_breaker", timings, lambda: circuit_breaker.section(quick=quick))
     if "bulk_operations" in only:
         sections["bulk_operations"] = _timed("bulk_operations", timings, lambda: bulk_operations.section(quick=quick))
     if "throughput" in only:

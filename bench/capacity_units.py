@@ -34,6 +34,7 @@ from hourglass import contract
 from hourglass.adapters.items import item_size
 from hourglass.core.keys import (
     BODY_PREFIX,
+    BREAKER_PREFIX,
     COUNT_PREFIX,
     MESSAGE_PREFIX,
     PACE_SK,
@@ -194,6 +195,8 @@ class CapacityMeter:
         index = kwargs.get("IndexName")
         partition = _condition_values(kwargs)[0]
         use = f"query {index}" if index else ("sweeper state" if partition == SWEEPER_PK else "query table")
+        if any(str(v.get("S", "")).startswith(BREAKER_PREFIX) for v in kwargs["ExpressionAttributeValues"].values()):
+            use = "circuit breaker"
         self.by_use[use].add(read=units)
 
     def _scan(self, kwargs: dict[str, Any]) -> None:
@@ -255,6 +258,8 @@ def _use_of(sort_key: str) -> str:
         return "concurrency slots"
     if sort_key.startswith(COUNT_PREFIX):
         return "status counters"
+    if sort_key.startswith(BREAKER_PREFIX):
+        return "circuit breaker"
     return "schedule items" if sort_key.startswith(SCHEDULE_PREFIX) else "other"
 
 

@@ -91,6 +91,13 @@ class Monitoring(Construct):
                 False,
             ),
             (
+                "CircuitBreakerTripped",
+                "A queue's circuit breaker tripped: the queue paused itself (resume it once its target recovers)",
+                hourglass_metric("CircuitBreakerTripped", "Sum", FIVE_MINUTES),
+                once,  # an event per trip; the queue stays paused until resumed, so no level to hold
+                False,
+            ),
+            (
                 "TimersDeadLettered",
                 "Timers were dead-lettered (counted by the DLQ consumer): their messages ended failed",
                 dead_letter_timers,

@@ -60,6 +60,11 @@ def test_throughput_and_memory_figures_are_positive(results: dict[str, Any]) -> 
     assert all(h["peak_rss_mb"] > 0 for h in results["memory"]["handlers"].values())
 
 
+def test_the_circuit_breaker_costs_one_write_per_attempt_and_one_read_per_failure(results: dict[str, Any]) -> None:
+    per_attempt = results["circuit_breaker"]["per_attempt"]
+    assert (per_attempt["none"], per_attempt["success"], per_attempt["failure"]) == ([0, 0], [1, 0], [1, 1])
+
+
 def test_the_capacity_model_ran_every_scenario(results: dict[str, Any]) -> None:
     assert len(results["capacity"]["rows"]) == 6
 

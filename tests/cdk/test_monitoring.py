@@ -44,7 +44,7 @@ def topic_ref(template: Template) -> dict[str, str]:
 
 def test_every_alarm_notifies_the_topic_on_alarm_and_ok(template: Template) -> None:
     alarms = template.find_resources("AWS::CloudWatch::Alarm")
-    assert len(alarms) == 7
+    assert len(alarms) == 8
     for resource in alarms.values():
         assert resource["Properties"]["AlarmActions"] == [topic_ref(template)]
         assert resource["Properties"]["OKActions"] == [topic_ref(template)]
@@ -63,6 +63,18 @@ def test_stuck_delivering_alarm_reads_the_agreed_metric(template: Template) -> N
     assert (props["Namespace"], props["MetricName"], props["Statistic"]) == ("Hourglass", "StuckDelivering", "Maximum")
     # counted once per stuck attempt (at its takeover): one 5-minute period that saw one is enough
     assert (props["EvaluationPeriods"], props["Threshold"]) == (1, 1)
+
+
+def test_circuit_breaker_alarm_fires_on_one_trip(template: Template) -> None:
+    props = alarm(template, "circuit breaker tripped")
+    metric = (props["Namespace"], props["MetricName"], props["Statistic"])
+    assert metric == ("Hourglass", "CircuitBreakerTripped", "Sum")
+    assert (props["Threshold"], props["EvaluationPeriods"], props["ComparisonOperator"]) == (
+        1,
+        1,
+        "GreaterThanOrEqualToThreshold",
+    )
+    assert props["TreatMissingData"] == "notBreaching"
 
 
 def test_dead_lettered_timers_alarm_reads_the_dlq_consumers_count(template: Template) -> None:

@@ -197,6 +197,21 @@ def test_queues_view_shows_limits_and_paused_state(page: Any, client: Client, re
     assert page.inner_text(f"{row} button.pause-toggle") == "Resume"
 
 
+def test_a_queue_its_breaker_paused_says_why(page: Any, client: Client, receiver: RawReceiver) -> None:
+    name = f"ui-{uuid.uuid4().hex[:8]}"
+    receiver.script[f"/{name}"] = [500]
+    client.put_queue(
+        name,
+        target={"type": "http", "url": receiver.url(f"/{name}")},
+        retry={"max_attempts": 1},
+        circuit_breaker={"failure_ratio": 0.5, "min_attempts": 1, "window": 60},
+    )
+    client.send(name, "x", delay=0)
+    eventually(lambda: client.get_queue(name).paused)
+    sign_in(page, name)
+    assert page.inner_text(f'#queues-table tr[data-queue="{name}"] td.state') == "paused (circuit_breaker)"
+
+
 def test_bulk_cancel_cancels_the_selected_messages(page: Any, client: Client, busy_queue: dict[str, Any]) -> None:
     queue = busy_queue["name"]
     sign_in(page, queue)

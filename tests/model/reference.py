@@ -45,6 +45,7 @@ class Generation:
     admitted: int = 0  # messages, occurrences and redeliveries this lifetime admitted (pacing backlog)
     secrets: tuple[str, ...] = ()  # signing_secret, then signing_secret_next, as the last PUT set them
     window: Window | None = None  # its delivery window, as last PUT
+    breaker_ever: bool = False  # some PUT of this lifetime gave it a circuit breaker (it may pause itself)
 
     def allowed_lateness(self, slack: timedelta = SLACK) -> timedelta:
         if self.slowest_rate is None:
@@ -56,6 +57,7 @@ class Generation:
 class Reference:
     generations: list[Generation] = field(default_factory=list)
     notices: dict[str, set[str]] = field(default_factory=dict)  # message id -> events received
+    queue_notices: list[str] = field(default_factory=list)  # queues whose `queue.paused` notice arrived
     violations: list[str] = field(default_factory=list)
     flow: dict[str, tuple[str | None, int]] = field(default_factory=dict)  # message id -> (flow key, priority) posted
 
@@ -127,6 +129,13 @@ class Reference:
 
     def noticed(self, message_id: str, event: str) -> None:
         self.notices.setdefault(message_id, set()).add(event)
+
+    def notice_received(self, doc: dict[str, Any], event: str) -> None:
+        """A notice a destination took: a message's, or a queue's `queue.paused` (its breaker tripped)."""
+        if doc.get("event") == "queue.paused":
+            self.queue_notices.append(str(doc["queue"]))
+            return
+        self.noticed(doc["id"], event)
 
     # checks over the stored state ---------------------------------------------------------------
     def check_messages(self, messages: Iterable[Message], now: datetime, verdicts: dict[str, str | None]) -> None:

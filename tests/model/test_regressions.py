@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tests.model.test_system_model import SystemModel
+from tests.model.test_system_model import BREAKERS, SystemModel
 
 
 def replay(*steps: Callable[[SystemModel], object]) -> None:
@@ -111,5 +111,17 @@ def test_a_paused_rate_limited_queue_keeps_its_message_alive_on_its_recheck_time
         lambda m: m.put_queue(name="a", kind="http", rate=0.1, destination=None, attempts=3),
         lambda m: m.pause_or_resume(name="a", paused=True),
         lambda m: m.post(name="a", count=1, delay=None, ttl=None, dedup=None, big=False, crash_at=None),
+        lambda m: m.time_passes(seconds=700),
+    )
+
+
+def test_a_queue_its_breaker_paused_keeps_its_messages_waiting() -> None:
+    # Its retried messages stay pending while it is paused: the reference learns the self-pause, not liveness.
+    replay(
+        lambda m: m.put_queue(name="a", kind="http", rate=None, destination="sqs", attempts=3, breaker=BREAKERS[-1]),
+        lambda m: m.target_answers(name="a", mode="transient"),
+        lambda m: m.post(name="a", count=3, delay=0, ttl=None, dedup=None, big=False, crash_at=None),
+        lambda m: m.time_passes(seconds=60),
+        lambda m: m.only_a_breaker_pauses_a_queue_by_itself(),
         lambda m: m.time_passes(seconds=700),
     )

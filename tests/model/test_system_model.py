@@ -45,6 +45,8 @@ WINDOWS = (
     {"timezone": "UTC", "from": "10:00", "to": "10:03"},
 )
 OWN_WINDOWS = (None, None, None, {"timezone": "Pacific/Chatham", "from": "23:50", "to": "00:20"})
+# A circuit breaker that a failing target trips within a few attempts (the queue then pauses itself).
+BREAKERS = (None, None, {"failure_ratio": 0.5, "min_attempts": 2, "window": 60})
 
 
 def queue_doc(
@@ -55,10 +57,13 @@ def queue_doc(
     destination: str | None,
     attempts: int,
     window: dict[str, str] | None = None,
+    breaker: dict[str, Any] | None = None,
 ) -> dict:
     doc: dict[str, Any] = {"retry": {"max_attempts": attempts, "backoff_base": 1, "backoff_max": 30}}
     if window is not None:
         doc["window"] = window
+    if breaker is not None:
+        doc["circuit_breaker"] = breaker
     doc["target"] = {
         "sqs": {"type": "sqs", "queue_url": world.target_url},
         "sns": {"type": "sns", "topic_arn": world.target_topic},
@@ -120,6 +125,7 @@ class SystemModel(RuleBasedStateMachine):
         attempts=st.integers(1, 3),
         window=st.sampled_from(WINDOWS),
         flow=st.sampled_from(FLOW_CONTROLS),
+        breaker=st.sampled_from(BREAKERS),
     )
     def put_queue(
         self,
@@ -130,8 +136,9 @@ class SystemModel(RuleBasedStateMachine):
         attempts: int,
         window: Any = None,
         flow: dict | None = None,
+        breaker: dict[str, Any] | None = None,
     ) -> None:
-        settings = queue_doc(self.world, name, kind, rate, destination, attempts, window)
+        settings = queue_doc(self.world, name, kind, rate, destination, attempts, window, breaker)
         if flow is not None:
             settings["flow_control"] = flow
         status, doc = self.call("PUT", f"/v1/queues/{name}", settings)
@@ -150,6 +157,7 @@ class SystemModel(RuleBasedStateMachine):
         live.target, live.rate, live.destination, live.max_attempts = kind, rate, destination, attempts
         live.secrets = ()  # a PUT without them clears the signing secrets
         live.window = validation.window(window)
+        live.breaker_ever |= breaker is not None
         # A key's rate paces at worst every message of the lifetime (all of one key), as a queue's would.
         for limit in (rate, (flow or {}).get("key_rate_limit")):
             if limit is not None:
@@ -484,6 +492,20 @@ class SystemModel(RuleBasedStateMachine):
             if status == 200:
                 listed[name] = [s["name"] for s in doc["schedules"]]
         self.reference.check_schedules(listed)
+
+    @invariant()
+    def only_a_breaker_pauses_a_queue_by_itself(self) -> None:
+        """A queue may pause itself (its circuit breaker tripped): the model learns it as a pause, and only a
+        queue that had a breaker may do so."""
+        store = self.world.h.ctx.store
+        for name in QUEUES:
+            live = self.reference.live(name)
+            control = delivery_control.of(store.get_queue(name, consistent=True))
+            if live is None or not control.paused or live.paused:
+                continue
+            if control.paused_reason != "circuit_breaker" or not live.breaker_ever:
+                self.reference.violate("rule 2", f"{name} paused itself ({control.paused_reason}) without a breaker")
+            live.paused = live.paused_ever = True
 
     @invariant()
     def transitions_are_legal(self) -> None:

@@ -101,7 +101,7 @@ class World:
         modes = self.modes.setdefault(queue, Modes())
         if kind == "n":
             if modes.notice == "ok":  # a notice counts once the destination took it
-                self.reference.noticed(json.loads(body)["id"], "http")
+                self.reference.notice_received(json.loads(body), "http")
             return HttpReply(status=ANSWER[modes.notice], headers={}, body=b"{}")
         message_id = headers["Hourglass-Message-Id"]
         self.reference.signed(queue, headers, body, self.clock())
@@ -118,7 +118,7 @@ class World:
                 for m in got:
                     doc = json.loads(m["Body"])
                     if is_notice:
-                        self.reference.noticed(doc["id"], "sqs")
+                        self.reference.notice_received(doc, "sqs")
                     else:
                         stored = self.h.ctx.store.get_message(doc["queue"], doc["id"])
                         # read after the fact: no lateness judged

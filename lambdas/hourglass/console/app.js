@@ -162,7 +162,8 @@ function queueRow(queue, counted) {
   limits.push(`retry ${retry.max_attempts}x`);
   if (queue.window) limits.push(`window ${windowText(queue.window)}`);
   cell(row, limits.join(", "), "limits");
-  cell(row, queue.paused ? "paused" : "active", `state ${queue.paused ? "status-failed" : "status-delivered"}`);
+  const paused = queue.paused_reason ? `paused (${queue.paused_reason})` : "paused";
+  cell(row, queue.paused ? paused : "active", `state ${queue.paused ? "status-failed" : "status-delivered"}`);
   STATUSES.forEach((s) => cell(row, counted ? counted[s] : "…", `count count-${s}`));
   const actions = document.createElement("td");
   actions.className = "actions";

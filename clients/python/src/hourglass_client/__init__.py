@@ -2,7 +2,7 @@
 
 from hourglass_client import targets
 from hourglass_client.aio import AsyncClient
-from hourglass_client.client import Client, message, new_dedup_id
+from hourglass_client.client import Client, breaker, message, new_dedup_id
 from hourglass_client.errors import (
     BadRequest,
     Conflict,
@@ -37,6 +37,7 @@ __all__ = [
     "TransportError",
     "Unauthorized",
     "Unavailable",
+    "breaker",
     "message",
     "new_dedup_id",
     "parse_window",

@@ -26,7 +26,7 @@ from rich.table import Table
 from rich.text import Text
 
 from hourglass_client import files, profiles, targets
-from hourglass_client.client import Client
+from hourglass_client.client import Client, breaker
 from hourglass_client.errors import HourglassError
 from hourglass_client.models import Attempt, Created, Message, Operation, Queue, Schedule
 from hourglass_client.terminal import PlainConsole, json_line, styled
@@ -357,6 +357,23 @@ def window_option(spec: str | None) -> dict[str, Any] | None:
         raise click.BadParameter(str(exc), param_hint="--window") from exc
 
 
+def breaker_option(spec: str | None) -> dict[str, Any] | None:
+    """`--breaker RATIO,MIN_ATTEMPTS,WINDOW`, such as `0.5,20,300`; the server checks the ranges."""
+    if spec is None:
+        return None
+    try:
+        ratio, attempts, seconds = (part.strip() for part in spec.split(","))
+        return breaker(float(ratio), int(attempts), int(seconds))
+    except ValueError as exc:
+        raise click.BadParameter("give RATIO,MIN_ATTEMPTS,WINDOW such as 0.5,20,300", param_hint="--breaker") from exc
+
+
+def paused_text(q: Queue) -> str:
+    if not q.paused:
+        return "no"
+    return f"yes ({q.paused_reason})" if q.paused_reason else "yes"
+
+
 @main.group()
 def queues() -> None:
     """Create, inspect, pause and delete queues."""
@@ -375,7 +392,7 @@ def queue_table(found: Iterable[Queue]) -> Table:
             f"{k}={q.raw[k]}" for k in ("rate_limit", "max_concurrency", "timeout") if q.raw.get(k) is not None
         )
         ttl = "" if q.ttl is None else str(q.ttl)
-        table.add_row(q.name, where, str(q.default_delay), ttl, retry_text, limits, "yes" if q.paused else "no")
+        table.add_row(q.name, where, str(q.default_delay), ttl, retry_text, limits, paused_text(q))
     return table
 
 
@@ -394,6 +411,13 @@ def queue_table(found: Iterable[Queue]) -> Table:
 @click.option("--max-concurrency", type=int)
 @click.option("--timeout", type=float)
 @click.option("--window", "window_spec", help=WINDOW_HELP)
+@click.option(
+    "--breaker",
+    "breaker_spec",
+    metavar="RATIO,MIN_ATTEMPTS,WINDOW",
+    help="circuit breaker: pause the queue once MIN_ATTEMPTS attempts ended within WINDOW seconds and RATIO of "
+    "them failed (such as 0.5,20,300)",
+)
 @click.option("--settings", "settings_json", help="extra settings as a JSON object (merged last)")
 @pass_state
 def queues_put(
@@ -411,6 +435,7 @@ def queues_put(
     max_concurrency: int | None,
     timeout: float | None,
     window_spec: str | None,
+    breaker_spec: str | None,
     settings_json: str | None,
     **target_given: Any,
 ) -> None:
@@ -437,6 +462,7 @@ def queues_put(
         max_concurrency=max_concurrency,
         timeout=timeout,
         window=window_option(window_spec),
+        circuit_breaker=breaker_option(breaker_spec),
         settings=settings,
     )
     state.emit(q.raw, lambda: state.out.print(queue_table([q])))
@@ -771,6 +797,12 @@ def schedule_table(found: Iterable[Schedule]) -> Table:
 @click.option("--start-at")
 @click.option("--end-at")
 @click.option("--window", "window_spec", help=WINDOW_HELP + " (for its occurrences)")
+@click.option(
+    "--catch-up",
+    type=click.Choice(["skip", "latest", "all"]),
+    help="occurrences missed while paused or down: none run (default), only the latest, or all in order",
+)
+@click.option("--jitter", type=int, metavar="SECONDS", help="delay each occurrence by up to SECONDS (0-3600)")
 @pass_state
 def schedules_put(
     state: State,
@@ -784,6 +816,8 @@ def schedules_put(
     start_at: str | None,
     end_at: str | None,
     window_spec: str | None,
+    catch_up: str | None,
+    jitter: int | None,
     **target_given: Any,
 ) -> None:
     """Create or replace schedule NAME of QUEUE (a `--target-*` overrides the queue's target)."""
@@ -801,6 +835,8 @@ def schedules_put(
         start_at=start_at,
         end_at=end_at,
         window=window_option(window_spec),
+        catch_up=catch_up,
+        jitter=jitter,
     )
     state.emit(s.raw, lambda: state.out.print(schedule_table([s])))
 
@@ -887,7 +923,7 @@ def schedules_delete(state: State, queue: str, name: str) -> None:
 add_switch(
     schedules,
     "pause",
-    "Pause a schedule (occurrences while paused are skipped).",
+    "Pause a schedule (occurrences missed while paused run as its catch_up says).",
     "schedule",
     Client.pause_schedule,
     "queue",

@@ -62,6 +62,12 @@ def message(
     }
 
 
+def breaker(failure_ratio: float, min_attempts: int, window: int) -> dict[str, Any]:
+    """A queue's `circuit_breaker`: it pauses itself once `min_attempts` attempts ended within `window` seconds
+    and at least `failure_ratio` of them failed or were retried."""
+    return {"failure_ratio": failure_ratio, "min_attempts": min_attempts, "window": window}
+
+
 class Client:
     """Talks to one Hourglass API. `base_url` and `api_key` default to HOURGLASS_URL and
     HOURGLASS_API_KEY. `auth="iam"` (or HOURGLASS_AUTH=iam) signs every request with AWS SigV4
@@ -122,10 +128,12 @@ class Client:
         timeout: float | None = None,
         failure_destination: Mapping[str, Any] | None = None,
         window: Mapping[str, Any] | None = None,
+        circuit_breaker: Mapping[str, Any] | None = None,
         settings: Mapping[str, Any] | None = None,
     ) -> Queue:
-        """Creates or replaces a queue; fields left None take the server's defaults. `settings`
-        is merged last (a raw document, for fields this SDK does not know yet)."""
+        """Creates or replaces a queue; fields left None take the server's defaults. `circuit_breaker`
+        (`{"failure_ratio", "min_attempts", "window"}`, see `breaker`) pauses the queue when its attempts
+        keep failing. `settings` is merged last (a raw document, for fields this SDK does not know yet)."""
         doc = _fields(
             default_delay=default_delay,
             max_delay=max_delay,
@@ -139,6 +147,7 @@ class Client:
             timeout=timeout,
             failure_destination=dict(failure_destination) if failure_destination else None,
             window=dict(window) if window else None,
+            circuit_breaker=dict(circuit_breaker) if circuit_breaker else None,
         )
         doc.update(settings or {})
         return Queue.from_doc(self._call("PUT", path("v1", "queues", name), body=doc))
@@ -362,8 +371,12 @@ class Client:
         start_at: datetime | str | None = None,
         end_at: datetime | str | None = None,
         window: Mapping[str, Any] | None = None,
+        catch_up: str | None = None,
+        jitter: int | None = None,
     ) -> Schedule:
-        """Creates or replaces a recurring schedule (exactly one of `cron` and `every`)."""
+        """Creates or replaces a recurring schedule (exactly one of `cron` and `every`). `catch_up` (`skip`,
+        `latest` or `all`) says which occurrences missed while paused or down still run; `jitter` delays each
+        occurrence by up to that many seconds, never early."""
         doc = _fields(
             cron=cron,
             every=every,
@@ -373,6 +386,8 @@ class Client:
             start_at=_when(start_at),
             end_at=_when(end_at),
             window=dict(window) if window else None,
+            catch_up=catch_up,
+            jitter=jitter,
         )
         return Schedule.from_doc(self._call("PUT", path("v1", "queues", queue, "schedules", name), body=doc))
 

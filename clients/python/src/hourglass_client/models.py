@@ -41,6 +41,10 @@ class Queue:
     counts: dict[str, int] = field(default_factory=dict, compare=False)
     # Its delivery window ({"timezone", "days", "from", "to", "exclude_dates"}), None when it has none.
     window: dict[str, Any] | None = None
+    # {"failure_ratio", "min_attempts", "window"}, None when it has none (v1.2).
+    circuit_breaker: dict[str, Any] | None = None
+    # Why it is paused when it paused itself ("circuit_breaker"); None when running or paused by hand.
+    paused_reason: str | None = None
 
     @classmethod
     def from_doc(cls, doc: Mapping[str, Any]) -> Queue:
@@ -56,6 +60,8 @@ class Queue:
             raw=dict(doc),
             counts={str(k): int(v) for k, v in (doc.get("counts") or {}).items()},
             window=doc.get("window"),
+            circuit_breaker=doc.get("circuit_breaker"),
+            paused_reason=doc.get("paused_reason"),
         )
 
 
@@ -196,6 +202,8 @@ class Schedule:
     created_at: datetime | None
     raw: dict[str, Any] = field(repr=False, compare=False)
     window: dict[str, Any] | None = None  # its occurrences' delivery window
+    catch_up: str = "skip"  # which missed occurrences still run: skip, latest or all (v1.2)
+    jitter: int = 0  # each occurrence delayed by up to this many seconds
 
     @classmethod
     def from_doc(cls, doc: Mapping[str, Any]) -> Schedule:
@@ -212,6 +220,8 @@ class Schedule:
             created_at=parse_time(doc.get("created_at")),
             raw=dict(doc),
             window=doc.get("window"),
+            catch_up=str(doc.get("catch_up") or "skip"),
+            jitter=int(doc.get("jitter") or 0),
         )
 
 
