@@ -27,12 +27,12 @@ def local(harness: Harness) -> Iterator[tuple[Harness, Gateway]]:
 
 
 def stored(h: Harness) -> int:
-    """Items of queue q's partition: its queue item and its messages."""
+    """Items of queue q's partition but its status counters: its queue item and its messages."""
     answer = h.ddb.scan(
         TableName="messages",
         Select="COUNT",
-        FilterExpression="pk = :q",
-        ExpressionAttributeValues={":q": {"S": "q"}},
+        FilterExpression="pk = :q AND NOT begins_with(sk, :count)",
+        ExpressionAttributeValues={":q": {"S": "q"}, ":count": {"S": "#count#"}},
     )
     return int(answer["Count"])
 
