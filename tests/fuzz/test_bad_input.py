@@ -34,7 +34,7 @@ BAD_BODIES: list[tuple[str, str | bytes]] = [
     ("delay as bool", b'{"messages": [{"body": 1, "delay": true}]}'),
     ("both delay and deliver_at", b'{"messages": [{"body": 1, "delay": 1, "deliver_at": "2030-01-01T00:00:00Z"}]}'),
     ("no body", b'{"messages": [{"delay": 1}]}'),
-    ("unknown field", b'{"messages": [{"body": 1, "priority": 5}]}'),
+    ("unknown field", b'{"messages": [{"body": 1, "colour": 5}]}'),
     ("unknown top-level field", b'{"messages": [{"body": 1}], "extra": 1}'),
     ("not a list", b'{"messages": {"body": 1}}'),
     ("empty batch", b'{"messages": []}'),

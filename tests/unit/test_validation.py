@@ -161,7 +161,7 @@ def test_sqs_target_is_parsed():
     assert validation.target({"type": "sqs", "queue_url": queue_url}) == SqsTarget(queue_url=queue_url)
 
 
-@pytest.mark.parametrize("kind", [None, "ftp", "later", 1])
+@pytest.mark.parametrize("kind", [None, "ftp", "later", 1, {}, ["sns"]])
 def test_target_type_must_be_http_or_sqs(kind):
     assert error_of(validation.target, {"type": kind, "url": "https://example.com"}).field == "target.type"
 

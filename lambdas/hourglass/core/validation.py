@@ -215,7 +215,7 @@ def target(value: object, field: str = "target") -> Target:
     if kind == "sqs":
         _only(doc, frozenset({"type", "queue_url"}), f"{field}.")
         return SqsTarget(queue_url=url(doc.get("queue_url"), f"{field}.queue_url"))
-    if kind in aws_targets.KINDS:
+    if isinstance(kind, str) and kind in aws_targets.KINDS:
         return _aws_target(aws_targets.KINDS[kind], doc, field)
     raise ValidationError(f"{field}.type", f"must be one of {TARGET_TYPES}")
 
