@@ -11,7 +11,9 @@ from http.server import ThreadingHTTPServer
 from typing import Any, TypeVar
 
 import pytest
+from click.testing import CliRunner, Result
 from hourglass_client import Client
+from hourglass_client.cli import main
 
 from devstack.runtime import Runtime
 from tests.local_stack import local_runtime
@@ -118,3 +120,14 @@ def stop_scripted() -> Iterator[None]:
         server = _SCRIPTED.pop().server
         assert server is not None
         shut(server)
+
+
+@pytest.fixture
+def run(api_url: str) -> Any:
+    # A wide terminal, so Rich does not wrap the lines the tests read.
+    runner = CliRunner(env={"HOURGLASS_URL": api_url, "HOURGLASS_API_KEY": API_KEY, "COLUMNS": "250"})
+
+    def invoke(*args: str) -> Result:
+        return runner.invoke(main, list(args), catch_exceptions=False)
+
+    return invoke

@@ -17,17 +17,6 @@ from tests.clients.conftest import API_KEY, RawReceiver, eventually
 from tests.loopback import QuietHandler, base_url, serve
 
 
-@pytest.fixture
-def run(api_url: str) -> Any:
-    # A wide terminal, so Rich does not wrap the lines the tests read.
-    runner = CliRunner(env={"HOURGLASS_URL": api_url, "HOURGLASS_API_KEY": API_KEY, "COLUMNS": "250"})
-
-    def invoke(*args: str) -> Result:
-        return runner.invoke(main, list(args), catch_exceptions=False)
-
-    return invoke
-
-
 def lines(result: Result) -> list[Any]:
     return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
 

@@ -9,21 +9,9 @@ import uuid
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
 from hourglass_client import AsyncClient, BadRequest, Client, breaker
-from hourglass_client.cli import main
 
 from tests.clients.conftest import API_KEY, RawReceiver, eventually
-
-
-@pytest.fixture
-def run(api_url: str) -> Any:
-    runner = CliRunner(env={"HOURGLASS_URL": api_url, "HOURGLASS_API_KEY": API_KEY, "COLUMNS": "250"})
-
-    def invoke(*args: str) -> Result:
-        return runner.invoke(main, list(args), catch_exceptions=False)
-
-    return invoke
 
 
 def fresh(prefix: str = "pol") -> str:
