@@ -297,11 +297,11 @@ function placeOf(url) {
 }
 
 // The queue's document as PUT replaces it: the form's fields, and what the form does not show (target
-// headers, delays, ttl, flow control) carried over from the queue being edited.
+// headers, delays, ttl, flow control, circuit breaker) carried over from the queue being edited.
 function queueFormDoc() {
   const existing = state.editing ? state.queues[state.editing] || {} : {};
   const doc = {};
-  for (const key of ["default_delay", "max_delay", "ttl", "flow_control"]) {
+  for (const key of ["default_delay", "max_delay", "ttl", "flow_control", "circuit_breaker"]) {
     if (existing[key] !== undefined && existing[key] !== null) doc[key] = existing[key];
   }
   const type = $("#qf-target-type").value;
