@@ -393,6 +393,9 @@ STAND_INS = {
     "AWS::Lambda::EventSourceMapping": "the runtime's pollers feed the SQS queues to the handlers",
     "AWS::SNS::Subscription": "alarm e-mails are not sent",
     "AWS::Logs::LogGroup": "the handlers log to the runtime's output",
+    "AWS::Logs::MetricFilter": "no metric filters: the handlers' metrics are EMF lines in the runtime's log",
+    "AWS::ApiGateway::Stage": "the local gateway serves the API's routes itself, with no stage",
+    "AWS::S3::BucketPolicy": "no bucket policy: the emulator does not check access to buckets",
 }
 
 
