@@ -264,6 +264,8 @@ const BOUNDS = {
   "circuit_breaker.window": { low: 10, high: 86400, integer: true },
   jitter: { low: 0, high: 3600, integer: true },
 };
+// The target types the queue form edits ("" is none); another kind is kept as it is.
+const FORM_TARGETS = ["http", "sqs", ""];
 const BREAKER_FIELDS = { "#qf-breaker-ratio": "failure_ratio", "#qf-breaker-min-attempts": "min_attempts", "#qf-breaker-window": "window" };
 
 // A number field's value within the API's bounds of `field`, or null when empty; a refusal names the field.
@@ -302,7 +304,7 @@ function openQueueForm(queue) {
   form.reset();
   $("#qf-error").textContent = "";
   form.hidden = false;
-  $("#qf-target-type").querySelectorAll("option").forEach((o) => { if (!["http", "sqs", ""].includes(o.value)) o.remove(); });
+  $("#qf-target-type").querySelectorAll("option").forEach((o) => { if (!FORM_TARGETS.includes(o.value)) o.remove(); });
   $("#qf-target-url").readOnly = false;
   state.editing = queue ? queue.name : null;
   $("#queue-form-title").textContent = queue ? `Edit queue ${queue.name}` : "New queue";
@@ -312,7 +314,7 @@ function openQueueForm(queue) {
   if (!queue) return $("#qf-name").focus();
   const target = queue.target;
   // A target the form cannot edit (Lambda, SNS, ...) is shown and kept as it is.
-  if (target && !["http", "sqs"].includes(target.type)) {
+  if (target && !FORM_TARGETS.includes(target.type)) {
     $("#qf-target-type").append(new Option(`${target.type} (kept as is)`, target.type));
     $("#qf-target-url").readOnly = true;
   }
@@ -388,7 +390,7 @@ function queueFormDoc() {
   const url = $("#qf-target-url").value.trim();
   if (type === "http") doc.target = { type, url, ...(existing.target && existing.target.headers ? { headers: existing.target.headers } : {}) };
   if (type === "sqs") doc.target = { type, queue_url: url };
-  if (type && !["http", "sqs"].includes(type)) doc.target = existing.target;
+  if (!FORM_TARGETS.includes(type)) doc.target = existing.target;
   for (const [selector, [group, key]] of Object.entries(FORM_NUMBERS)) {
     const raw = $(selector).value.trim();
     if (raw === "") continue;
@@ -739,10 +741,16 @@ function scheduleRow(s) {
     time.textContent = when(at);
     next.append(...(i ? [", "] : []), time);
   });
-  if (s.window) next.title = "when each occurrence is due; one due outside the window waits for its next opening";
   cell(row, `${s.catch_up || "skip"} · ${s.jitter ? `up to ${s.jitter} s` : "none"}`, "policy");
   const place = [s.window ? windowText(s.window) : "queue's window", s.target ? `to ${targetText(s.target)}` : ""];
-  cell(row, place.filter(Boolean).join(" · "), "window");
+  const placeCell = cell(row, place.filter(Boolean).join(" · "), "window");
+  if (s.window) {
+    // next_due_at is when each occurrence is due: one due outside the window is delivered at its opening.
+    const hint = document.createElement("div");
+    hint.className = "hint";
+    hint.textContent = "an occurrence due outside it waits for its next opening";
+    placeCell.appendChild(hint);
+  }
   cell(row, short(s.body), "body mono");
   row.appendChild(scheduleActions(s));
   return row;
@@ -1134,6 +1142,9 @@ function wire() {
   });
   $("#refresh-queues").addEventListener("click", () => guarded(loadQueues));
   $("#new-queue").addEventListener("click", () => openQueueForm(null));
+  $("#qf-target-type").addEventListener("change", (e) => {
+    $("#qf-target-url").readOnly = !FORM_TARGETS.includes(e.target.value);
+  });
   $("#cancel-queue-form").addEventListener("click", () => { $("#queue-form").hidden = true; state.editing = null; });
   // A refused save is said next to the Save button too, where the eye is.
   $("#queue-form").addEventListener("submit", (e) => {
