@@ -326,6 +326,7 @@ def test_editing_a_schedule_changes_its_policies_and_keeps_the_rest(
     assert page.input_value("#schedule-catch-up") == "all"
     page.select_option("#schedule-catch-up", "skip")
     page.fill("#schedule-jitter", "600")
+    assert page.inner_text("#sf-kept") == f"Kept as they are (this form does not edit them): end_at {before['end_at']}"
     shot(page, "schedule-edit")
     page.click("#save-schedule")
     expect(page.locator("#notice")).to_have_text("saved schedule report")

@@ -790,6 +790,9 @@ function parsed(text) {
   }
 }
 
+// What a schedule's PUT carries over from the schedule being edited (the form does not show them).
+const SCHEDULE_KEPT = ["start_at", "end_at", "flow_key", "priority"];
+
 // The schedule form empty (a new schedule), or filled with `s` to edit it.
 function openScheduleForm(s) {
   $("#schedule-form").reset();
@@ -798,6 +801,9 @@ function openScheduleForm(s) {
   $("#schedule-form-title").textContent = s ? `Edit schedule ${s.name}` : "New schedule";
   $("#schedule-name").readOnly = Boolean(s);
   fillWindowForm("sf", s ? s.window : null);
+  const kept = s ? SCHEDULE_KEPT.filter((k) => s[k] !== null && s[k] !== undefined && !(k === "priority" && s[k] === 5)) : [];
+  $("#sf-kept").textContent = `Kept as they are (this form does not edit them): ${kept.map((k) => `${k} ${s[k]}`).join(", ")}`;
+  $("#sf-kept").hidden = !kept.length;
   if (!s) return;
   $("#schedule-name").value = s.name;
   $("#schedule-when").value = s.cron || String(s.every);
@@ -815,7 +821,7 @@ function scheduleFormDoc() {
   const edited = state.editingSchedule;
   const existing = edited && edited.queue === state.queue ? edited : {};
   const doc = {};
-  for (const key of ["start_at", "end_at", "flow_key", "priority"]) {
+  for (const key of SCHEDULE_KEPT) {
     if (existing[key] !== undefined && existing[key] !== null) doc[key] = existing[key];
   }
   const rule = $("#schedule-when").value.trim();
