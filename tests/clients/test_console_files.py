@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from hourglass import console
 
 
@@ -32,3 +35,24 @@ def test_other_paths_are_left_to_the_api() -> None:
 def test_writes_to_the_console_are_refused() -> None:
     answer = console.serve("POST", "/console")
     assert answer is not None and answer["statusCode"] == 405
+
+
+def test_the_consoles_checks_use_the_apis_bounds() -> None:
+    from hourglass.core import circuit_breaker as circuit
+    from hourglass.core import validation
+
+    script = (Path(console.__file__).parent / "app.js").read_text(encoding="utf-8")
+    declared = re.search(r"const BOUNDS = \{(.*?)\n\};", script, re.S)
+    assert declared is not None
+    found = {
+        name: (float(low), float(high), integer == "true")
+        for name, low, high, integer in re.findall(
+            r'"?([\w.]+)"?: \{ low: ([\d.]+), high: ([\d.]+), integer: (true|false) \}', declared.group(1)
+        )
+    }
+    assert found == {
+        "circuit_breaker.failure_ratio": (circuit.MIN_RATIO, circuit.MAX_RATIO, False),
+        "circuit_breaker.min_attempts": (circuit.MIN_ATTEMPTS, circuit.MAX_ATTEMPTS, True),
+        "circuit_breaker.window": (circuit.MIN_WINDOW, circuit.MAX_WINDOW, True),
+        "jitter": (0, validation.MAX_JITTER, True),
+    }

@@ -13,7 +13,7 @@ import pytest
 from hourglass_client import Client, NotFound
 
 from tests.clients.conftest import RawReceiver, eventually
-from tests.clients.test_console_browser import browser, busy_queue, expect, page, shot, sign_in, tab
+from tests.clients.test_console_browser import browser, busy_queue, expect, page, shot, sign_in, tab, when
 
 __all__ = ["browser", "busy_queue", "page"]  # fixtures used by name
 pytestmark = pytest.mark.console
@@ -179,3 +179,172 @@ def test_a_deferred_messages_detail_shows_its_next_attempt_and_its_own_window(
         f"{start:%H:%M}\N{EN DASH}{end:%H:%M} UTC every day, not {now:%Y-%m-%d}"
     )
     shot(page, "message-window")
+
+
+def edit_queue(page: Any, name: str) -> None:
+    sign_in(page, name)
+    page.click(f'#queues-table tr[data-queue="{name}"] button.edit-queue')
+
+
+def test_the_queue_form_sets_a_circuit_breaker_and_the_row_shows_it(page: Any, client: Client, queue: str) -> None:
+    edit_queue(page, queue)
+    page.fill("#qf-breaker-ratio", "0.25")
+    page.fill("#qf-breaker-min-attempts", "10")
+    page.fill("#qf-breaker-window", "120")
+    shot(page, "queue-form-breaker")
+    page.click("#save-queue")
+    expect(page.locator("#notice")).to_have_text(f"saved queue {queue}")
+    assert client.get_queue(queue).raw["circuit_breaker"] == {"failure_ratio": 0.25, "min_attempts": 10, "window": 120}
+    limits = page.inner_text(f'#queues-table tr[data-queue="{queue}"] td.limits')
+    assert limits.endswith(
+        "breaker pauses at \N{GREATER-THAN OR EQUAL TO}25% failed of \N{GREATER-THAN OR EQUAL TO}10 attempts in 120 s"
+    )
+
+
+def test_emptying_the_breaker_fields_removes_the_breaker(page: Any, client: Client, receiver: RawReceiver) -> None:
+    name = f"ui-{uuid.uuid4().hex[:8]}"
+    breaker = {"failure_ratio": 0.5, "min_attempts": 20, "window": 300}
+    client.put_queue(name, target={"type": "http", "url": receiver.url(f"/{name}")}, circuit_breaker=breaker)
+    edit_queue(page, name)
+    assert [page.input_value(f"#qf-breaker-{f}") for f in ("ratio", "min-attempts", "window")] == ["0.5", "20", "300"]
+    for field in ("ratio", "min-attempts", "window"):
+        page.fill(f"#qf-breaker-{field}", "")
+    page.click("#save-queue")
+    expect(page.locator("#notice")).to_have_text(f"saved queue {name}")
+    assert client.get_queue(name).raw["circuit_breaker"] is None
+
+
+def test_a_breaker_out_of_bounds_is_refused_before_saving_naming_the_field(
+    page: Any, client: Client, queue: str
+) -> None:
+    edit_queue(page, queue)
+    page.fill("#qf-breaker-ratio", "2")
+    page.click("#save-queue")
+    expect(page.locator("#qf-error")).to_have_text("circuit_breaker.failure_ratio: must be between 0.01 and 1")
+    page.fill("#qf-breaker-ratio", "0.5")
+    page.fill("#qf-breaker-min-attempts", "2.5")
+    page.click("#save-queue")
+    refused = "circuit_breaker.min_attempts: must be an integer between 1 and 100000"
+    expect(page.locator("#qf-error")).to_have_text(refused)
+    assert client.get_queue(queue).raw["circuit_breaker"] is None
+
+
+def test_the_apis_refusal_of_a_queue_form_is_shown_beside_save(page: Any, client: Client, queue: str) -> None:
+    edit_queue(page, queue)
+    page.fill("#qf-breaker-ratio", "0.5")
+    page.fill("#qf-window-timezone", "Mars/Olympus_Mons")
+    page.fill("#qf-window-from", "09:00")
+    page.fill("#qf-window-to", "17:00")
+    page.click("#save-queue")
+    expect(page.locator("#qf-error")).to_contain_text("400 ")
+    expect(page.locator("#qf-error")).to_contain_text("window.timezone")
+    assert client.get_queue(queue).raw["circuit_breaker"] is None
+
+
+def test_editing_a_queue_keeps_what_the_form_does_not_show(page: Any, client: Client, receiver: RawReceiver) -> None:
+    name = f"ui-{uuid.uuid4().hex[:8]}"
+    target = {"type": "http", "url": receiver.url(f"/{name}"), "headers": {"X-Tenant": "7"}}
+    breaker = {"failure_ratio": 0.5, "min_attempts": 20, "window": 300}
+    flow = {"flow_control": {"key_rate_limit": 2}}
+    client.put_queue(name, target=target, ttl=7200, circuit_breaker=breaker, settings=flow)
+    before = client.get_queue(name).raw
+    edit_queue(page, name)
+    page.fill("#qf-rate-limit", "9")
+    page.click("#save-queue")
+    expect(page.locator("#notice")).to_have_text(f"saved queue {name}")
+    after = client.get_queue(name).raw
+    kept = ("target", "ttl", "circuit_breaker", "flow_control")
+    assert (after["rate_limit"], {k: after[k] for k in kept}) == (9, {k: before[k] for k in kept})
+
+
+def test_a_queue_its_breaker_paused_says_why_above_the_table_and_resumes(
+    page: Any, client: Client, receiver: RawReceiver
+) -> None:
+    name = f"ui-{uuid.uuid4().hex[:8]}"
+    receiver.script[f"/{name}"] = [500]
+    breaker = {"failure_ratio": 0.5, "min_attempts": 1, "window": 60}
+    target = {"type": "http", "url": receiver.url(f"/{name}")}
+    client.put_queue(name, target=target, retry={"max_attempts": 1}, circuit_breaker=breaker)
+    client.send(name, "x", delay=0)
+    eventually(lambda: client.get_queue(name).paused)
+    sign_in(page, name)
+    alert = f'#tripped p[data-queue="{name}"]'
+    assert page.inner_text(f"{alert} .reason") == (
+        "paused itself (circuit_breaker): at least 50% of its attempts in 60 s (1 or more) failed or were retried."
+        " Fix the target, then resume it: counting starts afresh."
+    )
+    shot(page, "queue-tripped")
+    page.click(f"{alert} button.resume-tripped")
+    expect(page.locator("#notice")).to_have_text(f"queue {name} resumed")
+    resumed = client.get_queue(name).raw
+    assert (resumed["paused"], resumed["paused_reason"]) == (False, None)
+    expect(page.locator(alert)).to_have_count(0)
+
+
+def test_the_schedule_form_sets_catch_up_jitter_and_a_window(page: Any, client: Client, queue: str) -> None:
+    sign_in(page, queue)
+    page.click('nav button[data-view="schedules"]')
+    page.fill("#schedule-name", "morning")
+    page.fill("#schedule-when", "0 7 * * *")
+    page.fill("#schedule-timezone", "Europe/Paris")
+    page.fill("#schedule-body", '{"wake": true}')
+    page.select_option("#schedule-catch-up", "latest")
+    page.fill("#schedule-jitter", "90")
+    page.fill("#sf-window-timezone", "America/New_York")
+    page.fill("#sf-window-from", "08:00")
+    page.fill("#sf-window-to", "20:00")
+    page.uncheck('input[name="sf-window-day"][value="sun"]')
+    page.fill("#sf-window-exclude", "2026-12-25")
+    shot(page, "schedule-form")
+    page.click("#save-schedule")
+    expect(page.locator("#notice")).to_have_text("saved schedule morning")
+    stored = client.get_schedule(queue, "morning").raw
+    assert (stored["catch_up"], stored["jitter"], stored["window"]) == ("latest", 90, {
+        "timezone": "America/New_York", "days": ["mon", "tue", "wed", "thu", "fri", "sat"],
+        "from": "08:00", "to": "20:00", "exclude_dates": ["2026-12-25"],
+    })  # fmt: skip
+    row = '#schedules-table tr[data-schedule="morning"]'
+    assert page.inner_text(f"{row} td.policy") == "latest \N{MIDDLE DOT} up to 90 s"
+    window = "08:00\N{EN DASH}20:00 America/New_York mon\N{EN DASH}sat, not 2026-12-25"
+    assert page.inner_text(f"{row} td.window").splitlines()[0] == window
+    next_due = client.get_schedule(queue, "morning").next_due_at
+    assert page.inner_text(f"{row} td.next") == ", ".join(when(t) for t in next_due)
+    shot(page, "schedule-policies")
+
+
+def test_editing_a_schedule_changes_its_policies_and_keeps_the_rest(
+    page: Any, client: Client, receiver: RawReceiver, queue: str
+) -> None:
+    target = {"type": "http", "url": receiver.url(f"/{queue}-report"), "headers": {"X-Report": "daily"}}
+    end = datetime.now(UTC) + timedelta(days=30)
+    client.put_schedule(queue, "report", every=3600, body={"r": 1}, target=target, end_at=end, catch_up="all", jitter=5)
+    before = client.get_schedule(queue, "report").raw
+    sign_in(page, queue)
+    page.click('nav button[data-view="schedules"]')
+    page.click('#schedules-table tr[data-schedule="report"] button.schedule-edit')
+    assert (page.input_value("#schedule-when"), page.input_value("#schedule-jitter")) == ("3600", "5")
+    assert page.input_value("#schedule-catch-up") == "all"
+    page.select_option("#schedule-catch-up", "skip")
+    page.fill("#schedule-jitter", "600")
+    assert page.inner_text("#sf-kept") == f"Kept as they are (this form does not edit them): end_at {before['end_at']}"
+    shot(page, "schedule-edit")
+    page.click("#save-schedule")
+    expect(page.locator("#notice")).to_have_text("saved schedule report")
+    after = client.get_schedule(queue, "report").raw
+    kept = ("target", "end_at", "body", "every", "window")
+    assert (after["catch_up"], after["jitter"]) == ("skip", 600)
+    assert {k: after[k] for k in kept} == {k: before[k] for k in kept}
+
+
+def test_a_jitter_out_of_bounds_is_refused_before_saving_naming_the_field(
+    page: Any, client: Client, queue: str
+) -> None:
+    sign_in(page, queue)
+    page.click('nav button[data-view="schedules"]')
+    page.fill("#schedule-name", "spread")
+    page.fill("#schedule-when", "600")
+    page.fill("#schedule-body", "x")
+    page.fill("#schedule-jitter", "3601")
+    page.click("#save-schedule")
+    expect(page.locator("#sf-error")).to_have_text("jitter: must be an integer between 0 and 3600")
+    assert list(client.iter_schedules(queue)) == []

@@ -11,7 +11,7 @@ const $ = (selector) => document.querySelector(selector);
 
 const state = {
   queue: null, cursor: null, view: "queues", status: "", range: "hour",
-  queues: {}, editing: null, autoRefresh: true, refreshing: false, serverOrder: true,
+  queues: {}, editing: null, editingSchedule: null, autoRefresh: true, refreshing: false, serverOrder: true,
 };
 
 // The notice belongs to the view that wrote it: switching views clears it, and a loader whose view is
@@ -145,9 +145,10 @@ function fillQueueSelect(names) {
   select.value = state.queue || "";
 }
 
+// Where a target sends: its URL, queue URL or ARN.
 function targetText(target) {
   if (!target) return "";
-  return target.url || target.queue_url || "";
+  return target.url || target.queue_url || Object.entries(target).find(([k]) => k.endsWith("_arn"))?.[1] || "";
 }
 
 function queueRow(queue, counted) {
@@ -161,24 +162,50 @@ function queueRow(queue, counted) {
   const retry = queue.retry || {};
   limits.push(`retry ${retry.max_attempts}x`);
   if (queue.window) limits.push(`window ${windowText(queue.window)}`);
+  if (queue.circuit_breaker) limits.push(`breaker ${breakerText(queue.circuit_breaker)}`);
   cell(row, limits.join(", "), "limits");
   const paused = queue.paused_reason ? `paused (${queue.paused_reason})` : "paused";
-  cell(row, queue.paused ? paused : "active", `state ${queue.paused ? "status-failed" : "status-delivered"}`);
+  const stateClass = queue.paused ? `status-failed${queue.paused_reason ? " tripped" : ""}` : "status-delivered";
+  cell(row, queue.paused ? paused : "active", `state ${stateClass}`);
   STATUSES.forEach((s) => cell(row, counted ? counted[s] : "…", `count count-${s}`));
   const actions = document.createElement("td");
   actions.className = "actions";
   actions.append(
     button("Messages", "open", () => { selectQueue(name); show("messages"); }),
     button("Edit", "edit-queue", () => editQueue(name)),
-    button(queue.paused ? "Resume" : "Pause", "pause-toggle", () => guarded(async () => {
-      await api("POST", `${queuePath(name)}/${queue.paused ? "resume" : "pause"}`);
-      await loadQueues();
-      notice(`queue ${name} ${queue.paused ? "resumed" : "paused"}`);
-    })),
+    button(queue.paused ? "Resume" : "Pause", "pause-toggle", () => guarded(() => pauseOrResume(queue))),
     button("Delete…", "delete-queue danger", () => guarded(() => deleteQueue(name))),
   );
   row.appendChild(actions);
   return row;
+}
+
+async function pauseOrResume(queue) {
+  await api("POST", `${queuePath(queue.name)}/${queue.paused ? "resume" : "pause"}`);
+  await loadQueues();
+  notice(`queue ${queue.name} ${queue.paused ? "resumed" : "paused"}`);
+}
+
+// Queues that paused themselves, above the table: why, and a Resume (which starts a fresh window).
+function showTripped(queues) {
+  const tripped = queues.filter((q) => q.paused && q.paused_reason);
+  const lines = tripped.map((q) => {
+    const line = document.createElement("p");
+    line.dataset.queue = q.name;
+    const why = q.paused_reason === "circuit_breaker" && q.circuit_breaker
+      ? `at least ${percent(q.circuit_breaker.failure_ratio)} of its attempts in ${q.circuit_breaker.window} s ` +
+        `(${q.circuit_breaker.min_attempts} or more) failed or were retried.`
+      : `${q.paused_reason}.`;
+    const name = document.createElement("strong");
+    name.textContent = q.name;
+    const text = document.createElement("span");
+    text.className = "reason";
+    text.textContent = `paused itself (${q.paused_reason}): ${why} Fix the target, then resume it: counting starts afresh.`;
+    line.append(name, text, button("Resume", "resume-tripped", () => guarded(() => pauseOrResume(q))));
+    return line;
+  });
+  $("#tripped").replaceChildren(...lines);
+  $("#tripped").hidden = !lines.length;
 }
 
 async function fillCounts(row, stillWanted) {
@@ -202,6 +229,7 @@ async function loadQueues() {
   if (!latest()) return;
   state.queues = Object.fromEntries(queues.map((q) => [q.name, q]));
   fillQueueSelect(queues.map((q) => q.name));
+  showTripped(queues);
   const rows = queues.map((q) => queueRow(q, shown[q.name]));
   $("#queues-table tbody").replaceChildren(...rows);
   if (!queues.length) info("No queues yet: create one with New queue…", "queues");
@@ -228,11 +256,56 @@ const FORM_NUMBERS = {
   "#qf-max-concurrency": [null, "max_concurrency"], "#qf-timeout": [null, "timeout"],
 };
 
+// The API's bounds of the fields the console checks before saving, with the API's words for a refusal
+// (tests/clients/test_console_files.py keeps them equal to the API's own).
+const BOUNDS = {
+  "circuit_breaker.failure_ratio": { low: 0.01, high: 1, integer: false },
+  "circuit_breaker.min_attempts": { low: 1, high: 100000, integer: true },
+  "circuit_breaker.window": { low: 10, high: 86400, integer: true },
+  jitter: { low: 0, high: 3600, integer: true },
+};
+// The target types the queue form edits ("" is none); another kind is kept as it is.
+const FORM_TARGETS = ["http", "sqs", ""];
+const BREAKER_FIELDS = { "#qf-breaker-ratio": "failure_ratio", "#qf-breaker-min-attempts": "min_attempts", "#qf-breaker-window": "window" };
+
+// A number field's value within the API's bounds of `field`, or null when empty; a refusal names the field.
+function checkedNumber(selector, field) {
+  const input = $(selector);
+  const raw = input.value.trim();
+  if (input.validity.badInput) throw new Error(`${field}: must be a number`);
+  if (raw === "") return null;
+  const value = Number(raw);
+  const { low, high, integer } = BOUNDS[field];
+  const inside = Number.isFinite(value) && value >= low && value <= high;
+  if (integer && !(inside && Number.isInteger(value))) throw new Error(`${field}: must be an integer between ${low} and ${high}`);
+  if (!inside) throw new Error(`${field}: must be between ${low} and ${high}`);
+  return value;
+}
+
+// The form's circuit breaker; none when its three fields are empty (an empty one takes the API's default).
+function breakerFormDoc() {
+  const doc = {};
+  for (const [selector, key] of Object.entries(BREAKER_FIELDS)) {
+    const value = checkedNumber(selector, `circuit_breaker.${key}`);
+    if (value !== null) doc[key] = value;
+  }
+  return Object.keys(doc).length ? doc : null;
+}
+
+const percent = (ratio) => `${+(ratio * 100).toPrecision(3)}%`;
+
+// `pauses at ≥50% failed of ≥20 attempts in 300 s`: when a breaker pauses its queue.
+function breakerText(breaker) {
+  return `pauses at ≥${percent(breaker.failure_ratio)} failed of ≥${breaker.min_attempts} attempts in ${breaker.window} s`;
+}
+
 function openQueueForm(queue) {
   const form = $("#queue-form");
   form.reset();
   $("#qf-error").textContent = "";
   form.hidden = false;
+  $("#qf-target-type").querySelectorAll("option").forEach((o) => { if (!FORM_TARGETS.includes(o.value)) o.remove(); });
+  $("#qf-target-url").readOnly = false;
   state.editing = queue ? queue.name : null;
   $("#queue-form-title").textContent = queue ? `Edit queue ${queue.name}` : "New queue";
   $("#qf-name").value = queue ? queue.name : "";
@@ -240,6 +313,11 @@ function openQueueForm(queue) {
   $("#qf-secret-note").hidden = !(queue && queue.signing_secret_set);
   if (!queue) return $("#qf-name").focus();
   const target = queue.target;
+  // A target the form cannot edit (Lambda, SNS, ...) is shown and kept as it is.
+  if (target && !FORM_TARGETS.includes(target.type)) {
+    $("#qf-target-type").append(new Option(`${target.type} (kept as is)`, target.type));
+    $("#qf-target-url").readOnly = true;
+  }
   $("#qf-target-type").value = target ? target.type : "";
   $("#qf-target-url").value = targetText(target);
   for (const [selector, [group, key]] of Object.entries(FORM_NUMBERS)) {
@@ -247,31 +325,35 @@ function openQueueForm(queue) {
     $(selector).value = value === null || value === undefined ? "" : String(value);
   }
   $("#qf-failure-url").value = targetText(queue.failure_destination);
-  fillWindowForm(queue.window);
+  for (const [selector, key] of Object.entries(BREAKER_FIELDS)) {
+    $(selector).value = queue.circuit_breaker ? String(queue.circuit_breaker[key]) : "";
+  }
+  fillWindowForm("qf", queue.window);
   $("#qf-secret").placeholder = queue.signing_secret_set ? "set: type it again to keep it" : "none";
 }
 
 const WINDOW_DAYS = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
 
-function fillWindowForm(window) {
-  $("#qf-window-timezone").value = window ? window.timezone : "";
-  $("#qf-window-from").value = window ? window.from : "";
-  $("#qf-window-to").value = window ? window.to : "";
-  $("#qf-window-exclude").value = window ? window.exclude_dates.join(", ") : "";
-  document.querySelectorAll('input[name="qf-window-day"]').forEach((box) => {
+// The window fields of a form: `qf` (queue) or `sf` (schedule).
+function fillWindowForm(prefix, window) {
+  $(`#${prefix}-window-timezone`).value = window ? window.timezone : "";
+  $(`#${prefix}-window-from`).value = window ? window.from : "";
+  $(`#${prefix}-window-to`).value = window ? window.to : "";
+  $(`#${prefix}-window-exclude`).value = window ? window.exclude_dates.join(", ") : "";
+  document.querySelectorAll(`input[name="${prefix}-window-day"]`).forEach((box) => {
     box.checked = !window || window.days.includes(box.value);
   });
 }
 
 // The form's window as the API takes it; none when From, To and the time zone are all empty (the API
 // names a missing or bad field in its 400).
-function windowFormDoc() {
-  const timezone = $("#qf-window-timezone").value.trim();
-  const from = $("#qf-window-from").value.trim();
-  const to = $("#qf-window-to").value.trim();
+function windowFormDoc(prefix) {
+  const timezone = $(`#${prefix}-window-timezone`).value.trim();
+  const from = $(`#${prefix}-window-from`).value.trim();
+  const to = $(`#${prefix}-window-to`).value.trim();
   if (!timezone && !from && !to) return null;
-  const days = [...document.querySelectorAll('input[name="qf-window-day"]:checked')].map((box) => box.value);
-  const excluded = $("#qf-window-exclude").value.split(/[\s,]+/).filter(Boolean);
+  const days = [...document.querySelectorAll(`input[name="${prefix}-window-day"]:checked`)].map((box) => box.value);
+  const excluded = $(`#${prefix}-window-exclude`).value.split(/[\s,]+/).filter(Boolean);
   return { timezone: timezone || "UTC", days, from, to, ...(excluded.length ? { exclude_dates: excluded } : {}) };
 }
 
@@ -297,17 +379,18 @@ function placeOf(url) {
 }
 
 // The queue's document as PUT replaces it: the form's fields, and what the form does not show (target
-// headers, delays, ttl, flow control, circuit breaker) carried over from the queue being edited.
+// headers, a target of another kind, delays, ttl, flow control) carried over from the queue being edited.
 function queueFormDoc() {
   const existing = state.editing ? state.queues[state.editing] || {} : {};
   const doc = {};
-  for (const key of ["default_delay", "max_delay", "ttl", "flow_control", "circuit_breaker"]) {
+  for (const key of ["default_delay", "max_delay", "ttl", "flow_control"]) {
     if (existing[key] !== undefined && existing[key] !== null) doc[key] = existing[key];
   }
   const type = $("#qf-target-type").value;
   const url = $("#qf-target-url").value.trim();
   if (type === "http") doc.target = { type, url, ...(existing.target && existing.target.headers ? { headers: existing.target.headers } : {}) };
   if (type === "sqs") doc.target = { type, queue_url: url };
+  if (!FORM_TARGETS.includes(type)) doc.target = existing.target;
   for (const [selector, [group, key]] of Object.entries(FORM_NUMBERS)) {
     const raw = $(selector).value.trim();
     if (raw === "") continue;
@@ -316,7 +399,9 @@ function queueFormDoc() {
   }
   const failure = $("#qf-failure-url").value.trim();
   if (failure) doc.failure_destination = placeOf(failure);
-  const window = windowFormDoc();
+  const breaker = breakerFormDoc();
+  if (breaker) doc.circuit_breaker = breaker;
+  const window = windowFormDoc("qf");
   if (window) doc.window = window;
   const secret = $("#qf-secret").value;
   if (secret) doc.signing_secret = secret;
@@ -646,10 +731,26 @@ function scheduleRow(s) {
   const row = document.createElement("tr");
   row.dataset.schedule = s.name;
   cell(row, s.name, "mono");
-  cell(row, s.cron ? s.cron : `every ${s.every} s`, "mono");
+  cell(row, s.cron ? s.cron : `every ${s.every} s`, "mono when");
   cell(row, s.timezone || "UTC");
   cell(row, s.paused ? "paused" : "active");
-  cell(row, (s.next_due_at || []).map(when).join(", "), "mono next");
+  // Each time whole on its line (a time cut inside its date reads wrong).
+  const next = cell(row, "", "mono next");
+  (s.next_due_at || []).forEach((at, i) => {
+    const time = document.createElement("span");
+    time.textContent = when(at);
+    next.append(...(i ? [", "] : []), time);
+  });
+  cell(row, `${s.catch_up || "skip"} · ${s.jitter ? `up to ${s.jitter} s` : "none"}`, "policy");
+  const place = [s.window ? windowText(s.window) : "queue's window", s.target ? `to ${targetText(s.target)}` : ""];
+  const placeCell = cell(row, place.filter(Boolean).join(" · "), "window");
+  if (s.window) {
+    // next_due_at is when each occurrence is due: one due outside the window is delivered at its opening.
+    const hint = document.createElement("div");
+    hint.className = "hint";
+    hint.textContent = "an occurrence due outside it waits for its next opening";
+    placeCell.appendChild(hint);
+  }
   cell(row, short(s.body), "body mono");
   row.appendChild(scheduleActions(s));
   return row;
@@ -658,7 +759,9 @@ function scheduleRow(s) {
 function scheduleActions(s) {
   const path = `${queuePath(state.queue)}/schedules/${enc(s.name)}`;
   const actions = document.createElement("td");
+  actions.className = "actions";
   actions.append(
+    button("Edit", "schedule-edit", () => openScheduleForm(s)),
     button(s.paused ? "Resume" : "Pause", "schedule-toggle", () => guarded(async () => {
       await api("POST", `${path}/${s.paused ? "resume" : "pause"}`);
       await loadSchedules();
@@ -687,17 +790,63 @@ function parsed(text) {
   }
 }
 
-async function saveSchedule() {
-  if (!state.queue) return notice("Pick a queue first.", true);
-  const name = $("#schedule-name").value.trim();
+// What a schedule's PUT carries over from the schedule being edited (the form does not show them).
+const SCHEDULE_KEPT = ["start_at", "end_at", "flow_key", "priority"];
+
+// The schedule form empty (a new schedule), or filled with `s` to edit it.
+function openScheduleForm(s) {
+  $("#schedule-form").reset();
+  $("#sf-error").textContent = "";
+  state.editingSchedule = s;
+  $("#schedule-form-title").textContent = s ? `Edit schedule ${s.name}` : "New schedule";
+  $("#schedule-name").readOnly = Boolean(s);
+  fillWindowForm("sf", s ? s.window : null);
+  const kept = s ? SCHEDULE_KEPT.filter((k) => s[k] !== null && s[k] !== undefined && !(k === "priority" && s[k] === 5)) : [];
+  $("#sf-kept").textContent = `Kept as they are (this form does not edit them): ${kept.map((k) => `${k} ${s[k]}`).join(", ")}`;
+  $("#sf-kept").hidden = !kept.length;
+  if (!s) return;
+  $("#schedule-name").value = s.name;
+  $("#schedule-when").value = s.cron || String(s.every);
+  $("#schedule-timezone").value = s.timezone || "";
+  $("#schedule-body").value = typeof s.body === "string" ? s.body : JSON.stringify(s.body);
+  $("#schedule-target-url").value = targetText(s.target);
+  $("#schedule-catch-up").value = s.catch_up || "skip";
+  $("#schedule-jitter").value = s.jitter ? String(s.jitter) : "";
+  $("#schedule-name").scrollIntoView({ block: "nearest" });
+}
+
+// The schedule as PUT replaces it: the form's fields, and what the form does not show (bounds, flow key,
+// priority, an unchanged target's headers or kind) carried over from the schedule being edited.
+function scheduleFormDoc() {
+  const edited = state.editingSchedule;
+  const existing = edited && edited.queue === state.queue ? edited : {};
+  const doc = {};
+  for (const key of SCHEDULE_KEPT) {
+    if (existing[key] !== undefined && existing[key] !== null) doc[key] = existing[key];
+  }
   const rule = $("#schedule-when").value.trim();
-  const doc = /^\d+(\.\d+)?$/.test(rule) ? { every: Number(rule) } : { cron: rule };
+  if (/^\d+(\.\d+)?$/.test(rule)) doc.every = Number(rule);
+  else doc.cron = rule;
   const timezone = $("#schedule-timezone").value.trim();
   if (timezone) doc.timezone = timezone;
   const body = $("#schedule-body").value.trim();
   if (body) doc.body = parsed(body);
-  await api("PUT", `${queuePath(state.queue)}/schedules/${enc(name)}`, doc);
-  $("#schedule-form").reset();
+  const target = $("#schedule-target-url").value.trim();
+  if (target) doc.target = target === targetText(existing.target) ? existing.target : placeOf(target);
+  doc.catch_up = $("#schedule-catch-up").value;
+  const jitter = checkedNumber("#schedule-jitter", "jitter");
+  if (jitter !== null) doc.jitter = jitter;
+  const window = windowFormDoc("sf");
+  if (window) doc.window = window;
+  return doc;
+}
+
+async function saveSchedule() {
+  if (!state.queue) return notice("Pick a queue first.", true);
+  const name = $("#schedule-name").value.trim();
+  if (!name) throw new Error("name: a schedule needs a name");
+  await api("PUT", `${queuePath(state.queue)}/schedules/${enc(name)}`, scheduleFormDoc());
+  openScheduleForm(null);
   await loadSchedules();
   notice(`saved schedule ${name}`);
 }
@@ -999,6 +1148,9 @@ function wire() {
   });
   $("#refresh-queues").addEventListener("click", () => guarded(loadQueues));
   $("#new-queue").addEventListener("click", () => openQueueForm(null));
+  $("#qf-target-type").addEventListener("change", (e) => {
+    $("#qf-target-url").readOnly = !FORM_TARGETS.includes(e.target.value);
+  });
   $("#cancel-queue-form").addEventListener("click", () => { $("#queue-form").hidden = true; state.editing = null; });
   // A refused save is said next to the Save button too, where the eye is.
   $("#queue-form").addEventListener("submit", (e) => {
@@ -1032,7 +1184,12 @@ function wire() {
     notice(operationText(op), op.status !== "succeeded");
   }));
   $("#operation-form").addEventListener("submit", (e) => { e.preventDefault(); guarded(startOperation); });
-  $("#schedule-form").addEventListener("submit", (e) => { e.preventDefault(); guarded(saveSchedule); });
+  $("#schedule-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    $("#sf-error").textContent = "";
+    guarded(() => saveSchedule().catch((error) => { $("#sf-error").textContent = error.message; throw error; }));
+  });
+  $("#new-schedule").addEventListener("click", () => openScheduleForm(null));
   document.querySelectorAll("#chart-range button").forEach((b) => b.addEventListener("click", () => {
     state.range = b.dataset.range;
     document.querySelectorAll("#chart-range button").forEach((o) => o.classList.toggle("active", o === b));
