@@ -160,8 +160,8 @@ def stack_settings(
         allow_private_callbacks=env.allow_private_callbacks or args.allow_private_callbacks,
         api_key=None,  # shipped to every task with the planner, and not needed there
     )
-    rules = {kind: stack.service_targets(kind) for kind in contract.SERVICE_TARGETS}
-    log("target_rules", sqs=stack.sqs_targets, **rules, private_callbacks=stack.allow_private_callbacks)
+    services = {kind: stack.service_targets(kind) for kind in contract.SERVICE_TARGETS}
+    log("target_rules", sqs=stack.sqs_targets, services=services, private_callbacks=stack.allow_private_callbacks)
     return stack
 
 
