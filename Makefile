@@ -179,6 +179,8 @@ spark-sample: $(STAMP) check-java
 
 spark-schedule: $(STAMP) check-java
 	@if [ "$(INPUT)" = "$(SAMPLE)" ]; then $(BIN)/python -m pipeline sample --create-queues $(SPARK_API) --endpoint-url $(SPARK_ENDPOINT); fi
+	@# Rows' targets are checked against the allow-lists `make dev`'s functions apply (devstack.config).
+	eval "$$($(BIN)/python -m devstack.config)" && \
 	$(BIN)/python -m pipeline schedule --input $(INPUT) --endpoint-url $(SPARK_ENDPOINT) $(STACK_ARGS) $(if $(NOW),--now $(NOW)) \
 		$(SCHEDULE_ARGS) --rejects pipeline/out/rejects.csv --summary pipeline/out/schedule-summary.json
 

@@ -73,7 +73,11 @@ def build(app: cdk.App) -> HourglassStack:
     if _bool(app, "hourglass:analytics", False):
         schedules = _bool(app, "hourglass:analytics_schedule", False)
         AnalyticsStack(
-            app, ANALYTICS_STACK_ID, table=stack.table, timer_queue=stack.timer_queue if schedules else None
+            app,
+            ANALYTICS_STACK_ID,
+            table=stack.table,
+            timer_queue=stack.timer_queue if schedules else None,
+            target_environment=stack.target_environment if schedules else None,
         )
     return stack
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -49,6 +50,21 @@ def deploy_mode(value: str) -> str:
         raise ValueError(f"HOURGLASS_DEPLOY={value!r}: expected {expected}") from None
 
 
+def function_environment(env: Mapping[str, str]) -> dict[str, str]:
+    """The functions' variables as the local runtime runs them: `env` over the local defaults."""
+    local = {c.ALLOW_PRIVATE_CALLBACKS: "1", c.SQS_TARGETS: LOCAL_SQS_TARGETS}
+    local.update({name: LOCAL_SERVICE_TARGETS for name in c.SERVICE_TARGETS.values()})
+    return {**local, **env}
+
+
+def target_exports(env: Mapping[str, str]) -> str:
+    """Shell exports of the variables the local functions check targets against, for a job that checks them
+    as they do (`make spark-schedule`: eval "$(python -m devstack.config)")."""
+    functions = function_environment(env)
+    names = (c.SQS_TARGETS, *c.SERVICE_TARGETS.values(), c.ALLOW_PRIVATE_CALLBACKS)
+    return "\n".join(f"export {name}={shlex.quote(functions[name])}" for name in names)
+
+
 @dataclass(frozen=True)
 class RuntimeConfig:
     api_port: int = 8080
@@ -84,9 +100,7 @@ class RuntimeConfig:
     def from_env(cls, env: Mapping[str, str] | None = None) -> RuntimeConfig:
         env = os.environ if env is None else env
         # The functions' settings are read as the functions read them; only the local defaults differ.
-        local = {c.ALLOW_PRIVATE_CALLBACKS: "1", c.SQS_TARGETS: LOCAL_SQS_TARGETS}
-        local.update({name: LOCAL_SERVICE_TARGETS for name in c.SERVICE_TARGETS.values()})
-        engine = Settings.from_env({**local, **env})
+        engine = Settings.from_env(function_environment(env))
         return cls(
             api_port=int(env.get("HOURGLASS_API_PORT", "8080")),
             emulator_port=int(env.get("HOURGLASS_EMULATOR_PORT", "4566")),
@@ -128,3 +142,7 @@ class RuntimeConfig:
             "hourglass:eventbridge_targets": self.eventbridge_targets,
             "hourglass:stepfunctions_targets": self.stepfunctions_targets,
         }
+
+
+if __name__ == "__main__":
+    print(target_exports(os.environ))

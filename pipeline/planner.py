@@ -13,12 +13,16 @@ from hourglass.adapters import http_target
 from hourglass.adapters.items import message_to_item
 from hourglass.core import ids, schedule, validation
 from hourglass.core.admission import admit
-from hourglass.core.model import HttpTarget, Queue, Status
+from hourglass.core.model import Queue, Status
 from hourglass.core.timestamps import to_ms
 from hourglass.errors import ValidationError
+from hourglass.service.targets import check_target
+from hourglass.settings import Settings
 
 # validation.new_message names fields after their place in a REST batch; a row has no batch.
 _BATCH_PREFIX = "messages[0]."
+# A stack that allows no SQS or AWS service target and no callback to a private address.
+STRICT = Settings(table="", timer_queue_url="")
 # (queue, id, dedup_id, status, due_ms, sweep_pk, sweep_sk, item, error)
 Plan = tuple[str | None, str | None, str | None, str | None, int | None, str | None, str | None, str | None, str | None]
 
@@ -37,7 +41,9 @@ class Planner:
     now: datetime
     source: str
     keys: KeySettings = KeySettings()
-    allow_private_callbacks: bool = False
+    # The stack's settings a target is checked against, as the API checks it (allow-lists, private
+    # callbacks, its own resources).
+    stack: Settings = STRICT
     _checked_hosts: dict[tuple[str, int], str | None] = field(default_factory=dict)
 
     def plan(self, row: int, text: str | None, key: str | None = None) -> Plan:
@@ -56,8 +62,7 @@ class Planner:
         if queue is None:
             raise ValidationError("queue", f"queue {name} does not exist")
         request = validation.new_message(doc, 0, queue.settings, self.now)
-        if isinstance(request.target, HttpTarget) and not self.allow_private_callbacks:
-            self._check_url(request.target.url)
+        check_target(self.stack, request.target, "target", self._check_url)
         message_id = ids.deterministic_id(name, request.dedup_id or f"row:{key}")
         message = admit(queue, request, self.now, message_id)
         sweep = (
@@ -96,7 +101,7 @@ class Planner:
                 self._checked_hosts[key] = exc.detail
         problem = self._checked_hosts[key]
         if problem is not None:
-            raise ValidationError("target", problem)
+            raise ValidationError("url", problem)
 
 
 def _document(text: str | None) -> dict[str, object]:

@@ -12,14 +12,17 @@ import math
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import PurePosixPath
 from typing import Any
 
+from hourglass import contract
 from hourglass.core.handoff import Timing
 from hourglass.core.timestamps import ceil_ms, format_rfc3339, parse_rfc3339
 from hourglass.logs import log
+from hourglass.settings import Settings
 from pyspark import SparkContext, StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
@@ -47,7 +50,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--allow-private-callbacks",
         action="store_true",
-        help="accept callback URLs on loopback/private addresses (the local runtime's default)",
+        help="accept callback URLs on loopback/private addresses (the local runtime's default; "
+        "also when HOURGLASS_ALLOW_PRIVATE_CALLBACKS=1)",
     )
     p.add_argument("--dry-run", action="store_true", help="validate and write rejects; store nothing")
     p.add_argument(
@@ -138,9 +142,27 @@ def _plan(
         now=now,
         source=args.source_name or PurePosixPath(args.input.rstrip("/")).name,
         keys=KeySettings(shards=timing.shards, bucket_seconds=timing.bucket_seconds),
-        allow_private_callbacks=args.allow_private_callbacks,
+        stack=stack_settings(args, target),
     )
     return plan.persist(StorageLevel.MEMORY_AND_DISK)
+
+
+def stack_settings(
+    args: argparse.Namespace, target: deployment.Deployment, environ: Mapping[str, str] | None = None
+) -> Settings:
+    """What a row's target is checked against: the stack's allow-lists read as its functions read them (the
+    HOURGLASS_* variables; the analytics stack sets them on the driver), with this deployment's timer queue."""
+    env = Settings.from_env(environ)
+    stack = replace(
+        env,
+        timer_queue_url=target.timer_queue_url or env.timer_queue_url,
+        stack_name=env.stack_name or args.stack,
+        allow_private_callbacks=env.allow_private_callbacks or args.allow_private_callbacks,
+        api_key=None,  # shipped to every task with the planner, and not needed there
+    )
+    services = {kind: stack.service_targets(kind) for kind in contract.SERVICE_TARGETS}
+    log("target_rules", sqs=stack.sqs_targets, services=services, private_callbacks=stack.allow_private_callbacks)
+    return stack
 
 
 def _store(

@@ -7,12 +7,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from hourglass.core.model import Queue, Status
+from hourglass.settings import Settings
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from pipeline import cells
-from pipeline.planner import KeySettings, Planner
+from pipeline.planner import STRICT, KeySettings, Planner
 
 PLAN_FIELDS = T.StructType(
     [
@@ -74,7 +75,7 @@ def plan_messages(
     now: datetime,
     source: str,
     keys: KeySettings = KeySettings(),
-    allow_private_callbacks: bool = False,
+    stack: Settings = STRICT,
 ) -> DataFrame:
     """`row`, `doc` (and `key`) -> one planned message or reject reason (`error`) per row.
 
@@ -88,7 +89,7 @@ def plan_messages(
         # Built once per task (not per row): the queue settings and the resolved-host cache are reused.
         planner = planners.get(0)
         if planner is None:
-            planner = Planner(shared.value, now, source, keys, allow_private_callbacks)
+            planner = Planner(shared.value, now, source, keys, stack)
             planners[0] = planner
         return planner.plan(row, doc, key)
 

@@ -6,6 +6,7 @@ report; given the timer queue as well, it may also store bulk-scheduled messages
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from aws_cdk import CfnOutput, Stack
@@ -32,13 +33,17 @@ class AnalyticsStack(Stack):
         *,
         table: dynamodb.ITable | None = None,
         timer_queue: sqs.IQueue | None = None,
+        target_environment: Mapping[str, str] | None = None,
         release_label: str = RELEASE_LABEL,
         capacity: SparkCapacity = SparkCapacity(),
         **stack_props: Any,
     ) -> None:
         stack_props.setdefault("description", "Hourglass analytics: EMR Serverless for the PySpark pipeline")
         super().__init__(scope, construct_id, **stack_props)
-        spark = SparkAnalytics(self, "Spark", release_label=release_label, capacity=capacity)
+        # The schedule job checks each row's target as the functions do, against the same variables.
+        spark = SparkAnalytics(
+            self, "Spark", release_label=release_label, capacity=capacity, driver_environment=target_environment
+        )
         role = spark.job_role
 
         if table is not None:

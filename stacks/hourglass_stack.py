@@ -34,6 +34,8 @@ VISIBILITY_TIMEOUT_FACTOR = 6
 DISPATCH_BATCH_SIZE = 10
 MAX_RECEIVE_COUNT = 10
 _OFF = {"false", "0", "no", "off"}
+# The functions' variables (besides those _grant_service_targets sets) that decide whether a target is allowed.
+TARGET_SETTINGS = (contract.SQS_TARGETS, contract.TIMER_DLQ_URL, contract.ALLOW_PRIVATE_CALLBACKS)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -154,16 +156,15 @@ class HourglassStack(Stack):
         # For stacks built on this one (the optional analytics stack).
         self.table = store.table
         self.timer_queue = timer.queue
+        environment = settings.environment(
+            table_name=store.table.table_name, timer_queue_url=timer.queue.queue_url, timer_dlq_url=timer.dlq.queue_url
+        )
         # The construct id stays "Workers": another id would replace the deployed functions.
         functions = Functions(
             self,
             "Workers",
             code_dir=lambdas_dir,
-            environment=settings.environment(
-                table_name=store.table.table_name,
-                timer_queue_url=timer.queue.queue_url,
-                timer_dlq_url=timer.dlq.queue_url,
-            ),
+            environment=environment,
             ingest=INGEST,
             sweeper=SWEEPER,
             dispatcher=DISPATCHER,
@@ -194,7 +195,11 @@ class HourglassStack(Stack):
                 fn.add_to_role_policy(
                     iam.PolicyStatement(sid=sid, actions=["sqs:SendMessage"], resources=settings.sqs_target_arns(self))
                 )
-        self._grant_service_targets(settings, functions)
+        # What the functions check a target against, for jobs that admit messages themselves (the bulk loader).
+        self.target_environment = {
+            **{name: environment[name] for name in TARGET_SETTINGS},
+            **self._grant_service_targets(settings, functions),
+        }
         # A scheduled sweep with more due than one invocation can claim invokes the sweeper itself
         # (fan-out invocations; the statement id predates that name). A policy of its own: in the
         # role's default policy the function's ARN would make a dependency cycle (the function
@@ -269,20 +274,22 @@ class HourglassStack(Stack):
         for name, value in settings.layout_outputs().items():
             CfnOutput(self, name, value=value)
 
-    def _grant_service_targets(self, settings: HourglassSettings, functions: Functions) -> None:
+    def _grant_service_targets(self, settings: HourglassSettings, functions: Functions) -> dict[str, str]:
         """Every function learns the allow-lists (ingest checks them at create) and the stack's name (its own
         resources are never targets); the dispatcher delivers to exactly those resources, the sweeper sends
-        the failure notices left in the outbox to them."""
+        the failure notices left in the outbox to them. Returns the variables it set."""
         workers = (functions.ingest, functions.sweeper, functions.dispatcher)
+        allowed = {kind: settings.service_target_arns(self, kind) for kind in aws_targets.KINDS.values()}
+        added = {contract.STACK_NAME: self.stack_name}
+        added.update({contract.SERVICE_TARGETS[kind.type]: ",".join(arns) for kind, arns in allowed.items()})
         for fn in workers:
-            fn.add_environment(contract.STACK_NAME, self.stack_name)
-        for kind in aws_targets.KINDS.values():
-            arns = settings.service_target_arns(self, kind)
-            for fn in workers:
-                fn.add_environment(contract.SERVICE_TARGETS[kind.type], ",".join(arns))
+            for name, value in added.items():
+                fn.add_environment(name, value)
+        for kind, arns in allowed.items():
             if not arns:
                 continue
             sid = kind.type.capitalize()
             for fn, role in ((functions.dispatcher, "DeliverTo"), (functions.sweeper, "NotifyTo")):
                 statement = iam.PolicyStatement(sid=f"{role}{sid}Targets", actions=[kind.action], resources=arns)
                 fn.add_to_role_policy(statement)
+        return added

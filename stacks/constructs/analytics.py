@@ -6,6 +6,7 @@ DynamoDB exports. What the role may do beyond this bucket is granted by the stac
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from aws_cdk import Duration, RemovalPolicy, Stack
@@ -32,6 +33,8 @@ OBJECT_ACTIONS = [
     "s3:ListMultipartUploadParts",
 ]
 BUCKET_ACTIONS = ["s3:ListBucket", "s3:GetBucketLocation", "s3:ListBucketMultipartUploads"]
+# A variable every job's driver gets: spark-defaults property prefix.
+DRIVER_ENV = "spark.emr-serverless.driverEnv."
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,9 +78,13 @@ class SparkAnalytics(Construct):
         *,
         release_label: str = RELEASE_LABEL,
         capacity: SparkCapacity = SparkCapacity(),
+        driver_environment: Mapping[str, str] | None = None,
         removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
     ) -> None:
+        """`driver_environment`: variables every job's driver gets (empty values are left out: unset reads the same)."""
         super().__init__(scope, construct_id)
+        defaults = capacity.spark_defaults()
+        defaults.update({DRIVER_ENV + name: value for name, value in (driver_environment or {}).items() if value})
         self.bucket = private_bucket(
             self,
             "Bucket",
@@ -101,7 +108,7 @@ class SparkAnalytics(Construct):
             ),
             runtime_configuration=[
                 emrserverless.CfnApplication.ConfigurationObjectProperty(
-                    classification="spark-defaults", properties=capacity.spark_defaults()
+                    classification="spark-defaults", properties=defaults
                 )
             ],
             auto_start_configuration=emrserverless.CfnApplication.AutoStartConfigurationProperty(enabled=True),

@@ -9,11 +9,18 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Match, Template
+from hourglass import contract
 
 import app as hourglass_app
-from stacks.constructs.analytics import SparkCapacity
+from stacks.constructs.analytics import DRIVER_ENV, SparkCapacity
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def spark_defaults(template: Template) -> dict[str, Any]:
+    (application,) = template.find_resources("AWS::EMRServerless::Application").values()
+    (defaults,) = application["Properties"]["RuntimeConfiguration"]
+    return dict(defaults["Properties"])
 
 
 def build(**context: object) -> cdk.App:
@@ -169,3 +176,24 @@ def test_scheduling_may_write_the_table_and_send_timers(scheduling: Template) ->
 
 def test_outputs_name_application_role_and_bucket(template: Template) -> None:
     assert {"ApplicationId", "JobRoleArn", "BucketName", "LogUri"} <= set(template.find_outputs("*"))
+
+
+def test_the_schedule_jobs_driver_gets_the_target_allow_lists_the_functions_get() -> None:
+    context = {"hourglass:sqs_targets": "orders-*", "hourglass:lambda_targets": "billing-*"}
+    app = build(**{"hourglass:analytics": "true", "hourglass:analytics_schedule": "true", **context})
+    functions = Template.from_stack(app.node.find_child(hourglass_app.STACK_ID)).find_resources("AWS::Lambda::Function")
+    ingest = next(f for f in functions.values() if contract.TABLE in f["Properties"]["Environment"]["Variables"])
+    spark = app.node.find_child(hourglass_app.ANALYTICS_STACK_ID)
+    assert isinstance(spark, cdk.Stack)
+    defaults = spark_defaults(Template.from_stack(spark))
+
+    names = (contract.SQS_TARGETS, contract.SERVICE_TARGETS["lambda"], contract.STACK_NAME)
+    assert {n: defaults[DRIVER_ENV + n] for n in names} == {
+        n: ingest["Properties"]["Environment"]["Variables"][n] for n in names
+    }
+    assert defaults[DRIVER_ENV + contract.SQS_TARGETS] == "orders-*"
+    assert DRIVER_ENV + contract.TIMER_DLQ_URL in defaults
+
+
+def test_read_only_jobs_get_no_allow_lists(template: Template) -> None:
+    assert not [name for name in spark_defaults(template) if name.startswith(DRIVER_ENV + "HOURGLASS_")]

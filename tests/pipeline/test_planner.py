@@ -3,22 +3,34 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
+from hourglass import contract
 from hourglass.core import validation
 from hourglass.core.model import Queue
 from hourglass.errors import ValidationError
 
-from pipeline import cells
-from pipeline.planner import Planner
+from pipeline import cells, schedule_job
+from pipeline.deployment import Deployment
+from pipeline.planner import STRICT, Planner
 
 NOW = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
 QUEUES = {"orders": Queue("orders", validation.queue_settings({"max_delay": 3600}), NOW)}
+TIMER_QUEUE = "https://sqs.us-east-1.amazonaws.com/123456789012/Hourglass-TimerQueue"
+# As a stack deployed with hourglass:sqs_targets=["target*"] and hourglass:lambda_targets=["target*"].
+STACK = replace(STRICT, timer_queue_url=TIMER_QUEUE, sqs_targets="target*", lambda_targets="target*")
 
 
 def plan(doc: object, row: int = 1, source: str = "in.csv", allow_private: bool = False) -> tuple[object, ...]:
-    return Planner(QUEUES, NOW, source, allow_private_callbacks=allow_private).plan(row, json.dumps(doc))
+    stack = replace(STACK, allow_private_callbacks=allow_private)
+    return Planner(QUEUES, NOW, source, stack=stack).plan(row, json.dumps(doc))
+
+
+def sqs_row(name: str) -> dict[str, object]:
+    url = f"https://sqs.us-east-1.amazonaws.com/123456789012/{name}"
+    return {"queue": "orders", "body": 1, "target": {"type": "sqs", "queue_url": url}}
 
 
 @pytest.mark.parametrize(
@@ -60,6 +72,40 @@ def test_private_callback_is_refused_unless_allowed() -> None:
 
     assert plan(doc)[-1] == "target: host '127.0.0.1' resolves to a private or reserved address"
     assert plan(doc, allow_private=True)[-1] is None
+
+
+def test_sqs_target_the_stack_does_not_allow_is_rejected() -> None:
+    reason = plan(sqs_row("payments"))[-1]
+
+    assert reason.startswith("target.queue_url: is not an allowed SQS target")
+
+
+def test_sqs_target_the_stack_allows_is_planned() -> None:
+    planned = plan(sqs_row("target-orders"))
+
+    assert planned[-1] is None
+    assert planned[3] == "pending"
+
+
+def test_the_timer_queue_is_never_a_target() -> None:
+    assert plan(sqs_row("Hourglass-TimerQueue"))[-1] == "target.queue_url: is one of Hourglass's own queues"
+
+
+def test_lambda_target_the_stack_does_not_allow_is_rejected() -> None:
+    arn = "arn:aws:lambda:us-east-1:123456789012:function:billing"
+    reason = plan({"queue": "orders", "body": 1, "target": {"type": "lambda", "function_arn": arn}})[-1]
+
+    assert reason.startswith("target.function_arn: is not an allowed target")
+
+
+def test_the_job_checks_rows_against_the_allow_lists_the_stack_sets_in_its_environment() -> None:
+    args = schedule_job.parser().parse_args(["--input", "in.csv"])
+    env = {contract.SQS_TARGETS: "payments"}
+    stack = schedule_job.stack_settings(args, Deployment(table="t", timer_queue_url=TIMER_QUEUE), env)
+    planner = Planner(QUEUES, NOW, "in.csv", stack=stack)
+
+    assert planner.plan(1, json.dumps(sqs_row("payments")))[-1] is None
+    assert str(planner.plan(2, json.dumps(sqs_row("target-orders")))[-1]).startswith("target.queue_url: is not")
 
 
 def test_row_that_is_not_an_object_is_rejected() -> None:

@@ -11,13 +11,18 @@ from hourglass.core.model import AwsTarget, HttpTarget, LaterTarget, Message, Qu
 from hourglass.core.sqs_targets import SqsTargetRule
 from hourglass.errors import DeliveryError, ValidationError
 from hourglass.service.context import Context
+from hourglass.settings import Settings
 
 
 def check_allowed(ctx: Context, target: Target | None, field: str) -> None:
-    """A 400 naming `field` for an SQS queue or AWS service target the stack does not allow (or one of its own
-    resources), or a callback to a private address when those are not allowed."""
+    """A 400 naming `field` for a target the stack does not allow (see `check_target`)."""
+    check_target(ctx.settings, target, field, lambda url: ctx.check_url(url, allow_private=False))
+
+
+def check_target(settings: Settings, target: Target | None, field: str, check_url: Callable[[str], None]) -> None:
+    """A 400 naming `field` for an SQS queue or AWS service target `settings` do not allow (or one of the stack's
+    own resources), or a callback to a private address when those are not allowed (`check_url` refuses those)."""
     if isinstance(target, SqsTarget):
-        settings = ctx.settings
         reserved = (settings.timer_queue_url, settings.timer_dlq_url)
         why = sqs_targets.refusal(target.queue_url, SqsTargetRule.parse(settings.sqs_targets), reserved=reserved)
         if why:
@@ -25,15 +30,15 @@ def check_allowed(ctx: Context, target: Target | None, field: str) -> None:
         return
     if isinstance(target, AwsTarget):
         kind = aws_targets.kind_of(target)
-        spec = ctx.settings.service_targets(kind.type)
-        reason = aws_targets.refusal(target, spec, stack_name=ctx.settings.stack_name)
+        spec = settings.service_targets(kind.type)
+        reason = aws_targets.refusal(target, spec, stack_name=settings.stack_name)
         if reason:
             raise ValidationError(f"{field}.{kind.field}", reason)
         return
-    if ctx.settings.allow_private_callbacks or not isinstance(target, (HttpTarget, LaterTarget)):
+    if settings.allow_private_callbacks or not isinstance(target, (HttpTarget, LaterTarget)):
         return
     try:
-        ctx.check_url(target.url, allow_private=False)
+        check_url(target.url)
     except ValidationError as exc:
         raise ValidationError(field, exc.detail) from exc
 
