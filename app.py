@@ -78,6 +78,7 @@ def build(app: cdk.App) -> HourglassStack:
             table=stack.table,
             timer_queue=stack.timer_queue if schedules else None,
             target_environment=stack.target_environment if schedules else None,
+            layout_stack_name=stack.stack_name if schedules else None,
         )
     return stack
 

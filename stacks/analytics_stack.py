@@ -21,6 +21,8 @@ from stacks.constructs.analytics import LOG_PREFIX, RELEASE_LABEL, SparkAnalytic
 TABLE_READ_ACTIONS = ["dynamodb:Scan", "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:DescribeTable"]
 TABLE_WRITE_ACTIONS = ["dynamodb:BatchWriteItem"]
 TIMER_SEND_ACTIONS = ["sqs:SendMessage"]  # also authorizes SendMessageBatch
+# The schedule job reads the due-index layout (shards, bucket, look-ahead) from the Hourglass stack's outputs.
+LAYOUT_READ_ACTIONS = ["cloudformation:DescribeStacks"]
 
 
 class AnalyticsStack(Stack):
@@ -34,6 +36,7 @@ class AnalyticsStack(Stack):
         table: dynamodb.ITable | None = None,
         timer_queue: sqs.IQueue | None = None,
         target_environment: Mapping[str, str] | None = None,
+        layout_stack_name: str | None = None,
         release_label: str = RELEASE_LABEL,
         capacity: SparkCapacity = SparkCapacity(),
         **stack_props: Any,
@@ -56,6 +59,13 @@ class AnalyticsStack(Stack):
             )
             role.add_to_policy(
                 iam.PolicyStatement(sid="HandOff", actions=TIMER_SEND_ACTIONS, resources=[timer_queue.queue_arn])
+            )
+        if table is not None and timer_queue is not None and layout_stack_name is not None:
+            stack_arn = self.format_arn(
+                service="cloudformation", resource="stack", resource_name=f"{layout_stack_name}/*"
+            )
+            role.add_to_policy(
+                iam.PolicyStatement(sid="ReadLayout", actions=LAYOUT_READ_ACTIONS, resources=[stack_arn])
             )
 
         CfnOutput(self, "ApplicationId", value=spark.application.attr_application_id)

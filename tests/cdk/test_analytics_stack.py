@@ -174,6 +174,22 @@ def test_scheduling_may_write_the_table_and_send_timers(scheduling: Template) ->
     assert {"dynamodb:BatchWriteItem", "dynamodb:BatchGetItem", "sqs:SendMessage"} <= set(actions)
 
 
+def test_scheduling_may_read_the_hourglass_stacks_layout_outputs(scheduling: Template) -> None:
+    # The schedule job reads shards, bucket width and look-ahead from the stack's outputs (`resolve_timing`).
+    statements = [
+        s
+        for policy in scheduling.find_resources("AWS::IAM::Policy").values()
+        for s in policy["Properties"]["PolicyDocument"]["Statement"]
+        if s["Action"] == "cloudformation:DescribeStacks"
+    ]
+    assert len(statements) == 1
+    assert f":stack/{hourglass_app.STACK_ID}/*" in json.dumps(statements[0]["Resource"])
+
+
+def test_read_only_jobs_may_not_describe_stacks(template: Template) -> None:
+    assert "cloudformation:DescribeStacks" not in allowed_actions(template)
+
+
 def test_outputs_name_application_role_and_bucket(template: Template) -> None:
     assert {"ApplicationId", "JobRoleArn", "BucketName", "LogUri"} <= set(template.find_outputs("*"))
 
