@@ -185,4 +185,4 @@ spark-schedule: $(STAMP) check-java
 		$(SCHEDULE_ARGS) --rejects pipeline/out/rejects.csv --summary pipeline/out/schedule-summary.json
 
 spark-report: $(STAMP) check-java
-	$(BIN)/python -m pipeline report --endpoint-url $(SPARK_ENDPOINT) --out $(OUT)
+	$(BIN)/python -m pipeline report --endpoint-url $(SPARK_ENDPOINT) --out $(OUT) $(if $(DUE_AFTER),--due-after $(DUE_AFTER))

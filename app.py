@@ -64,6 +64,7 @@ def settings_from_context(app: cdk.App) -> HourglassSettings:
         eventbridge_targets=_list(app, "hourglass:eventbridge_targets"),
         stepfunctions_targets=_list(app, "hourglass:stepfunctions_targets"),
         auth=str(app.node.try_get_context("hourglass:auth") or DEFAULTS.auth).strip().lower(),
+        order_created=_bool(app, "hourglass:order_created", DEFAULTS.order_created),
     )
 
 

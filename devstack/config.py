@@ -22,7 +22,7 @@ CRASH_PHASES = c.CRASH_PHASES
 # The fields that are the functions' own settings (hourglass.settings), read from the same variables.
 FUNCTION_SETTINGS = (
     "sweep_interval", "lookahead", "allow_private_callbacks", "api_key", "handoff_safety", "shards", "log_level",
-    "sqs_targets", "lambda_targets", "sns_targets", "eventbridge_targets", "stepfunctions_targets",
+    "sqs_targets", "lambda_targets", "sns_targets", "eventbridge_targets", "stepfunctions_targets", "order_created",
 )
 
 DEPLOY_MODES = {"": "inprocess", "inprocess": "inprocess", "moto": "inprocess", "cdk": "cdk", "ministack": "cdk"}
@@ -95,6 +95,8 @@ class RuntimeConfig:
     # As the stack's `hourglass:auth`: "iam" and "both" make the local gateway require SigV4 signatures by the
     # emulator's credentials (devstack.sigv4); "both" also needs HOURGLASS_API_KEY's key when it is set.
     auth: str = c.AUTH_API_KEY
+    # The stack's `hourglass:order_created` (HOURGLASS_ORDER_CREATED=0: no `created` list index).
+    order_created: bool = True
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> RuntimeConfig:
@@ -141,6 +143,7 @@ class RuntimeConfig:
             "hourglass:sns_targets": self.sns_targets,
             "hourglass:eventbridge_targets": self.eventbridge_targets,
             "hourglass:stepfunctions_targets": self.stepfunctions_targets,
+            "hourglass:order_created": self.order_created,
         }
 
 

@@ -50,9 +50,23 @@ def parser() -> argparse.ArgumentParser:
         help="seconds after its occurrence time within which a schedule's occurrence counts as on time",
     )
     p.add_argument("--unit", choices=("auto", *UNITS), default="auto", help="deliveries-over-time granularity")
+    p.add_argument(
+        "--due-after",
+        type=_due_after,
+        metavar="TIME",
+        help="also split lateness at this time (RFC 3339 with an offset, e.g. when a bulk load finished): "
+        "messages due at or after it, and the rest",
+    )
     p.add_argument("--master", help="Spark master (default: spark-submit's, else local[*])")
     deployment.add_arguments(p)
     return p
+
+
+def _due_after(text: str) -> datetime:
+    try:
+        return parse_rfc3339(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is {exc} (e.g. 2026-11-21T10:00:00Z)") from None
 
 
 def read_messages(spark: SparkSession, args: argparse.Namespace) -> tuple[DataFrame, str, deployment.Deployment | None]:
@@ -89,6 +103,8 @@ def run(spark: SparkSession, args: argparse.Namespace) -> dict[str, Any]:
         "deliveries_over_time": transforms.deliveries_over_time(messages, unit),
         "schedules": transforms.schedule_figures(messages, args.on_time_within),
     }
+    if args.due_after:
+        tables["lateness_split"] = transforms.lateness_split(messages, args.due_after)
     out = io.Output(args.out, located)
     collected: dict[str, list[Any]] = {}
     for name, frame in tables.items():
@@ -121,6 +137,7 @@ def run(spark: SparkSession, args: argparse.Namespace) -> dict[str, Any]:
         "lateness_s": overall,
         "stuck": stuck_total,
         "schedules": _schedule_totals(collected["schedules"]),
+        **({"lateness_split_s": _split(collected["lateness_split"], args.due_after)} if args.due_after else {}),
         "out": args.out,
         "elapsed_s": round(time.monotonic() - started, 2),
     }
@@ -134,9 +151,13 @@ def _sections(
     def section(title: str, name: str, note: str = "", total: int | None = None) -> Section:
         return Section(title, collected[name], tables[name].columns, note, total)
 
+    split = [] if not args.due_after else [
+        section(f"Lateness, due at or after {format_rfc3339(args.due_after)} and before (seconds)", "lateness_split")
+    ]
     return [
         section("Messages by status and queue", "status_by_queue"),
         section("Lateness, all queues (seconds)", "lateness_overall", LATENESS_NOTE),
+        *split,
         section("Lateness by queue (seconds)", "lateness_by_queue"),
         section("Lateness by queue and hour of due time (seconds)", "lateness_by_hour"),
         section("Messages by status, queue and hour of due time", "status_by_hour"),
@@ -156,6 +177,12 @@ def _sections(
             stuck_total,
         ),
     ]
+
+
+def _split(rows: Sequence[Any], at: datetime) -> dict[str, Any]:
+    """summary.json's lateness either side of `--due-after`."""
+    sides = {row["due"]: {k: v for k, v in row.asDict().items() if k != "due"} for row in rows}
+    return {"at": format_rfc3339(at), **sides}
 
 
 def _status_totals(rows: Sequence[Any]) -> dict[str, int]:

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from hourglass.core.model import Queue, Status
+from hourglass.core.timestamps import to_ms
 from hourglass.settings import Settings
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -153,6 +154,13 @@ def lateness_stats(messages: DataFrame, by: Sequence[str] = ("queue", "hour")) -
         "max_s",
     )
     return columns.orderBy(*by) if by else columns
+
+
+def lateness_split(messages: DataFrame, at: datetime) -> DataFrame:
+    """`lateness_stats` of the messages due at or after `at` (e.g. when a bulk load finished) and of the rest:
+    a row each, `due` "at or after" / "before"."""
+    side = F.when(F.unix_millis("due_at") >= F.lit(to_ms(at)), "at or after").otherwise("before")
+    return lateness_stats(messages.withColumn("due", side), by=("due",))
 
 
 def attempts_histogram(messages: DataFrame) -> DataFrame:

@@ -59,6 +59,8 @@ class HourglassSettings:
     stepfunctions_targets: tuple[str, ...] = ()
     # How API callers authenticate: "api_key", "iam" (SigV4) or "both" (contract.AUTH_MODES).
     auth: str = contract.AUTH_API_KEY
+    # Whether lists may be ordered by creation (`order=created`): its index costs one write unit per message.
+    order_created: bool = True
 
     def __post_init__(self) -> None:
         if self.auth not in contract.AUTH_MODES:
@@ -119,6 +121,7 @@ class HourglassSettings:
             contract.RETENTION_DAYS: str(self.retention_days),
             contract.ALLOW_PRIVATE_CALLBACKS: "1" if self.allow_private_callbacks else "0",
             contract.SWEEP_INTERVAL: str(self.sweep_minutes * 60),
+            contract.ORDER_CREATED: "1" if self.order_created else "0",
         }
 
     def layout_outputs(self) -> dict[str, str]:
@@ -146,7 +149,7 @@ class HourglassStack(Stack):
         stack_props.setdefault("description", "Hourglass: serverless delay queue")
         super().__init__(scope, construct_id, **stack_props)
 
-        store = MessageTable(self, "MessageStore")
+        store = MessageTable(self, "MessageStore", created_index=settings.order_created)
         timer = TimerQueueWithDlq(
             self,
             "Timer",

@@ -45,6 +45,8 @@ DUE_INDEX = "due"
 # Lists in order (v1.2), keys only: by the time each message was scheduled for, and by creation.
 LIST_INDEX = "list"
 CREATED_INDEX = "created"
+# "0" when the stack has no `created` index (CDK context `hourglass:order_created`): `order=created` is a 400.
+ORDER_CREATED = "HOURGLASS_ORDER_CREATED"
 TTL_ATTRIBUTE = "expire_at"
 
 # Defaults; rows keyed for another shard count or bucket width are never swept.

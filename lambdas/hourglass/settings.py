@@ -44,6 +44,8 @@ class Settings:
     crash_at: str | None = None
     # None leaves the log level as it is (INFO unless set).
     log_level: str | None = None
+    # Whether the table has the `created` list index (an operator may drop it: one write unit per message).
+    order_created: bool = True
 
     @property
     def timing(self) -> Timing:
@@ -92,6 +94,7 @@ class Settings:
             eventbridge_targets=env.get(c.SERVICE_TARGETS["eventbridge"], ""),
             stepfunctions_targets=env.get(c.SERVICE_TARGETS["stepfunctions"], ""),
             crash_at=env.get(c.CRASH_AT) or None,
+            order_created=env.get(c.ORDER_CREATED, "1") != "0",
         )
         settings.check()
         return settings

@@ -22,6 +22,7 @@ class MessageTable(Construct):
         construct_id: str,
         *,
         removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
+        created_index: bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
         self.table = dynamodb.Table(
@@ -48,8 +49,10 @@ class MessageTable(Construct):
             non_key_attributes=["version", "flow_key", "priority"],
         )
         # Lists in order (v1.2), keys only: each message's entry is written when it is stored and again
-        # only when it is rescheduled (its status changes never touch them).
-        for name, sort in ((LIST_INDEX, "list_sk"), (CREATED_INDEX, "created_at")):
+        # only when it is rescheduled (its status changes never touch them). Without `created_index`
+        # (`hourglass:order_created` false) the table keeps `order=due` only, +1 write unit per message.
+        orders = ((LIST_INDEX, "list_sk"), (CREATED_INDEX, "created_at"))
+        for name, sort in orders if created_index else orders[:1]:
             kind = dynamodb.AttributeType.NUMBER if sort == "created_at" else dynamodb.AttributeType.STRING
             self.table.add_global_secondary_index(
                 index_name=name,

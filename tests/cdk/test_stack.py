@@ -160,6 +160,26 @@ def test_list_indexes_are_keys_only(template: Template) -> None:
     )
 
 
+def test_order_created_false_drops_the_created_index() -> None:
+    """`hourglass:order_created` false: the table keeps the `list` index only (order=due, +1 WU a message)."""
+    off = synth(**{"hourglass:order_created": "false"})
+    off.has_resource_properties(
+        "AWS::DynamoDB::Table",
+        {
+            "GlobalSecondaryIndexes": Match.not_(Match.array_with([Match.object_like({"IndexName": "created"})])),
+            "AttributeDefinitions": Match.not_(Match.array_with([Match.object_like({"AttributeName": "created_at"})])),
+        },
+    )
+    off.has_resource_properties(
+        "AWS::DynamoDB::Table", {"GlobalSecondaryIndexes": Match.array_with([Match.object_like({"IndexName": "list"})])}
+    )
+    assert {variables["HOURGLASS_ORDER_CREATED"] for variables in environments(off)} == {"0"}
+
+
+def test_the_created_index_is_kept_by_default(template: Template) -> None:
+    assert {variables["HOURGLASS_ORDER_CREATED"] for variables in environments(template)} == {"1"}
+
+
 # ---------------------------------------------------------------------------------- queues
 
 

@@ -3,6 +3,7 @@ next_attempt_at, deliver-now and `later`'s view of a deleted task, through the R
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from tests.integration.conftest import Harness
@@ -50,6 +51,16 @@ def test_order_created_lists_oldest_first(harness: Harness) -> None:
     post(harness, {"body": "b", "delay": 10})
     messages, _ = listed(harness, order="created")
     assert [m["body"] for m in messages] == ["a", "b"]
+
+
+def test_order_created_is_a_400_naming_order_when_the_stack_does_not_keep_it(harness: Harness) -> None:
+    harness.ctx.settings = replace(harness.ctx.settings, order_created=False)
+    make_queue(harness)
+    post(harness, {"body": "a", "delay": 50})
+    status, doc = harness.call("GET", "/v1/queues/orders/messages", params={"order": "created"})
+    assert status == 400
+    assert doc["error"]["message"].startswith("order: ") and "not kept by this stack" in doc["error"]["message"]
+    assert [m["body"] for m in listed(harness, order="due")[0]] == ["a"]
 
 
 def test_an_unknown_order_is_a_400_naming_order(harness: Harness) -> None:

@@ -32,7 +32,10 @@ TABLES = (
     "failures",
     "stuck",
     "schedules",
+    "lateness_split",
 )
+# The from-table report splits lateness here: rpt-s's occurrences 1 and 2 (0.8 s and 5 s late) are due after it.
+DUE_AFTER = NOW - timedelta(minutes=9)
 
 
 def message(queue: str, name: str, status: Status, due: datetime, **fields: Any) -> Message:
@@ -96,7 +99,7 @@ def report(spark: SparkSession, stack: Stack, out: Path, *source: str) -> dict[s
 def from_table(spark: SparkSession, stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Path:
     stack.store().put_messages((m, None) for m in [*messages(), *occurrences()])
     out = tmp_path_factory.mktemp("report")
-    report(spark, stack, out)
+    report(spark, stack, out, "--due-after", format_rfc3339(DUE_AFTER))
     return out
 
 
@@ -119,6 +122,23 @@ def test_lateness_percentiles_of_a_queue(from_table: Path) -> None:
     (row,) = table_rows(from_table, "lateness_by_queue", "rpt-a")
 
     assert row == {"queue": "rpt-a", "delivered": "10", "p50_s": "0.5", "p90_s": "0.9", "p99_s": "1.0", "max_s": "1.0"}
+
+
+def test_due_after_splits_the_lateness_at_its_time(from_table: Path) -> None:
+    with (from_table / "csv" / "lateness_split.csv").open() as rows:
+        split = {row.pop("due"): row for row in csv.DictReader(rows)}
+
+    assert split["at or after"] == {"delivered": "2", "p50_s": "0.8", "p90_s": "5.0", "p99_s": "5.0", "max_s": "5.0"}
+    assert split["before"]["delivered"] == "11"
+    summary = json.loads((from_table / "summary.json").read_text())
+    assert summary["lateness_split_s"]["at or after"]["max_s"] == 5.0
+
+
+def test_due_after_without_an_offset_is_an_error_naming_it(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        report_job.parser().parse_args(["--due-after", "2026-11-21T10:00:00"])
+
+    assert "argument --due-after: '2026-11-21T10:00:00' is not an RFC 3339 date-time" in capsys.readouterr().err
 
 
 def test_status_counts_of_a_queue(from_table: Path) -> None:

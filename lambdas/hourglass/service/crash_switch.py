@@ -42,7 +42,8 @@ def wrap(ctx: Context, reached: Reached) -> None:
 
 def arm(ctx: Context, phase: str) -> None:
     """The dispatcher process exits at `phase` of the first attempt of a message whose body is an object with
-    `"hourglass_crash": true`, every batch-mate with it; the attempts after it go on."""
+    `"hourglass_crash": true`, every batch-mate with it; the attempts after it go on. At `received` nothing is
+    written, so the message's next attempt is still its first: switch it off before its timer comes back."""
 
     def reached(at: str, first_marked: Callable[[], bool]) -> None:
         if at == phase and first_marked():

@@ -17,7 +17,8 @@ from hourglass.core.lifecycle import can_cancel, can_edit
 from hourglass.core.model import LATER_NAMESPACE, Message, Queue, Status
 from hourglass.core.pacing import Rates
 from hourglass.core.schedule import SweepKeys
-from hourglass.errors import ConflictError, NotFoundError, StaleVersionError
+from hourglass.core.validation import ListOrder
+from hourglass.errors import ConflictError, NotFoundError, StaleVersionError, ValidationError
 from hourglass.logs import log
 from hourglass.service import targets, transitions
 from hourglass.service.context import Context
@@ -120,6 +121,8 @@ class Messages:
 
     def list(self, queue_name: str, params: dict[str, str] | None) -> tuple[list[Message], str | None]:
         query = validation.list_query(params)
+        if query.order is ListOrder.CREATED and not self.ctx.settings.order_created:
+            raise ValidationError("order", "created is not kept by this stack (its hourglass:order_created is false)")
         self.queues.get(queue_name)
         found, cursor = self.store.list_messages(
             queue_name,
