@@ -148,6 +148,7 @@ class SystemModel(RuleBasedStateMachine):
         live = self.reference.live(name)
         if live is None:
             live = Generation(name, stored.created_at)
+            live.queue_notices_before = self.reference.queue_notices.count(name)
             self.reference.generations.append(live)
             self.world.modes.pop(name, None)
         elif destination != live.destination:
@@ -158,6 +159,7 @@ class SystemModel(RuleBasedStateMachine):
         live.secrets = ()  # a PUT without them clears the signing secrets
         live.window = validation.window(window)
         live.breaker_ever |= breaker is not None
+        live.paused_notice_owed &= destination is not None  # a removed destination drops the notice
         # A key's rate paces at worst every message of the lifetime (all of one key), as a queue's would.
         for limit in (rate, (flow or {}).get("key_rate_limit")):
             if limit is not None:
@@ -506,6 +508,7 @@ class SystemModel(RuleBasedStateMachine):
             if control.paused_reason != "circuit_breaker" or not live.breaker_ever:
                 self.reference.violate("rule 2", f"{name} paused itself ({control.paused_reason}) without a breaker")
             live.paused = live.paused_ever = True
+            live.paused_notice_owed |= live.destination is not None
 
     @invariant()
     def transitions_are_legal(self) -> None:
@@ -540,6 +543,7 @@ class SystemModel(RuleBasedStateMachine):
         self.reference.check_messages(messages, self.world.clock(), self.world.verdicts())
         self.reference.check_responses(messages, REPLY.decode())
         self.check_schedules_run()
+        self.reference.check_queue_notices()
 
     def teardown(self) -> None:
         try:
