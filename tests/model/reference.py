@@ -51,6 +51,8 @@ class Generation:
     # `queue_notices_before` of its name that arrived before this lifetime.
     paused_notice_owed: bool = False
     queue_notices_before: int = 0
+    window_changed: bool = False  # a PUT changed its window after creation (deferrals of two windows mix)
+    catch_up_all: set[str] = field(default_factory=set)  # schedules some PUT gave `catch_up: all`
 
     def allowed_lateness(self, slack: timedelta = SLACK) -> timedelta:
         if self.slowest_rate is None:
@@ -63,7 +65,7 @@ class Reference:
     generations: list[Generation] = field(default_factory=list)
     notices: dict[str, set[str]] = field(default_factory=dict)  # message id -> events received
     queue_notices: list[str] = field(default_factory=list)  # queues whose `queue.paused` notice arrived
-    queue_notice_tries: dict[str, list[str]] = field(default_factory=dict)  # queue -> answers to its `queue.paused` tries
+    queue_notice_tries: dict[str, list[str]] = field(default_factory=dict)  # queue -> answers to `queue.paused`
     violations: list[str] = field(default_factory=list)
     flow: dict[str, tuple[str | None, int]] = field(default_factory=dict)  # message id -> (flow key, priority) posted
 
@@ -157,6 +159,23 @@ class Reference:
                 continue
             if self.queue_notices.count(generation.name) <= generation.queue_notices_before:
                 self.violate("rule 2/6", f"{generation.name} paused itself: no queue.paused notice arrived")
+
+    def check_stretches(self, messages: Iterable[Message]) -> None:
+        """Of a schedule's occurrences a closed window deferred to one opening, at most one went under `skip`
+        or `latest` (the stretch's latest; `all` sends each): a window is no thundering herd of occurrences."""
+        seen: set[tuple[str, str, datetime]] = set()
+        for message in messages:
+            generation = self.of(message.queue, message.queue_epoch)
+            if generation is None or generation.window_changed or message.schedule is None:
+                continue
+            if message.schedule in generation.catch_up_all or message.status is not Status.DELIVERED:
+                continue
+            if message.redelivered or message.attempts != 1 or message.scheduled_at is None:
+                continue  # only occurrences deferred when stored, delivered at their first attempt
+            key = (message.queue, message.schedule, message.due_at)
+            if key in seen:
+                self.violate("windows", f"{message.queue}/{message.schedule}: two deferred occurrences at {key[2]}")
+            seen.add(key)
 
     # checks over the stored state ---------------------------------------------------------------
     def check_messages(self, messages: Iterable[Message], now: datetime, verdicts: dict[str, str | None]) -> None:

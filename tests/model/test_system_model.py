@@ -146,6 +146,7 @@ class SystemModel(RuleBasedStateMachine):
         stored = self.world.h.ctx.store.get_queue(name, consistent=True)
         assert stored is not None
         live = self.reference.live(name)
+        created = live is None
         if live is None:
             live = Generation(name, stored.created_at)
             live.queue_notices_before = self.reference.queue_notices.count(name)
@@ -157,6 +158,8 @@ class SystemModel(RuleBasedStateMachine):
             live.destination_since = self.world.clock()
         live.target, live.rate, live.destination, live.max_attempts = kind, rate, destination, attempts
         live.secrets = ()  # a PUT without them clears the signing secrets
+        if not created and validation.window(window) != live.window:
+            live.window_changed = True
         live.window = validation.window(window)
         live.breaker_ever |= breaker is not None
         live.paused_notice_owed &= destination is not None  # a removed destination drops the notice
@@ -392,6 +395,8 @@ class SystemModel(RuleBasedStateMachine):
             live = self.reference.live(name)
             if status in (200, 201) and live is not None:
                 live.schedules.setdefault(schedule, False)
+            if live is not None and catch_up == "all":
+                live.catch_up_all.add(schedule)
 
         if self.act(crash_at, put):
             self._sync_schedule(name, schedule)
@@ -544,6 +549,7 @@ class SystemModel(RuleBasedStateMachine):
         self.reference.check_responses(messages, REPLY.decode())
         self.check_schedules_run()
         self.reference.check_queue_notices()
+        self.reference.check_stretches(messages)
 
     def teardown(self) -> None:
         try:
