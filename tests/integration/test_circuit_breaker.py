@@ -5,6 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+from hourglass.core import failure_notice
+from hourglass.handlers import sweeper as sweeper_handler
+from hourglass.service import failure_notices
+
 from tests.integration.conftest import Harness
 from tests.integration.test_flow import HTTP_QUEUE, make_queue, post
 
@@ -79,6 +84,51 @@ def test_the_failure_destination_gets_a_queue_paused_notice(harness: Harness) ->
         "circuit_breaker",
         1.0,
     )
+
+
+def paused_notices(h: Harness) -> list[dict[str, Any]]:
+    """The queue.paused notices the failure destination was sent (each try)."""
+    return [r["body"] for r in h.receiver.requests if r["url"] == NOTICES and r["body"]["event"] == "queue.paused"]
+
+
+def sweeps(h: Harness, minutes: int) -> None:
+    """Scheduled sweeper runs, one a minute, past the outbox's grace."""
+    for _ in range(minutes):
+        h.clock.advance(60)
+        sweeper_handler.handle(h.ctx, {}, None)
+
+
+def test_a_queue_paused_notice_the_destination_refused_once_is_sent_by_the_outbox(harness: Harness) -> None:
+    breaker_queue(harness)
+    harness.receiver.by_url[NOTICES] = [503]
+    send(harness, BREAKER["min_attempts"])
+    harness.receiver.by_url[NOTICES] = [200]
+    sweeps(harness, int(failure_notice.OUTBOX_GRACE.total_seconds() // 60) + 10)
+    # The trip's try (503), then recovery's (200), and none after it was sent.
+    assert [n["reason"] for n in paused_notices(harness)] == ["circuit_breaker", "circuit_breaker"]
+
+
+def test_a_queue_paused_notice_survives_a_dispatcher_dying_right_after_the_trip(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    breaker_queue(harness)
+    monkeypatch.setattr(failure_notices, "send_queue_paused", lambda *args: False)
+    send(harness, BREAKER["min_attempts"])
+    monkeypatch.undo()
+    assert paused_notices(harness) == []
+    sweeps(harness, int(failure_notice.OUTBOX_GRACE.total_seconds() // 60) + 1)
+    [notice] = paused_notices(harness)
+    assert (notice["queue"], notice["failure_ratio"]) == ("orders", 1.0)
+
+
+def test_deleting_the_queue_ends_its_pending_queue_paused_notice(harness: Harness) -> None:
+    breaker_queue(harness)
+    harness.receiver.by_url[NOTICES] = [503]
+    send(harness, BREAKER["min_attempts"])
+    assert harness.call("DELETE", "/v1/queues/orders")[0] == 204
+    harness.receiver.by_url[NOTICES] = [200]
+    sweeps(harness, 30)
+    assert len(paused_notices(harness)) == 1  # the trip's own try; none after the queue ended
 
 
 def test_resume_starts_a_fresh_window(harness: Harness) -> None:

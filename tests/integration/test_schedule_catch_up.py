@@ -113,3 +113,25 @@ def test_bad_policies_are_a_400_naming_the_field(harness: Harness, field: str, v
     make_queue(harness)
     code, doc = put(harness, "hourly", {"every": 3600, "body": 1, field: value})
     assert code == 400 and field in str(doc)
+
+
+# A window closed from 10:00 to 11:00 UTC each day (open from 11:00 to 10:00 the next day); the clock starts at 10:00.
+NIGHT_WINDOW = {"timezone": "UTC", "from": "11:00", "to": "10:00"}
+SATURDAY = datetime(2026, 11, 21, 10, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("catch_up", ["skip", "latest"])
+def test_a_closed_window_sends_one_occurrence_of_its_stretch_at_the_opening(harness: Harness, catch_up: str) -> None:
+    make_queue(harness, settings={"target": {"type": "http", "url": "http://127.0.0.1:9/hook"}, "window": NIGHT_WINDOW})
+    assert put(harness, "often", {"every": 900, "body": 1, "catch_up": catch_up})[0] == 201
+    for minutes in (20, 35, 50):  # the sweeper runs while the window is closed (its chain repair included)
+        harness.clock.now = SATURDAY + timedelta(minutes=minutes)
+        drain(harness)
+    harness.clock.now = SATURDAY + timedelta(hours=1, seconds=30)
+    drain(harness)
+    schedule = harness.ctx.store.get_schedule("orders", "often")
+    assert schedule is not None
+    sent = {m["id"] for m in occurrences(harness, "often", "delivered")}
+    # Of 10:15, 10:30 and 10:45 (deferred to 11:00) only the latest goes; then 11:00's own.
+    expected = [SATURDAY + timedelta(minutes=45), SATURDAY + timedelta(hours=1)]
+    assert sent == {schedule.occurrence_id(at) for at in expected}

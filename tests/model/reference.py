@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from hourglass.core import failure_notice
 from hourglass.core.model import Message, NoticeStatus, Status
 from hourglass.core.window import Window
 from hourglass_client import verify
@@ -46,6 +47,12 @@ class Generation:
     secrets: tuple[str, ...] = ()  # signing_secret, then signing_secret_next, as the last PUT set them
     window: Window | None = None  # its delivery window, as last PUT
     breaker_ever: bool = False  # some PUT of this lifetime gave it a circuit breaker (it may pause itself)
+    # It paused itself with a failure destination set (kept since): a `queue.paused` notice is owed, after the
+    # `queue_notices_before` of its name that arrived before this lifetime.
+    paused_notice_owed: bool = False
+    queue_notices_before: int = 0
+    window_changed: bool = False  # a PUT changed its window after creation (deferrals of two windows mix)
+    catch_up_all: set[str] = field(default_factory=set)  # schedules some PUT gave `catch_up: all`
 
     def allowed_lateness(self, slack: timedelta = SLACK) -> timedelta:
         if self.slowest_rate is None:
@@ -58,6 +65,7 @@ class Reference:
     generations: list[Generation] = field(default_factory=list)
     notices: dict[str, set[str]] = field(default_factory=dict)  # message id -> events received
     queue_notices: list[str] = field(default_factory=list)  # queues whose `queue.paused` notice arrived
+    queue_notice_tries: dict[str, list[str]] = field(default_factory=dict)  # queue -> answers to `queue.paused`
     violations: list[str] = field(default_factory=list)
     flow: dict[str, tuple[str | None, int]] = field(default_factory=dict)  # message id -> (flow key, priority) posted
 
@@ -136,6 +144,38 @@ class Reference:
             self.queue_notices.append(str(doc["queue"]))
             return
         self.noticed(doc["id"], event)
+
+    def queue_notice_tried(self, queue: str, answer: str) -> None:
+        self.queue_notice_tries.setdefault(queue, []).append(answer)
+
+    def check_queue_notices(self) -> None:
+        """A queue that paused itself while it had a failure destination (kept since) got its `queue.paused`
+        notice at least once, unless the destination refused it for good or too often (a give-up)."""
+        for generation in self.generations:
+            if not generation.alive or not generation.paused_notice_owed:
+                continue
+            tries = self.queue_notice_tries.get(generation.name, [])
+            if "permanent" in tries or len(tries) >= failure_notice.MAX_TRIES:
+                continue
+            if self.queue_notices.count(generation.name) <= generation.queue_notices_before:
+                self.violate("rule 2/6", f"{generation.name} paused itself: no queue.paused notice arrived")
+
+    def check_stretches(self, messages: Iterable[Message]) -> None:
+        """Of a schedule's occurrences a closed window deferred to one opening, at most one went under `skip`
+        or `latest` (the stretch's latest; `all` sends each): a window is no thundering herd of occurrences."""
+        seen: set[tuple[str, str, datetime]] = set()
+        for message in messages:
+            generation = self.of(message.queue, message.queue_epoch)
+            if generation is None or generation.window_changed or message.schedule is None:
+                continue
+            if message.schedule in generation.catch_up_all or message.status is not Status.DELIVERED:
+                continue
+            if message.redelivered or message.attempts != 1 or message.scheduled_at is None:
+                continue  # only occurrences deferred when stored, delivered at their first attempt
+            key = (message.queue, message.schedule, message.due_at)
+            if key in seen:
+                self.violate("windows", f"{message.queue}/{message.schedule}: two deferred occurrences at {key[2]}")
+            seen.add(key)
 
     # checks over the stored state ---------------------------------------------------------------
     def check_messages(self, messages: Iterable[Message], now: datetime, verdicts: dict[str, str | None]) -> None:

@@ -146,8 +146,10 @@ class SystemModel(RuleBasedStateMachine):
         stored = self.world.h.ctx.store.get_queue(name, consistent=True)
         assert stored is not None
         live = self.reference.live(name)
+        created = live is None
         if live is None:
             live = Generation(name, stored.created_at)
+            live.queue_notices_before = self.reference.queue_notices.count(name)
             self.reference.generations.append(live)
             self.world.modes.pop(name, None)
         elif destination != live.destination:
@@ -156,8 +158,11 @@ class SystemModel(RuleBasedStateMachine):
             live.destination_since = self.world.clock()
         live.target, live.rate, live.destination, live.max_attempts = kind, rate, destination, attempts
         live.secrets = ()  # a PUT without them clears the signing secrets
+        if not created and validation.window(window) != live.window:
+            live.window_changed = True
         live.window = validation.window(window)
         live.breaker_ever |= breaker is not None
+        live.paused_notice_owed &= destination is not None  # a removed destination drops the notice
         # A key's rate paces at worst every message of the lifetime (all of one key), as a queue's would.
         for limit in (rate, (flow or {}).get("key_rate_limit")):
             if limit is not None:
@@ -390,6 +395,8 @@ class SystemModel(RuleBasedStateMachine):
             live = self.reference.live(name)
             if status in (200, 201) and live is not None:
                 live.schedules.setdefault(schedule, False)
+            if live is not None and catch_up == "all":
+                live.catch_up_all.add(schedule)
 
         if self.act(crash_at, put):
             self._sync_schedule(name, schedule)
@@ -506,6 +513,7 @@ class SystemModel(RuleBasedStateMachine):
             if control.paused_reason != "circuit_breaker" or not live.breaker_ever:
                 self.reference.violate("rule 2", f"{name} paused itself ({control.paused_reason}) without a breaker")
             live.paused = live.paused_ever = True
+            live.paused_notice_owed |= live.destination is not None
 
     @invariant()
     def transitions_are_legal(self) -> None:
@@ -540,6 +548,8 @@ class SystemModel(RuleBasedStateMachine):
         self.reference.check_messages(messages, self.world.clock(), self.world.verdicts())
         self.reference.check_responses(messages, REPLY.decode())
         self.check_schedules_run()
+        self.reference.check_queue_notices()
+        self.reference.check_stretches(messages)
 
     def teardown(self) -> None:
         try:

@@ -100,6 +100,8 @@ class World:
         kind, queue = url.rsplit("/", 2)[-2:]
         modes = self.modes.setdefault(queue, Modes())
         if kind == "n":
+            if json.loads(body).get("event") == "queue.paused":
+                self.reference.queue_notice_tried(queue, modes.notice)
             if modes.notice == "ok":  # a notice counts once the destination took it
                 self.reference.notice_received(json.loads(body), "http")
             return HttpReply(status=ANSWER[modes.notice], headers={}, body=b"{}")

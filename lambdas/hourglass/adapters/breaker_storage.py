@@ -1,15 +1,16 @@
 """The circuit breaker's counters: one item per queue, resume and time bucket, in the queue's partition, each
-attempt outcome one ADD; and the self-pause, one conditional update of the queue item."""
+attempt outcome one ADD; and the self-pause, one transaction: the conditional update of the queue item and the
+`queue.paused` notice it owes (an outbox entry, so that a writer dying right after still has it sent)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from hourglass.adapters.items import n, queue_from_item, queue_key, s
+from hourglass.adapters.items import n, queue_key, queue_paused_to_item, s
 from hourglass.adapters.table import Table
 from hourglass.core import keys
-from hourglass.core.circuit_breaker import REASON, Tally
-from hourglass.core.model import Queue
+from hourglass.core.circuit_breaker import Tally
+from hourglass.core.failure_notice import QueuePaused
 from hourglass.core.timestamps import to_ms
 from hourglass.errors import StaleVersionError
 
@@ -44,30 +45,38 @@ class BreakerStorage(Table):
             sum(int(item["attempts"]["N"]) for item in items), sum(int(item["failures"]["N"]) for item in items)
         )
 
-    def trip(self, name: str, since: datetime | None) -> Queue | None:
-        """Pauses the running queue with the breaker's reason; None when it was paused or resumed meanwhile
-        (so of concurrent dispatchers exactly one trips it, and sends the notice)."""
-        values = {":t": {"BOOL": True}, ":f": {"BOOL": False}, ":r": s(REASON), ":zero": n(0), ":one": n(1)}
+    def trip(self, since: datetime | None, paused: QueuePaused, *, notify: bool) -> bool:
+        """Pauses the running queue `paused.queue` with `paused.reason`, and when `notify` stores the notice it
+        owes, in one transaction; False when it was paused or resumed meanwhile (so of concurrent dispatchers
+        exactly one trips it, and owes the notice)."""
+        values = {
+            ":t": {"BOOL": True},
+            ":f": {"BOOL": False},
+            ":r": s(paused.reason),
+            ":zero": n(0),
+            ":one": n(1),
+        }
         condition = "attribute_exists(pk) AND (attribute_not_exists(paused) OR paused = :f)"
         if since is None:
             condition += " AND attribute_not_exists(resumed_at)"
         else:
             condition += " AND resumed_at = :since"
             values[":since"] = n(to_ms(since))
+        pause = {
+            "TableName": self.table,
+            "Key": queue_key(paused.queue),
+            "UpdateExpression": "SET paused = :t, paused_reason = :r, version = if_not_exists(version, :zero) + :one",
+            "ConditionExpression": condition,
+            "ExpressionAttributeValues": values,
+        }
+        notice = [{"Put": {"TableName": self.table, "Item": queue_paused_to_item(paused)}}] if notify else []
         try:
-            answer = self._conditional(
-                "update_item",
-                f"queue {name} changed",
-                TableName=self.table,
-                Key=queue_key(name),
-                UpdateExpression="SET paused = :t, paused_reason = :r, version = if_not_exists(version, :zero) + :one",
-                ConditionExpression=condition,
-                ExpressionAttributeValues=values,
-                ReturnValues="ALL_NEW",
+            self._conditional(
+                "transact_write_items", f"queue {paused.queue} changed", TransactItems=[{"Update": pause}, *notice]
             )
         except StaleVersionError:
-            return None
-        return queue_from_item(answer["Attributes"])
+            return False
+        return True
 
 
 def _since_ms(since: datetime | None) -> int:

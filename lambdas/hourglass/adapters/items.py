@@ -20,6 +20,7 @@ from hourglass.core import attempts, delivery_control, json_body, keys
 from hourglass.core.body_placement import DEFAULT_LIMITS, BodyLimits, BodyRef, Placement, body_expiry, keep_days, place
 from hourglass.core.cron import parse_cron
 from hourglass.core.document import control_doc
+from hourglass.core.failure_notice import QueuePaused, entry_keys
 from hourglass.core.handoff import DueEntry
 from hourglass.core.lifecycle import Change
 from hourglass.core.limits import json_bytes
@@ -270,6 +271,47 @@ def notice_of(item: Item) -> Notice | None:
     if _str(item, "notice_status") == NoticeStatus.ABANDONED.value:
         return Notice(NoticeStatus.ABANDONED, tries, error, None, finished)
     return None
+
+
+def queue_notice_key(queue: str, notice_id: str) -> Item:
+    return {"pk": s(queue), "sk": s(keys.queue_notice_sk(notice_id))}
+
+
+def queue_paused_to_item(paused: QueuePaused) -> Item:
+    """A pending `queue.paused` notice: its own item, indexed in the outbox at its next try."""
+    if paused.notice.next_try_at is None:
+        raise ValueError("only a pending notice is stored")
+    entry = entry_keys(paused.id, paused.notice.next_try_at)
+    item = {
+        **queue_notice_key(paused.queue, paused.id),
+        "version": n(paused.version),
+        "sweep_pk": s(entry.pk),
+        "sweep_sk": s(entry.sk),
+        "reason": s(paused.reason),
+        "failure_ratio": n(paused.ratio),
+        "paused_at": n(to_ms(paused.paused_at)),
+        "notice_tries": n(paused.notice.tries),
+    }
+    if paused.epoch is not None:
+        item["queue_epoch"] = n(to_ms(paused.epoch))
+    if paused.notice.last_error:
+        item["notice_error"] = s(paused.notice.last_error)
+    return item
+
+
+def queue_paused_from_item(item: Item) -> QueuePaused:
+    paused_at = from_ms(int(item["paused_at"]["N"]))
+    next_try = from_ms(keys.split_sort_key(item["sweep_sk"]["S"])[0])
+    tries, error = _int(item, "notice_tries", 0), _str(item, "notice_error")
+    return QueuePaused(
+        queue=item["pk"]["S"],
+        reason=item["reason"]["S"],
+        ratio=float(item["failure_ratio"]["N"]),
+        paused_at=paused_at,
+        epoch=_time(item, "queue_epoch"),
+        notice=Notice(NoticeStatus.PENDING, tries, error, next_try, paused_at),
+        version=int(item["version"]["N"]),
+    )
 
 
 def _final_attempt(item: Item) -> attempts.Attempt | None:

@@ -10,6 +10,7 @@ from hourglass.adapters.message_storage import MessageStorage
 from hourglass.adapters.operation_storage import OperationStorage
 from hourglass.adapters.pacing_storage import PacingStorage
 from hourglass.adapters.queue_lifetime import QueueLifetime
+from hourglass.adapters.queue_notice_storage import QueueNoticeStorage
 from hourglass.adapters.queue_registry import QueueRegistry
 from hourglass.adapters.schedule_storage import ScheduleStorage
 from hourglass.adapters.sweep_storage import SweepStorage
@@ -26,5 +27,6 @@ class Store(
     QueueRegistry,
     QueueLifetime,
     BreakerStorage,
+    QueueNoticeStorage,
 ):
     """Both nouns over one table and one client, as the services and the local runtime use it."""

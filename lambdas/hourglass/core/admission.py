@@ -64,6 +64,11 @@ def window(message: Message | NewMessage, queue: Queue | None) -> windows.Window
     return message.window if message.window is not None else delivery_control.of(queue).window
 
 
+def plan_window(plan: Schedule, queue: Queue | None) -> windows.Window | None:
+    """The delivery window of a schedule's occurrences: its own, else its queue's (as `window` for each)."""
+    return plan.window if plan.window is not None else delivery_control.of(queue).window
+
+
 def opening(message: Message | NewMessage, queue: Queue | None, at: datetime) -> datetime:
     """When a version of `message` due at `at` may start: `at` itself, or its window's next opening (`core.window`).
     Every due time a version gets passes here: at admission, PATCH, redelivery, bulk shift, and retries

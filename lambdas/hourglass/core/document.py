@@ -6,6 +6,7 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
+from hourglass.core import catch_up
 from hourglass.core.model import (
     FINISHED,
     DeliveryControl,
@@ -17,8 +18,9 @@ from hourglass.core.model import (
     Status,
     Target,
 )
-from hourglass.core.recurrence import Schedule
+from hourglass.core.recurrence import NEXT_DUE_COUNT, Schedule
 from hourglass.core.timestamps import format_rfc3339, to_ms
+from hourglass.core.window import Window
 from hourglass.core.window import to_doc as window_doc
 
 
@@ -132,11 +134,12 @@ def later_doc(message: Message) -> dict[str, Any]:
     }
 
 
-def schedule_doc(schedule: Schedule, now: datetime) -> dict[str, Any]:
-    """The schedule document; `next_due_at` lists when the next three occurrences after `now` are due (their
-    jitter included), none while paused."""
+def schedule_doc(schedule: Schedule, now: datetime, window: Window | None = None) -> dict[str, Any]:
+    """The schedule document; `next_due_at` lists when the next three occurrences after `now` that are stored
+    are attempted (their jitter included, deferred to the opening of `window`, the occurrences' delivery window,
+    when it is closed then: `catch_up.upcoming`), none while paused."""
     recurrence = schedule.recurrence
-    upcoming = [] if schedule.paused else schedule.next_due(now)
+    upcoming = [] if schedule.paused else catch_up.upcoming(schedule, now, window, NEXT_DUE_COUNT)
     return {
         "name": schedule.name,
         "queue": schedule.queue,
@@ -154,5 +157,5 @@ def schedule_doc(schedule: Schedule, now: datetime) -> dict[str, Any]:
         "priority": schedule.priority,
         "paused": schedule.paused,
         "created_at": _time(schedule.created_at),
-        "next_due_at": [_time(schedule.due(at)) for at in upcoming],
+        "next_due_at": [_time(at) for at in upcoming],
     }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from itertools import chain, zip_longest
 from typing import Any
@@ -91,14 +92,48 @@ def failure_notice(message: Message, finished_at: datetime) -> dict[str, Any]:
     }
 
 
-def queue_paused_notice(queue: str, reason: str, ratio: float, paused_at: datetime) -> dict[str, Any]:
+# Outbox entries of notices about a queue itself have ids no message id can have (those are hex and "-").
+QUEUE_PAUSED_ID = "@paused."
+
+
+@dataclass(frozen=True)
+class QueuePaused:
+    """A `queue.paused` notice still owed: an item of its own in the queue's partition, written by the same
+    transaction as the pause, and an outbox entry like a message's notice (`notice` says its tries)."""
+
+    queue: str
+    reason: str
+    ratio: float
+    paused_at: datetime
+    # The life of the queue that paused (its created_at): a later queue of the same name is not told.
+    epoch: datetime | None
+    notice: Notice
+    version: int = 1
+
+    @property
+    def id(self) -> str:
+        return f"{QUEUE_PAUSED_ID}{to_ms(self.paused_at)}"
+
+
+def queue_paused(queue: str, reason: str, ratio: float, paused_at: datetime, epoch: datetime | None) -> QueuePaused:
+    """The notice a trip owes, found by recovery OUTBOX_GRACE after the pause unless its writer sends it first."""
+    notice = Notice(NoticeStatus.PENDING, 0, None, paused_at + OUTBOX_GRACE, paused_at)
+    return QueuePaused(queue, reason, round(ratio, 4), paused_at, epoch, notice)
+
+
+def is_queue_paused(entry_id: str) -> bool:
+    """Whether an outbox entry is a `queue.paused` notice (else a message's)."""
+    return entry_id.startswith(QUEUE_PAUSED_ID)
+
+
+def queue_paused_notice(notice: QueuePaused) -> dict[str, Any]:
     """The notice of a queue that paused itself (v1.2: the circuit breaker)."""
     return {
         "event": "queue.paused",
-        "queue": queue,
-        "reason": reason,
-        "failure_ratio": round(ratio, 4),
-        "paused_at": format_rfc3339(paused_at),
+        "queue": notice.queue,
+        "reason": notice.reason,
+        "failure_ratio": notice.ratio,
+        "paused_at": format_rfc3339(notice.paused_at),
     }
 
 

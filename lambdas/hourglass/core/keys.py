@@ -21,7 +21,16 @@ COUNT_PREFIX = "#count#"  # the queue's status counters: `#count#<epoch ms>#<sha
 # What one life of a queue leaves besides its messages, removed when it ends. Messages, bodies, attempt
 # history and dedup records are not here: each carries its queue's epoch or goes with its message.
 BREAKER_PREFIX = "#breaker#"
-QUEUE_SCOPED_PREFIXES = (PACE_SK, SLOT_PREFIX, SCHEDULE_PREFIX, OPERATION_PREFIX, COUNT_PREFIX, BREAKER_PREFIX)
+QUEUE_NOTICE_PREFIX = "#notice#"  # notices about the queue itself (`queue.paused`) still owed: outbox entries
+QUEUE_SCOPED_PREFIXES = (
+    PACE_SK,
+    SLOT_PREFIX,
+    SCHEDULE_PREFIX,
+    OPERATION_PREFIX,
+    COUNT_PREFIX,
+    BREAKER_PREFIX,
+    QUEUE_NOTICE_PREFIX,
+)
 
 # Partitions of their own: queue names never start with "@" (validation.QUEUE_NAME).
 LATER_QUEUE = "@later"  # the queue of `/later` messages: a queue partition like any other
@@ -155,3 +164,8 @@ def sort_key_bound(due_ms: int, *, upper: bool) -> str:
 def breaker_sk(since_ms: int, bucket: int) -> str:
     """A circuit breaker counter: per resume (a fresh window) and time bucket, in time order."""
     return f"{BREAKER_PREFIX}{since_ms:013d}#{bucket:012d}"
+
+
+def queue_notice_sk(notice_id: str) -> str:
+    """A notice about the queue itself, in its partition, until it is sent (the outbox entry's id)."""
+    return QUEUE_NOTICE_PREFIX + notice_id

@@ -1,11 +1,12 @@
 """The circuit breaker of a queue: each attempt outcome counted in shared buckets (one ADD), and on a failure the
-window read (one Query) to decide whether the queue pauses itself, says why and tells its failure destination."""
+window read (one Query) to decide whether the queue pauses itself, says why and tells its failure destination
+(through the failure-notice outbox: the pause and the notice it owes are one write)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from hourglass.core import circuit_breaker, delivery_control
+from hourglass.core import circuit_breaker, delivery_control, failure_notice
 from hourglass.core.model import Queue
 from hourglass.errors import StoreError
 from hourglass.logs import log
@@ -31,13 +32,15 @@ def record(ctx: Context, queue: Queue | None, *, failed: bool, now: datetime) ->
         tally = ctx.store.window_tally(queue.name, control.resumed_at, first, last)
         if not circuit_breaker.trips(breaker, tally):
             return
-        paused = ctx.store.trip(queue.name, control.resumed_at)
+        ratio = tally.failures / tally.attempts
+        notice = failure_notice.queue_paused(queue.name, circuit_breaker.REASON, ratio, now, queue.created_at)
+        destination = control.failure_destination
+        if not ctx.store.trip(control.resumed_at, notice, notify=destination is not None):
+            return  # another dispatcher tripped it, or the queue was paused or resumed meanwhile
     except StoreError as exc:
         log("circuit_breaker_failed", queue=queue.name, error=str(exc))
         return
-    if paused is None:
-        return  # another dispatcher tripped it, or the queue was paused or resumed meanwhile
-    ratio = tally.failures / tally.attempts
     ctx.metrics.count("CircuitBreakerTripped", queue=queue.name)
     log("circuit_breaker_tripped", queue=queue.name, attempts=tally.attempts, failures=tally.failures)
-    failure_notices.queue_paused(ctx, paused, circuit_breaker.REASON, ratio, now)
+    if destination is not None:
+        failure_notices.send_queue_paused(ctx, destination, notice)

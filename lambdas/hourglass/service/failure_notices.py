@@ -1,18 +1,20 @@
 """Failure notifications: one notice (at least) to the queue's failure destination when a message ends failed or
-expired, kept in an outbox on the final item until it is sent (a writer dying in between loses none), each entry
-tried again with backoff, fairly across queues, and given up visibly after a bounded number of tries."""
+expired or the queue pauses itself, kept in an outbox (on the final item, or an item of the pause) until sent, each
+entry tried again with backoff, fairly across queues, and given up visibly after a bounded number of tries."""
 
 from __future__ import annotations
 
 import json
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from itertools import islice
 
 from hourglass.core import aws_targets, delivery, delivery_control, epoch, failure_notice
-from hourglass.core.model import AwsTarget, FailureDestination, Message, NoticeStatus, Queue, SqsTarget
+from hourglass.core.failure_notice import QueuePaused
+from hourglass.core.handoff import DueEntry
+from hourglass.core.model import AwsTarget, FailureDestination, Message, NoticeStatus, SqsTarget
 from hourglass.core.schedule import SweepKeys
 from hourglass.core.timestamps import to_ms
 from hourglass.errors import StoreError
@@ -75,25 +77,34 @@ def recover(ctx: Context, time_left: Callable[[], float] = lambda: 60.0, limit: 
             break
         if failures[entry.queue] >= QUEUE_FAILURES:
             continue  # its destination looks down: the other queues' notices go first in this run
-        message = ctx.store.get_message(entry.queue, entry.id)
-        notice = message.notice if message is not None and message.version == entry.version else None
-        if message is None or notice is None or notice.next_try_at is None or notice.next_try_at > now:
-            continue  # the index lags a write that already replaced, moved or removed the item's entry
-        queue = ctx.store.get_queue(message.queue, consistent=True)
-        # A message of a deleted queue notifies no later queue of the same name.
-        same_life = epoch.belongs(queue, message.queue_epoch)
-        destination = delivery_control.of(queue if same_life else None).failure_destination
-        if destination is None:
-            _clear(ctx, message)  # the destination was removed since: nothing to send any more
+        recover_one = _recover_queue_paused if failure_notice.is_queue_paused(entry.id) else _recover_message
+        outcome = recover_one(ctx, entry, now)
+        if outcome is None:
             continue
         tried += 1
-        finished_at = notice.finished_at or notice.next_try_at - failure_notice.OUTBOX_GRACE
-        if _try(ctx, destination, message, finished_at, tries=notice.tries + 1):
-            ctx.metrics.count("FailureNoticeRecovered", queue=message.queue)
+        if outcome:
+            ctx.metrics.count("FailureNoticeRecovered", queue=entry.queue)
             sent += 1
         else:
             failures[entry.queue] += 1
     return sent
+
+
+def _recover_message(ctx: Context, entry: DueEntry, now: datetime) -> bool | None:
+    """Recovery's try of a message's notice: None when there was nothing to try."""
+    message = ctx.store.get_message(entry.queue, entry.id)
+    notice = message.notice if message is not None and message.version == entry.version else None
+    if message is None or notice is None or notice.next_try_at is None or notice.next_try_at > now:
+        return None  # the index lags a write that already replaced, moved or removed the item's entry
+    queue = ctx.store.get_queue(message.queue, consistent=True)
+    # A message of a deleted queue notifies no later queue of the same name.
+    same_life = epoch.belongs(queue, message.queue_epoch)
+    destination = delivery_control.of(queue if same_life else None).failure_destination
+    if destination is None:
+        _clear(ctx, message)  # the destination was removed since: nothing to send any more
+        return None
+    finished_at = notice.finished_at or notice.next_try_at - failure_notice.OUTBOX_GRACE
+    return _try(ctx, destination, message, finished_at, tries=notice.tries + 1)
 
 
 def _try(ctx: Context, destination: Destination, message: Message, finished_at: datetime, *, tries: int) -> bool:
@@ -125,21 +136,61 @@ def _clear(ctx: Context, message: Message) -> None:
         log("failure_notice_clear_failed", id=message.id, queue=message.queue, error=str(exc))
 
 
-def queue_paused(ctx: Context, queue: Queue, reason: str, ratio: float, paused_at: datetime) -> bool:
-    """The `queue.paused` notice to the queue's failure destination, if any; True when sent. Tried once: a
-    failed send is logged and counted (`FailureNoticeFailed`), and the queue document still says why."""
-    destination = delivery_control.of(queue).failure_destination
+def send_queue_paused(ctx: Context, destination: Destination, paused: QueuePaused) -> bool:
+    """The first try of a `queue.paused` notice, just stored with the pause; True when sent. As `send_owed`:
+    a failed send waits in the outbox for `recover`."""
+    return _try_queue_paused(ctx, destination, paused)
+
+
+def _recover_queue_paused(ctx: Context, entry: DueEntry, now: datetime) -> bool | None:
+    """Recovery's try of a `queue.paused` notice: None when there was nothing to try (sent, moved on, or
+    owed by a queue that is gone or no longer has a failure destination: then dropped)."""
+    paused = ctx.store.get_queue_paused(entry.queue, entry.id)
+    if paused is None or paused.version != entry.version or (paused.notice.next_try_at or now) > now:
+        return None  # the index lags a write that already moved or removed the entry
+    queue = ctx.store.get_queue(paused.queue, consistent=True)
+    same_life = epoch.belongs(queue, paused.epoch)
+    destination = delivery_control.of(queue if same_life else None).failure_destination
     if destination is None:
-        return False
-    body = json.dumps(failure_notice.queue_paused_notice(queue.name, reason, ratio, paused_at))
+        ctx.store.clear_queue_paused(paused)
+        return None
+    return _try_queue_paused(ctx, destination, paused)
+
+
+def _try_queue_paused(ctx: Context, destination: Destination, paused: QueuePaused) -> bool:
+    """As `_try`, for a notice about the queue: deleted once sent or given up, else moved to its next try."""
+    outcome = targets.judged(lambda: _send_queue_paused(ctx, destination, paused))
+    tries = paused.notice.tries + 1
+    if outcome.delivered:
+        ctx.metrics.count("FailureNoticeSent", queue=paused.queue)
+        _settle(ctx, paused, lambda: ctx.store.clear_queue_paused(paused))
+        return True
+    log("queue_paused_notice_failed", queue=paused.queue, tries=tries, error=outcome.error)
+    ctx.metrics.count("FailureNoticeFailed", queue=paused.queue)
+    notice = failure_notice.after_failure(paused.id, tries, outcome, paused.paused_at, ctx.clock())
+    if notice.status is NoticeStatus.ABANDONED:
+        ctx.metrics.count("FailureNoticeAbandoned", queue=paused.queue)
+        log("failure_notice_abandoned", id=paused.id, queue=paused.queue, tries=tries, error=outcome.error)
+        _settle(ctx, paused, lambda: ctx.store.clear_queue_paused(paused))
+    else:
+        moved = replace(paused, notice=notice, version=paused.version + 1)
+        _settle(ctx, paused, lambda: ctx.store.record_queue_paused(moved))
+    return False
+
+
+def _settle(ctx: Context, paused: QueuePaused, write: Callable[[], object]) -> None:
+    try:
+        write()
+    except StoreError as exc:  # the entry stays as it was: tried again (at least once)
+        log("failure_notice_record_failed", id=paused.id, queue=paused.queue, error=str(exc))
+
+
+def _send_queue_paused(ctx: Context, destination: Destination, paused: QueuePaused) -> delivery.Outcome:
+    body = json.dumps(failure_notice.queue_paused_notice(paused))
     headers = {"Content-Type": "application/json", "Hourglass-Event": "queue.paused"}
-    dedup = f"paused#{to_ms(paused_at)}"
-    execution = aws_targets.execution_name(queue.name, f"paused{to_ms(paused_at)}")
-    outcome = targets.judged(lambda: _transport(ctx, destination, body, headers, queue.name, dedup, execution))
-    ctx.metrics.count("FailureNoticeSent" if outcome.delivered else "FailureNoticeFailed", queue=queue.name)
-    if not outcome.delivered:
-        log("queue_paused_notice_failed", queue=queue.name, error=outcome.error)
-    return outcome.delivered
+    stamp = to_ms(paused.paused_at)
+    execution = aws_targets.execution_name(paused.queue, f"paused{stamp}")
+    return _transport(ctx, destination, body, headers, paused.queue, f"paused#{stamp}", execution)
 
 
 def _send(ctx: Context, destination: Destination, message: Message, finished_at: datetime) -> delivery.Outcome:

@@ -8,13 +8,15 @@ import re
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from hourglass.core import delivery_control, json_body, validation
+from hourglass.core import admission, delivery_control, json_body, validation
 from hourglass.core.attempts import history_doc
 from hourglass.core.document import control_doc, created_doc, later_doc, message_doc, queue_doc, schedule_doc
 from hourglass.core.model import Queue
 from hourglass.core.operations import operation_doc
+from hourglass.core.recurrence import Schedule
 from hourglass.errors import (
     ConflictError,
     HourglassError,
@@ -221,10 +223,10 @@ class Api:
 
     def put_schedule(self, request: Request, queue: str, name: str) -> Response:
         schedule, created = self.schedules.put(queue, name, request.json())
-        return respond(201 if created else 200, schedule_doc(schedule, self.ctx.clock()))
+        return respond(201 if created else 200, self._schedule_doc(schedule, self.ctx.clock()))
 
     def get_schedule(self, request: Request, queue: str, name: str) -> Response:
-        return respond(200, schedule_doc(self.schedules.get(queue, name), self.ctx.clock()))
+        return respond(200, self._schedule_doc(self.schedules.get(queue, name), self.ctx.clock()))
 
     def delete_schedule(self, request: Request, queue: str, name: str) -> Response:
         self.schedules.delete(queue, name)
@@ -234,13 +236,20 @@ class Api:
         validation.queue_name(queue)
         found, cursor = self.schedules.list(queue, request.params)
         now = self.ctx.clock()
-        return respond(200, {"schedules": [schedule_doc(s, now) for s in found], "next_cursor": cursor})
+        owner = self.queues.get(queue)
+        docs = [schedule_doc(s, now, admission.plan_window(s, owner)) for s in found]
+        return respond(200, {"schedules": docs, "next_cursor": cursor})
 
     def pause_schedule(self, request: Request, queue: str, name: str) -> Response:
-        return respond(200, schedule_doc(self.schedules.pause(queue, name), self.ctx.clock()))
+        return respond(200, self._schedule_doc(self.schedules.pause(queue, name), self.ctx.clock()))
 
     def resume_schedule(self, request: Request, queue: str, name: str) -> Response:
-        return respond(200, schedule_doc(self.schedules.resume(queue, name), self.ctx.clock()))
+        return respond(200, self._schedule_doc(self.schedules.resume(queue, name), self.ctx.clock()))
+
+    def _schedule_doc(self, schedule: Schedule, now: datetime) -> dict[str, Any]:
+        """Its document, `next_due_at` deferred by its occurrences' window (its own, else its queue's)."""
+        queue = None if schedule.window is not None else self.queues.get(schedule.queue)
+        return schedule_doc(schedule, now, admission.plan_window(schedule, queue))
 
     def queue_metrics(self, request: Request, name: str) -> Response:
         return respond(200, charts.chart(self.ctx, name, request.params))

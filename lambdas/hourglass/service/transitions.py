@@ -269,7 +269,7 @@ def materialize(ctx: Context, schedule: Schedule, queue: Queue, after: datetime,
 
     None when the schedule has ended or is paused, or the occurrence was stored already.
     """
-    at = catch_up.next_planned(schedule, after, now)
+    at = catch_up.next_planned(schedule, after, now, admission.plan_window(schedule, queue))
     if at is None or schedule.paused:
         return None
     occurrence = admission.occurrence(schedule, queue, at, now)
@@ -316,7 +316,10 @@ def _repair_one(ctx: Context, schedule: Schedule, queue: Queue | None, now: date
         return None
     if delivery_control.of(queue).paused:
         return None
-    at = schedule.next_after(now)
+    following = schedule.next_after(now)
+    # What its chain stores next: a closed window's stretch stores one occurrence for its opening.
+    window = admission.plan_window(schedule, queue)
+    at = None if following is None else catch_up.in_stretch(schedule, window, now, following)
     if at is None or ctx.store.get_message(queue.name, schedule.occurrence_id(at), consistent=False) is not None:
         return None
     return materialize(ctx, schedule, queue, now, now)

@@ -123,7 +123,8 @@ class Attempts:
         Hourglass down) that its schedule's catch-up policy does not deliver; its chaining picks the next."""
         first = message.attempts - message.attempts_base <= 1
         at = message.occurrence_at
-        return first and at is not None and not catch_up.delivers(current.schedule, at, now)
+        window = admission.window(message, current.queue)
+        return first and at is not None and not catch_up.delivers(current.schedule, at, now, window)
 
     def _not_startable(self, timer: Timer, now: datetime) -> Result:
         current = self.ctx.store.get_message(timer.queue, timer.id)
