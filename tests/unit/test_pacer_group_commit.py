@@ -4,13 +4,11 @@ start board (an attempt due earlier takes the slot of one due later)."""
 from __future__ import annotations
 
 import threading
-from datetime import UTC, datetime, timedelta
-from types import SimpleNamespace
+from datetime import UTC, datetime
 
-from hourglass.core.handoff import Timer
-from hourglass.core.pacing import Rates, Slot, pace
+from hourglass.core.pacing import Slot, pace
 from hourglass.errors import StoreError
-from hourglass.service.pacing import SWAP_MARGIN_MS, PacedStarts, Pacer, StartBoard, Waiting
+from hourglass.service.pacing import SWAP_MARGIN_MS, Pacer, StartBoard, Waiting
 
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
 NOW_MS = int(NOW.timestamp() * 1000)
@@ -128,40 +126,3 @@ def test_priority_never_gives_a_slot_before_the_attempts_due_time():
     low = board.join("q", 100, Slot(1_000, 1_900), lambda slot: True, now_ms=0, priority=1)
     high = board.join("q", 1_500, Slot(2_000, 2_900), lambda slot: True, now_ms=0, priority=9)
     assert (low.slot.start_ms, high.slot.start_ms) == (1_000, 2_000)
-
-
-def test_slots_within_a_waiting_attempts_margin_are_not_dealt() -> None:
-    board = StartBoard()
-    soon = board.join("q", 200, Slot(600, 1_500), lambda slot: True, now_ms=0)
-    held = board.join("q", 100, Slot(9_000, 9_900), lambda slot: True, now_ms=0, margin_ms=750)  # not begun yet
-    later = board.join("q", 300, Slot(2_000, 2_900), lambda slot: True, now_ms=0)
-    assert starts(held, soon, later) == [2_000, 600, 9_000]
-
-
-class HeldClock:
-    """A fake clock whose first sleep lets a later-due attempt begin and join the board (another dispatcher
-    thread, made deterministic)."""
-
-    def __init__(self, board: StartBoard) -> None:
-        self.now, self.board, self.joined = NOW, board, None
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        if self.joined is None:
-            due, slot = NOW_MS + 300, Slot(NOW_MS + 2_000, NOW_MS + 2_950)
-            self.joined = self.board.join("q", due, slot, lambda slot: True, now_ms=NOW_MS)
-        self.now += timedelta(seconds=max(0.0, seconds))
-
-
-def test_a_re_paced_timer_held_in_its_dispatcher_takes_the_slot_of_a_later_due_attempt() -> None:
-    """Its timer came after its slot, so it was re-paced at the end of the line; held for that far slot, it
-    trades it with the attempt due after it that begins meanwhile, instead of starting after it."""
-    paced = PacedStarts(SimpleNamespace())  # type: ignore[arg-type]
-    clock = HeldClock(paced.board)
-    paced.ctx = SimpleNamespace(clock=clock, sleep=clock.sleep)  # type: ignore[assignment]
-    far = Timer("q", "late", 1, NOW_MS + 9_000, NOW_MS, NOW_MS + 9_950)
-    held = paced.hold(far, Rates(20), rank_ms=NOW_MS + 100, deadline=None, repaces=0)
-    assert held.slot == Slot(NOW_MS + 2_000, NOW_MS + 2_950)
-    assert clock.joined is not None and clock.joined.slot == Slot(NOW_MS + 9_000, NOW_MS + 9_950)

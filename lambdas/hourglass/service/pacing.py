@@ -198,20 +198,13 @@ class Waiting:
     """A begun attempt of a rate-limited queue waiting in this process for `slot` (which may change)."""
 
     def __init__(
-        self,
-        queue: str,
-        due_ms: int,
-        slot: Slot,
-        fits: Callable[[Slot], bool],
-        priority: int = DEFAULT_PRIORITY,
-        margin_ms: int = 0,
+        self, queue: str, due_ms: int, slot: Slot, fits: Callable[[Slot], bool], priority: int = DEFAULT_PRIORITY
     ) -> None:
         self.queue = queue
         self.due_ms = due_ms
         self.priority = priority
         self.slot = slot
         self.fits = fits
-        self.margin_ms = margin_ms  # how far ahead a slot must be to be dealt to this one (and while it waits)
 
 
 def board_line(timer: Timer, rates: Rates) -> str:
@@ -243,19 +236,16 @@ class StartBoard:
         fits: Callable[[Slot], bool],
         now_ms: int,
         priority: int = DEFAULT_PRIORITY,
-        margin_ms: int = SWAP_MARGIN_MS,
     ) -> Waiting:
         """`fits(slot)`: whether the attempt could still start in that slot (its lease, its invocation).
         Slots never go to an attempt due after their start: dealt by priority then due order when that
         keeps every one at or after its due time, else in due order, where the k-th earliest slot is at
-        or after the k-th earliest due time, since each slot was at or after its holder's. Only slots more
-        than the largest `margin_ms` of those waiting ahead are dealt (one not begun yet needs more time)."""
-        me = Waiting(queue, due_ms, slot, fits, priority, margin_ms)
+        or after the k-th earliest due time, since each slot was at or after its holder's."""
+        me = Waiting(queue, due_ms, slot, fits, priority)
         with self._lock:
             others = self._waiting.setdefault(queue, [])
-            margin = max([margin_ms, *(w.margin_ms for w in others)])
-            group = [w for w in others if w.slot.start_ms > now_ms + margin]
-            if slot.start_ms > now_ms + margin:
+            group = [w for w in others if w.slot.start_ms > now_ms + SWAP_MARGIN_MS]
+            if slot.start_ms > now_ms + SWAP_MARGIN_MS:
                 group.append(me)
             slots = sorted((w.slot for w in group), key=lambda s: s.start_ms)
             for weight in (-1, 0):  # by priority first, else by due time alone
@@ -297,9 +287,6 @@ REPACE_LEAD_MS = 500
 REPACE_HOLD = timedelta(seconds=30)
 # New slots one timer takes within one invocation before it goes back to the timer queue.
 MAX_REPACES = 5
-# A re-paced timer held in its dispatcher takes over a slot only this far ahead: it must notice it (it polls
-# the board) and begin its attempt before the slot, as after a re-pace.
-HOLD_LEAD = timedelta(milliseconds=REPACE_LEAD_MS) + timedelta(seconds=BOARD_POLL_S)
 # A begun attempt whose slot went by during the begin write needs no write before its new slot.
 BEGUN_LEAD_MS = 50
 # Timers of a rate-limited queue that come without a slot (back from a pause) wait in their dispatcher
@@ -372,30 +359,6 @@ class PacedStarts:
         late = None if timer.latest_ms is None else to_ms(now) - timer.latest_ms
         in_ms = slot.start_ms - to_ms(now)
         log("repaced", id=timer.id, queue=timer.queue, late_ms=late, slot_in_ms=in_ms, repaces=repaces)
-        return replace(timer, due_ms=slot.start_ms, latest_ms=slot.latest_ms)
-
-    def hold(self, timer: Timer, rates: Rates, rank_ms: int, deadline: datetime | None, repaces: int) -> Timer:
-        """A re-paced timer held in this dispatcher (`may_hold`) waits on the start board until its slot is a head
-        start away, ranked by `rank_ms` (its old slot or due time, at or after its message's due time, so no slot it
-        takes is early). An attempt due after it that joins meanwhile takes its far slot and leaves it an earlier
-        one: a timer that came too late for its slot does not start after everything due after it. Returns the
-        timer with the slot it ends with."""
-        assert timer.slot is not None
-        head_ms = schedule.TIMER_HEAD_START * 1000
-
-        def fits(candidate: Slot) -> bool:
-            start, now = from_ms(candidate.start_ms), self.ctx.clock()
-            return start - now >= HOLD_LEAD and self.may_hold(start, now, deadline, repaces)
-
-        line, margin_ms = board_line(timer, rates), int(HOLD_LEAD.total_seconds() * 1000)
-        now_ms = to_ms(self.ctx.clock())
-        waiting = self.board.join(line, rank_ms, timer.slot, fits, now_ms, timer.priority, margin_ms)
-        try:
-            while (slot := self.board.start(waiting, to_ms(self.ctx.clock()) + head_ms)) is None:
-                wake = from_ms(waiting.slot.start_ms - head_ms)
-                self.ctx.sleep(min(BOARD_POLL_S, schedule.seconds_until(wake, self.ctx.clock())))
-        finally:
-            self.board.leave(waiting)
         return replace(timer, due_ms=slot.start_ms, latest_ms=slot.latest_ms)
 
     def may_hold(self, start: datetime, now: datetime, deadline: datetime | None, repaces: int = 0) -> bool:

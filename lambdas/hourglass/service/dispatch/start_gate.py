@@ -184,9 +184,9 @@ class StartGate:
         if not self.pacing.may_hold(start, now, self.deadline, repaces):
             self.ctx.handoff.resend([handoff.resend(paced, now)])
             return Result(True, "repaced")
-        # Held on the start board (where it may trade its far slot for a later-due attempt's) until woken as a timer
-        # from the queue would be (its head start before the slot), then the usual path (pause read, deadline, begin).
-        paced = self.pacing.hold(paced, rate, timer.due_ms, self.deadline, repaces)
+        # Held: woken as a timer from the queue would be (its head start before the slot), then the
+        # usual path (pause read, deadline, begin) runs again.
+        self.ctx.sleep(schedule.seconds_until(start - timedelta(seconds=schedule.TIMER_HEAD_START), now))
         return self.process(paced, repaces=repaces + 1)
 
     def _busy(self, timer: Timer) -> Result:
