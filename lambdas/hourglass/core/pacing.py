@@ -16,8 +16,9 @@ US_PER_S = 1_000_000
 MIN_TOLERANCE_US = 250_000
 # A slot is never sooner than this after the allocation: the timer must reach a dispatcher first.
 HANDOFF_LEAD_MS = 1_000
-# A timer sent later than this before its slot starts would likely miss it (reach its dispatcher and begin too late).
-SEND_LEAD_MS = 500
+# A timer sent later than this before its slot starts may miss it: the lead a new slot gets (a paced attempt
+# begins no sooner than a second after its timer's send, dispatch's WRITE_GRACE, and must start inside the slot).
+SEND_LEAD_MS = HANDOFF_LEAD_MS
 
 
 @dataclass(frozen=True)
