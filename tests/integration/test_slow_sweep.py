@@ -3,17 +3,23 @@ ahead of time, from the look-ahead of NOW, and its timers count their delays fro
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
+from hourglass.adapters.timer_queue import read_timers
 from hourglass.core.handoff import Scheduled
+from hourglass.core.pacing import pace
 from hourglass.core.schedule import TIMER_HEAD_START
+from hourglass.core.timestamps import to_ms
 
 from tests.integration.conftest import Harness
 from tests.integration.test_flow import make_queue, post
+from tests.integration.test_rate_limits import make_queue as make_limited_queue
+from tests.integration.test_rate_limits import post_burst
 
 CLAIM_SECONDS = 0.5  # what one claim costs on a starved machine, in fake time
 
@@ -90,3 +96,24 @@ def test_a_quick_sweep_hands_off_nothing_beyond_its_look_ahead(harness: Harness)
     harness.clock.advance(100)
     harness.sweep()
     assert [t["json"]["id"] for t in harness.timers()] == [inside["id"]]
+
+
+def test_a_slow_sweeps_paced_timers_are_sent_ahead_of_their_slots_in_due_order(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Slots are taken before the claims: when claiming the batch takes longer than the slots' lead, the first
+    slots go by before the send. A timer that comes after its slot is re-paced by its dispatcher at the end of
+    the line, after every later-due message of the batch, so the batch takes later slots in due order instead."""
+    make_limited_queue(harness, "paced", rate_limit=1)
+    beyond = timedelta(seconds=harness.ctx.settings.timing.sweep_ahead + 60)  # no hand-off at ingest
+    due = post_burst(harness, "paced", 20, to_ms(harness.clock() + beyond + timedelta(seconds=2)))
+    monkeypatch.setattr(harness.ctx.store, "claim", SlowClaims(harness))  # 20 claims: 10 s, 8 slots' worth
+    harness.clock.advance(beyond.total_seconds())
+    harness.sweep()
+    timers = [timer for sent in harness.timers() for timer in read_timers(sent["body"])]
+    assert {timer.id for timer in timers} == set(due)
+    assert all(timer.latest_ms is not None and timer.latest_ms >= timer.sent_ms for timer in timers)
+    in_due_order = sorted(timers, key=lambda timer: due[timer.id])
+    slots = [timer.due_ms for timer in in_due_order]
+    assert slots == sorted(slots) and all(timer.due_ms >= due[timer.id] for timer in timers)
+    assert all(b - a >= pace(1).spacing_us / 1000 for a, b in itertools.pairwise(slots))

@@ -5,7 +5,16 @@ from __future__ import annotations
 from bisect import bisect_right
 
 import pytest
-from hourglass.core.pacing import HANDOFF_LEAD_MS, MIN_TOLERANCE_US, Slot, allocate, pace, window_bound
+from hourglass.core.pacing import (
+    HANDOFF_LEAD_MS,
+    MIN_TOLERANCE_US,
+    Slot,
+    allocate,
+    dealt_again,
+    pace,
+    too_near,
+    window_bound,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -120,3 +129,23 @@ def test_window_bound_holds_when_every_other_attempt_starts_as_late_as_allowed(r
 def test_a_burst_of_300_at_rate_20_takes_fifteen_seconds():
     slots = allocate(None, 20, [NOW + 2_000] * 300, NOW).slots
     assert slots[-1].start_ms - slots[0].start_ms == 299 * 50
+
+
+@settings(max_examples=150, deadline=None)
+@given(rate=RATES, data=st.data())
+def test_a_batch_sent_after_some_of_its_slots_keeps_due_order_and_the_bound(rate, data):
+    """Slots taken before a slow claim: at the send, the ones too near go to the batch's later messages, and new
+    ones from the end of the line to its last; every timer can still reach its slot, none moves earlier."""
+    offsets = data.draw(st.lists(st.integers(-5_000, 30_000), min_size=1, max_size=40), label="due offsets")
+    due = sorted(NOW + offset for offset in offsets)  # claims go in due order (slots in whole ms may tie)
+    first = allocate(None, rate, due, NOW)
+    sent = NOW + data.draw(st.integers(0, 40_000), label="claim time")
+    late = [d for d, slot in zip(due, first.slots, strict=True) if too_near(slot, sent)]
+    fresh = allocate(first.next_us, rate, late, sent).slots
+    dealt = dealt_again(first.slots, fresh)
+    assert all(new.start_ms >= old.start_ms for new, old in zip(dealt, first.slots, strict=True))
+    assert not any(too_near(slot, sent) for slot in dealt)
+    by_due = [slot.start_ms for _, slot in sorted(zip(due, dealt, strict=True), key=lambda pair: pair[0])]
+    assert by_due == sorted(by_due)
+    starts = [data.draw(st.integers(slot.start_ms, slot.latest_ms), label="start") for slot in dealt]
+    assert worst_window_excess(starts, rate) <= 1e-9

@@ -16,6 +16,9 @@ US_PER_S = 1_000_000
 MIN_TOLERANCE_US = 250_000
 # A slot is never sooner than this after the allocation: the timer must reach a dispatcher first.
 HANDOFF_LEAD_MS = 1_000
+# A timer sent later than this before its slot starts may miss it: the lead a new slot gets (a paced attempt
+# begins no sooner than a second after its timer's send, dispatch's WRITE_GRACE, and must start inside the slot).
+SEND_LEAD_MS = HANDOFF_LEAD_MS
 
 
 @dataclass(frozen=True)
@@ -177,6 +180,26 @@ def allocate_scoped(
     slots = tuple(Slot(-(-start // 1000), (start + tolerance) // 1000) for start in chosen)
     moved = cursors if key_pace is not None else {}
     return ScopedAllocation(slots, queue_cursor if queue_pace is not None else queue_next, dict(moved))
+
+
+def too_near(slot: Slot, sent_ms: int) -> bool:
+    """Whether a timer sent at `sent_ms` comes too late for `slot` (its batch took that long to claim)."""
+    return slot.start_ms < sent_ms + SEND_LEAD_MS
+
+
+def dealt_again(slots: Sequence[Slot], fresh: Sequence[Slot]) -> list[Slot]:
+    """A batch's slots once its `len(fresh)` earliest turned out too near at the send: the rest and `fresh` (new,
+    from the end of the line) dealt out in the order of the old ones. The batch keeps its order (due order, or
+    priority; slots in the same millisecond keep the given order) and every start only moves later, since the
+    k-th earliest slot dealt is no earlier than the k-th earliest before; the slots left out stay unused, which
+    only lowers the rate."""
+    kept = sorted(slots, key=lambda slot: slot.start_ms)[len(fresh) :]
+    pool = sorted([*kept, *fresh], key=lambda slot: slot.start_ms)
+    ranks = sorted(range(len(slots)), key=lambda i: slots[i].start_ms)
+    dealt = list(slots)
+    for rank, index in enumerate(ranks):
+        dealt[index] = pool[rank]
+    return dealt
 
 
 def window_bound(rate: float, window_s: float) -> float:

@@ -9,15 +9,16 @@ the safety margin is handed off by its writer (`catch_up`).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime
+from dataclasses import replace
+from datetime import datetime, timedelta
 from typing import Any, Protocol, TypeVar
 
-from hourglass.core import handoff, schedule
+from hourglass.core import handoff, pacing, schedule
 from hourglass.core.handoff import Claim, DueEntry, Placement, Scheduled, Timing
 from hourglass.core.model import Message
 from hourglass.core.pacing import Rates, Slot
 from hourglass.core.schedule import SweepKeys
-from hourglass.core.timestamps import from_ms
+from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.errors import StoreError, TimerQueueError
 from hourglass.logs import log
 from hourglass.service.pacing import Pacer
@@ -27,6 +28,11 @@ Stored = TypeVar("Stored", bound=Message | None)
 # Stores a message version as its placement says (leased, indexed); conditional, so None (or an error) when
 # nothing was stored.
 Write = Callable[[Message, Placement], Stored]
+# A queue's rate limits (None: unlimited), for the claims of a hand-off whose slots went by before their send.
+RatesOf = Callable[[str], Rates | None]
+# A claim takes a later slot at its send only if its lease still ends at least this long after it: the recovery
+# sweep must not take the message over before its dispatcher begins the attempt.
+LEASE_LEFT = timedelta(seconds=schedule.LEASE_AFTER_DUE / 2)
 
 
 class ClaimEntry(Protocol):
@@ -87,7 +93,7 @@ class HandOff:
         stored = list(each(write, messages, placements))
         done = [(placement, s) for placement, s in zip(placements, stored, strict=True) if s is not None]
         claims = [claim for claim in (placement.claim() for placement, _ in done) if claim is not None]
-        self.send_claimed(claims, now, give_back=False)
+        self.send_claimed(claims, now, give_back=False, rates=lambda _: rate)
         self.catch_up([s for placement, s in done if placement.timer is None and placement.keys is not None], now, rate)
         return stored
 
@@ -150,17 +156,22 @@ class HandOff:
         self._count("HandedOff", len(timers))
         return True
 
-    def send_claimed(self, claims: Sequence[Claim], now: datetime, *, give_back: bool = True) -> list[Claim]:
+    def send_claimed(
+        self, claims: Sequence[Claim], now: datetime, *, give_back: bool = True, rates: RatesOf | None = None
+    ) -> list[Claim]:
         """Timers of stored, leased items; returns the refused ones, whose leases are given back.
 
         `give_back=False` where no sweep comes back for them sooner (PATCH, retries): their lease
-        runs out and the recovery sweep hands them off, at no extra write.
+        runs out and the recovery sweep hands them off, at no extra write. With `rates`, paced claims
+        whose slots are too near by now keep their order (`in_slot_order`).
         """
         if not claims:
             return []
         # Timed from the send, not from when the claims were made: a sweep slowed by load (or a bulk
         # load beside it) would otherwise send timers whose delays are already partly spent, late by its own duration.
         sent_at = self._now(now)
+        if rates is not None:
+            claims = self.in_slot_order(claims, sent_at, rates)
         timers = [handoff.timer_for(claim.entry, sent_at, claim.slot, chained=claim.chained) for claim in claims]
         sent = self.timers.send(timers)
         refused = {(s.timer.queue, s.timer.id) for s in sent}
@@ -173,6 +184,32 @@ class HandOff:
         if give_back:
             self.give_back(failed)
         return failed
+
+    def in_slot_order(self, claims: Sequence[Claim], now: datetime, rates: RatesOf) -> list[Claim]:
+        """Paced claims whose slots are too near to be reached by a timer sent `now` (the claims of a batch
+        slowed by load took that long) take the slots of their batch's later ones, which take new ones at the end
+        of the line (`pacing.dealt_again`, one pacing write per queue or flow key). Sent as they were, each would
+        miss its slot and be re-paced by its dispatcher after every later-due message of the batch had started."""
+        dealt = list(claims)
+        if self.pacer is None:
+            return dealt
+        for (queue, _), group in _paced_groups(claims, rates).items():
+            rate = rates(queue)
+            late = [i for i, slot in group if pacing.too_near(slot, to_ms(now))]
+            if rate is None or not late:
+                continue
+            try:
+                fresh = self.pacer.scoped_slots(queue, rate, [claims[i].entry.start() for i in late], now)
+            except StoreError as exc:
+                log("redeal_failed", queue=queue, count=len(late), error=str(exc))
+                continue
+            new = list(zip((i for i, _ in group), pacing.dealt_again([slot for _, slot in group], fresh), strict=True))
+            # A slot moves later by about the batch's claim time: this holds unless that took a minute.
+            if all(to_ms(claims[i].lease - LEASE_LEFT) >= slot.start_ms for i, slot in new):
+                for index, slot in new:
+                    dealt[index] = replace(claims[index], slot=slot)
+                self._count("Redealt", len(late))
+        return dealt
 
     def catch_up(self, written: Sequence[Message], started: datetime, rate: Rates | None = None) -> int:
         """Messages just stored with due-index keys and no timer, whose hand-off window opened while
@@ -189,7 +226,7 @@ class HandOff:
             return 0
         try:
             claims = self._claim_late(late, rate, now)
-            self.send_claimed(claims, now)
+            self.send_claimed(claims, now, rates=lambda _: rate)
         except (StoreError, TimerQueueError) as exc:
             log("catch_up_failed", count=len(late), error=str(exc))
             return 0
@@ -239,3 +276,16 @@ class HandOff:
     def _count(self, name: str, value: int) -> None:
         if self.metrics is not None:
             self.metrics.count(name, value)
+
+
+def _paced_groups(claims: Sequence[Claim], rates: RatesOf) -> dict[tuple[str, str], list[tuple[int, Slot]]]:
+    """The paced claims (index, slot) per queue, and per flow key where the queue limits keys too: a slot keeps
+    the bound of every scope it was allocated in, so slots move only within one."""
+    groups: dict[tuple[str, str], list[tuple[int, Slot]]] = {}
+    for index, claim in enumerate(claims):
+        if claim.slot is None:
+            continue
+        rate = rates(claim.entry.queue)
+        scope = claim.entry.start().scope if rate is not None and rate.key is not None else ""
+        groups.setdefault((claim.entry.queue, scope), []).append((index, claim.slot))
+    return groups

@@ -275,7 +275,9 @@ class Sweeper:
                 if rate is None:
                     self._claim_chunk(chunk, [None] * len(chunk), batch)
                     continue
-                slots = self.ctx.pacer.scoped_slots(queue, rate, [entry.start() for entry in chunk], batch.now)
+                # From the time of the allocation: the bucket's reads may have taken a while since `batch.now`.
+                now = self.ctx.clock()
+                slots = self.ctx.pacer.scoped_slots(queue, rate, [entry.start() for entry in chunk], now)
                 self._claim_chunk(chunk, list(slots), batch)
 
     def _claim_chunk(self, chunk: list[DueEntry], slots: list[Slot | None], batch: _Batch) -> None:
@@ -340,7 +342,8 @@ class Sweeper:
         return True, transitions.chain_ahead(self.ctx, claimed, now)
 
     def _hand_off(self, claims: list[Claim], now: datetime, report: SweepReport, recovery: bool) -> int | None:
-        refused = {claim.entry for claim in self.ctx.handoff.send_claimed(claims, now)}
+        sent = self.ctx.handoff.send_claimed(claims, now, rates=self.ctx.limits.rate)
+        refused = {claim.entry for claim in sent}
         earliest = None
         for entry in (claim.entry for claim in claims):
             if entry in refused:
