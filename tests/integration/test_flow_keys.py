@@ -156,6 +156,24 @@ def test_the_queue_rate_and_the_key_rate_both_hold(harness: Harness) -> None:
     assert all(limits.over_bound(starts, 2) == [] for starts in starts_by_key(recorder).values())
 
 
+def test_a_saturated_key_does_not_hold_back_another_key_under_a_queue_rate(harness: Harness) -> None:
+    """Key "n" posts 40 due at once (20 s of its key_rate_limit 2); key "q"'s messages, posted after them
+    and due a second apart, start within 1 s of their due times, and both bounds hold."""
+    recorder = limits.Recorder(harness)
+    harness.ctx.post = recorder
+    limits.make_queue(harness, "shared", rate_limit=10, flow_control={"key_rate_limit": 2})
+    due_ms = to_ms(harness.clock() + timedelta(seconds=3))
+    post_keyed(harness, "shared", [("n", 5)] * 40, due_ms)
+    for second in range(5):
+        post_keyed(harness, "shared", [("q", 5)], due_ms + 1000 * second)
+    limits.drain(harness, rounds=60)
+    by_key = starts_by_key(recorder)
+    late = [at - (due_ms + 1000 * i) for i, at in enumerate(sorted(by_key["q"]))]
+    assert len(by_key["n"]) == 40 and len(late) == 5 and all(0 <= ms <= 1000 for ms in late), late
+    every = [at for at, _ in recorder.starts]
+    assert (limits.over_bound(every, 10), limits.over_bound(by_key["n"], 2)) == ([], [])
+
+
 def test_held_back_messages_start_by_priority(harness: Harness) -> None:
     recorder = limits.Recorder(harness)
     harness.ctx.post = recorder

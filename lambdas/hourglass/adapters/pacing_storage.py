@@ -1,5 +1,6 @@
-"""A rate-limited queue's pacing item `<queue>` / `#pace` (and each flow key's, `#pace#k#<key>`): its next free
-start slot, moved by conditional writes."""
+"""A rate-limited queue's pacing item `<queue>` / `#pace` (and each flow key's, `#pace#k#<key>`, and with flow keys
+each window's of the queue's slots, `#pace#w#<width>#<index>`): its next free start slot, moved by conditional
+writes."""
 
 from __future__ import annotations
 
@@ -17,22 +18,28 @@ KEY_IDLE_TTL_S = 3600
 
 class PacingStorage(Table):
     def advance_pace(
-        self, queue: str, expected_us: int | None, new_us: int, flow_key: str | None = None
+        self,
+        queue: str,
+        expected_us: int | None,
+        new_us: int,
+        flow_key: str | None = None,
+        window: tuple[int, int] | None = None,
     ) -> tuple[bool, int | None]:
         """`next_us` = `new_us` if it is still `expected_us` (None: never written). Returns (True, new_us)
         when written, else (False, the value that won), read from the failed write itself (or consistently).
-        `flow_key`: the item of that key (with a TTL) instead of the queue's."""
+        `flow_key` / `window`: the item of that key or window (with a TTL) instead of the queue's."""
         condition = "attribute_not_exists(next_us)" if expected_us is None else "next_us = :old"
         values = {":new": n(new_us)} | ({} if expected_us is None else {":old": n(expected_us)})
         update = "SET next_us = :new"
-        if flow_key is not None:
+        sk = pace_sk(flow_key, window)
+        if flow_key is not None or window is not None:
             update += ", expire_at = :ttl"
             values[":ttl"] = n(new_us // 1_000_000 + KEY_IDLE_TTL_S)
         try:
             self._call(
                 "update_item",
                 TableName=self.table,
-                Key={"pk": s(queue), "sk": s(pace_sk(flow_key))},
+                Key={"pk": s(queue), "sk": s(sk)},
                 UpdateExpression=update,
                 ConditionExpression=condition,
                 ExpressionAttributeValues=values,
@@ -43,7 +50,7 @@ class PacingStorage(Table):
                 raise StoreError(f"DynamoDB update_item failed: {exc}") from exc
             item = exc.response.get("Item")
             if item is None:
-                key = {"pk": s(queue), "sk": s(pace_sk(flow_key))}
+                key = {"pk": s(queue), "sk": s(sk)}
                 item = self._guard("get_item", TableName=self.table, Key=key, ConsistentRead=True).get("Item")
             return False, int(item["next_us"]["N"]) if item and "next_us" in item else None
         return True, new_us

@@ -18,7 +18,7 @@ from hourglass.core.deadline import ATTEMPT_BUDGET, BOOKKEEPING, attempt_deadlin
 from hourglass.core.delivery_control import DeliveryControl
 from hourglass.core.handoff import Timer
 from hourglass.core.model import DEFAULT_PRIORITY, LATER_NAMESPACE, Message, Queue, Status
-from hourglass.core.pacing import Rates, Slot, Start
+from hourglass.core.pacing import Rates, Slot, Start, Window
 from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.errors import StoreError
 from hourglass.logs import log
@@ -35,8 +35,17 @@ CONTROL_TTL = timedelta(seconds=30)
 
 class PaceStore(Protocol):
     def advance_pace(
-        self, queue: str, expected_us: int | None, new_us: int, flow_key: str | None = None
+        self,
+        queue: str,
+        expected_us: int | None,
+        new_us: int,
+        flow_key: str | None = None,
+        window: tuple[int, int] | None = None,
     ) -> tuple[bool, int | None]: ...
+
+
+# A pacing item: the queue's (None), a flow key's, or a window of the queue's slots.
+Scope = str | Window | None
 
 
 class _Request:
@@ -65,7 +74,7 @@ class Pacer:
 
     def __init__(self, store: PaceStore) -> None:
         self.store = store
-        self._known: dict[tuple[str, str | None], int | None] = {}
+        self._known: dict[tuple[str, Scope], int | None] = {}
         self._queue_locks: dict[str, threading.Lock] = {}
         self._waiting: dict[str, list[_Request]] = {}
         self._lock = threading.Lock()
@@ -127,20 +136,26 @@ class Pacer:
         for _ in range(MAX_ROUNDS):
             scopes = {start.scope for start in starts} if rates.key is not None else set()
             key_next = {scope: self._known.get((queue, scope)) for scope in scopes}
+            known: dict[Scope, int | None] = dict(key_next.items())
             allocation = pacing.allocate_scoped(
-                rates, self._known.get((queue, None)), key_next, starts, floor_ms, lead_ms=0
+                rates,
+                self._known.get((queue, None)),
+                key_next,
+                starts,
+                floor_ms,
+                lead_ms=0,
+                windows=lambda window: self._known.get((queue, window)),
             )
-            writes: list[tuple[str | None, int]] = sorted(allocation.key_next.items())
-            if rates.queue is not None:
+            writes: list[tuple[Scope, int]] = [*sorted(allocation.key_next.items())]
+            for window, new in sorted(allocation.window_next.items(), key=lambda item: item[0].index):
+                known[window] = self._known.get((queue, window))
+                writes.append((window, new))
+            if rates.queue is not None and not allocation.window_next:
                 assert allocation.queue_next is not None
+                known[None] = self._known.get((queue, None))
                 writes.append((None, allocation.queue_next))
             try:
-                won = all(
-                    self._advance(
-                        queue, scope, new, key_next.get(scope) if scope is not None else self._known.get((queue, None))
-                    )
-                    for scope, new in writes
-                )
+                won = all(self._advance(queue, scope, new, known[scope]) for scope, new in writes)
             except Exception as exc:  # every waiting request gets it, not only the writer's
                 for request in group:
                     request.error = exc if isinstance(exc, StoreError) else StoreError(f"pacing failed: {exc}")
@@ -154,10 +169,13 @@ class Pacer:
         for request in group:
             request.error = StoreError(f"pacing item of queue {queue} kept changing")
 
-    def _advance(self, queue: str, scope: str | None, new_us: int, expected: int | None) -> bool:
+    def _advance(self, queue: str, scope: Scope, new_us: int, expected: int | None) -> bool:
         """One pacing item's conditional write; remembers the value it now holds (ours or the winner's)."""
         if scope is None:
             written, current = self.store.advance_pace(queue, expected, new_us)
+        elif isinstance(scope, Window):
+            window = (scope.width_us, scope.index)
+            written, current = self.store.advance_pace(queue, expected, new_us, window=window)
         else:
             written, current = self.store.advance_pace(queue, expected, new_us, scope)
         if len(self._known) >= MAX_KNOWN:
