@@ -192,6 +192,19 @@ def test_a_key_limited_queue_writes_pacing_items_per_key_with_a_ttl(harness: Har
     assert paced == {"#pace#k#a": True, "#pace#k#b": True}
 
 
+def test_a_key_concurrency_its_key_rate_cannot_reach_writes_no_slot_items(harness: Harness) -> None:
+    """key_rate_limit 1 lets at most ~62 attempts of a key start within one lease (61 s): a
+    key_max_concurrency of 100 can refuse none, so attempts take no key slot and are all delivered."""
+    recorder = limits.Recorder(harness)
+    harness.ctx.post = recorder
+    limits.make_queue(harness, "wide", flow_control={"key_rate_limit": 1, "key_max_concurrency": 100})
+    post_keyed(harness, "wide", [("a", 5)] * 3 + [("b", 5)] * 3, to_ms(harness.clock() + timedelta(seconds=3)))
+    limits.drain(harness)
+    items = harness.ddb.scan(TableName=harness.ctx.settings.table)["Items"]
+    slots = [i["sk"]["S"] for i in items if i["sk"]["S"].startswith("#slot")]
+    assert (len(recorder.starts), slots) == (6, [])
+
+
 @pytest.mark.usefixtures("atomic")
 def test_key_concurrency_holds_one_attempt_per_key(harness: Harness) -> None:
     recorder = limits.Recorder(harness, hold=0.2)
