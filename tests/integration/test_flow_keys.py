@@ -174,6 +174,18 @@ def test_a_saturated_key_does_not_hold_back_another_key_under_a_queue_rate(harne
     assert (limits.over_bound(every, 10), limits.over_bound(by_key["n"], 2)) == ([], [])
 
 
+def test_the_windows_of_a_queue_are_read_back_in_one_range(harness: Harness) -> None:
+    """Windows 9, 10 and 11 of width 1 s written (the zero-padded index keeps 9 before 10); windows 10-12 hold
+    10 and 11's values, and other widths or queues' windows are not among them."""
+    store = harness.ctx.store
+    for index in (9, 10, 11):
+        store.advance_pace("shared", None, index * 1_000_000 + 5, window=(1_000_000, index))
+    store.advance_pace("shared", None, 7, window=(2_000_000, 10))
+    store.advance_pace("other", None, 7, window=(1_000_000, 10))
+    held = store.pace_windows("shared", 1_000_000, 10, 3)
+    assert held == {10: 10_000_005, 11: 11_000_005}
+
+
 def test_held_back_messages_start_by_priority(harness: Harness) -> None:
     recorder = limits.Recorder(harness)
     harness.ctx.post = recorder

@@ -26,6 +26,8 @@ class SharedItems:
     def __init__(self) -> None:
         self.items: dict[tuple[str | None, tuple[int, int] | None], int] = {}
         self.lock = threading.Lock()
+        self.writes = 0
+        self.tries = 0
 
     def advance_pace(
         self,
@@ -36,11 +38,21 @@ class SharedItems:
         window: tuple[int, int] | None = None,
     ) -> tuple[bool, int | None]:
         with self.lock:
+            self.tries += 1
             current = self.items.get((flow_key, window))
             if current != expected_us:
                 return False, current
             self.items[(flow_key, window)] = new_us
+            self.writes += 1
             return True, new_us
+
+    def pace_windows(self, queue: str, width_us: int, first: int, count: int) -> dict[int, int]:
+        with self.lock:
+            return {
+                w[1]: value
+                for (key, w), value in self.items.items()
+                if w is not None and w[0] == width_us and first <= w[1] < first + count
+            }
 
 
 def by_scope(starts: list[Start], chosen: list[int]) -> dict[str, list[int]]:
@@ -121,6 +133,17 @@ def test_a_key_held_far_ahead_leaves_the_near_queue_slots_to_another_key():
     pacer.scoped_slots("q", rates, [Start(NOW, "a")] * 40, NOW_DT, lead_ms=0)
     (slot,) = pacer.scoped_slots("q", rates, [Start(NOW + 3_000, "b")], NOW_DT, lead_ms=0)
     assert NOW + 3_000 <= slot.start_ms <= NOW + 4_000
+
+
+def test_a_process_new_to_a_backlogged_queue_finds_the_first_free_window_in_a_few_tries():
+    """Another process filled the queue's windows for 150 s (rate 10, key rate 10); a new one allocates a start
+    due now after the backlog, and learns where it ends from a read of the windows, not one lost write each."""
+    items, rates = SharedItems(), Rates(10.0, 10.0)
+    keys = [Start(NOW, f"k{i}") for i in range(1_500)]
+    Pacer(items).scoped_slots("q", rates, keys, NOW_DT, lead_ms=0)
+    items.tries = 0
+    (slot,) = Pacer(items).scoped_slots("q", rates, [Start(NOW, "late")], NOW_DT, lead_ms=0)
+    assert slot.start_ms >= NOW + 150_000 and items.tries <= 6
 
 
 def test_held_back_starts_go_by_priority_then_due():

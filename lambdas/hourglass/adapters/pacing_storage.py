@@ -55,6 +55,15 @@ class PacingStorage(Table):
             return False, int(item["next_us"]["N"]) if item and "next_us" in item else None
         return True, new_us
 
+    def pace_windows(self, queue: str, width_us: int, first: int, count: int) -> dict[int, int]:
+        """The `next_us` of the used windows among `first` .. `first + count - 1` (one Query of small items; an
+        eventually consistent one: a stale value costs the allocator a lost round, never the bound)."""
+        bounds = [s(pace_sk(window=(width_us, index))) for index in (first, first + count - 1)]
+        values = {":q": s(queue), ":lo": bounds[0], ":hi": bounds[1]}
+        key = "pk = :q AND sk BETWEEN :lo AND :hi"
+        got = self._guard("query", TableName=self.table, KeyConditionExpression=key, ExpressionAttributeValues=values)
+        return {int(item["sk"]["S"].rsplit("#", 1)[1]): int(item["next_us"]["N"]) for item in got.get("Items", [])}
+
     def reset_pace(self, queue: str) -> None:
         """Forget the queue's next free slot: the next allocation starts from now."""
         self._guard("delete_item", TableName=self.table, Key={"pk": s(queue), "sk": s(PACE_SK)})
