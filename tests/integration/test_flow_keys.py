@@ -205,7 +205,7 @@ def test_a_key_limited_queue_writes_pacing_items_per_key_with_a_ttl(harness: Har
 
 
 def test_a_key_concurrency_its_key_rate_cannot_reach_writes_no_slot_items(harness: Harness) -> None:
-    """key_rate_limit 1 lets at most ~62 attempts of a key start within one lease (61 s): a
+    """key_rate_limit 1 lets at most ~78 attempts of a key start within one paced lease (~77 s): a
     key_max_concurrency of 100 can refuse none, so attempts take no key slot and are all delivered."""
     recorder = limits.Recorder(harness)
     harness.ctx.post = recorder
