@@ -156,6 +156,36 @@ def test_the_queue_rate_and_the_key_rate_both_hold(harness: Harness) -> None:
     assert all(limits.over_bound(starts, 2) == [] for starts in starts_by_key(recorder).values())
 
 
+def test_a_saturated_key_does_not_hold_back_another_key_under_a_queue_rate(harness: Harness) -> None:
+    """Key "n" posts 40 due at once (20 s of its key_rate_limit 2); key "q"'s messages, posted after them
+    and due a second apart, start within 1 s of their due times, and both bounds hold."""
+    recorder = limits.Recorder(harness)
+    harness.ctx.post = recorder
+    limits.make_queue(harness, "shared", rate_limit=10, flow_control={"key_rate_limit": 2})
+    due_ms = to_ms(harness.clock() + timedelta(seconds=3))
+    post_keyed(harness, "shared", [("n", 5)] * 40, due_ms)
+    for second in range(5):
+        post_keyed(harness, "shared", [("q", 5)], due_ms + 1000 * second)
+    limits.drain(harness, rounds=60)
+    by_key = starts_by_key(recorder)
+    late = [at - (due_ms + 1000 * i) for i, at in enumerate(sorted(by_key["q"]))]
+    assert len(by_key["n"]) == 40 and len(late) == 5 and all(0 <= ms <= 1000 for ms in late), late
+    every = [at for at, _ in recorder.starts]
+    assert (limits.over_bound(every, 10), limits.over_bound(by_key["n"], 2)) == ([], [])
+
+
+def test_the_windows_of_a_queue_are_read_back_in_one_range(harness: Harness) -> None:
+    """Windows 9, 10 and 11 of width 1 s written (the zero-padded index keeps 9 before 10); windows 10-12 hold
+    10 and 11's values, and other widths or queues' windows are not among them."""
+    store = harness.ctx.store
+    for index in (9, 10, 11):
+        store.advance_pace("shared", None, index * 1_000_000 + 5, window=(1_000_000, index))
+    store.advance_pace("shared", None, 7, window=(2_000_000, 10))
+    store.advance_pace("other", None, 7, window=(1_000_000, 10))
+    held = store.pace_windows("shared", 1_000_000, 10, 3)
+    assert held == {10: 10_000_005, 11: 11_000_005}
+
+
 def test_held_back_messages_start_by_priority(harness: Harness) -> None:
     recorder = limits.Recorder(harness)
     harness.ctx.post = recorder
@@ -172,6 +202,19 @@ def test_a_key_limited_queue_writes_pacing_items_per_key_with_a_ttl(harness: Har
     items = harness.ddb.scan(TableName=harness.ctx.settings.table)["Items"]
     paced = {i["sk"]["S"]: "expire_at" in i for i in items if i["sk"]["S"].startswith("#pace")}
     assert paced == {"#pace#k#a": True, "#pace#k#b": True}
+
+
+def test_a_key_concurrency_its_key_rate_cannot_reach_writes_no_slot_items(harness: Harness) -> None:
+    """key_rate_limit 1 lets at most ~78 attempts of a key start within one paced lease (~77 s): a
+    key_max_concurrency of 100 can refuse none, so attempts take no key slot and are all delivered."""
+    recorder = limits.Recorder(harness)
+    harness.ctx.post = recorder
+    limits.make_queue(harness, "wide", flow_control={"key_rate_limit": 1, "key_max_concurrency": 100})
+    post_keyed(harness, "wide", [("a", 5)] * 3 + [("b", 5)] * 3, to_ms(harness.clock() + timedelta(seconds=3)))
+    limits.drain(harness)
+    items = harness.ddb.scan(TableName=harness.ctx.settings.table)["Items"]
+    slots = [i["sk"]["S"] for i in items if i["sk"]["S"].startswith("#slot")]
+    assert (len(recorder.starts), slots) == (6, [])
 
 
 @pytest.mark.usefixtures("atomic")

@@ -31,7 +31,14 @@ RATES = (None, None, 0.1, 1, 100)
 DELAYS = (None, 0, 5, 45, 200, 600)
 ACTIONS = ("cancel", "redeliver", "shift")
 # Flow control (v1.2): a queue's per-key limits, and the keys and priorities messages carry.
-FLOW_CONTROLS = (None, None, {"key_rate_limit": 0.5}, {"key_rate_limit": 5, "key_max_concurrency": 1})
+FLOW_CONTROLS = (
+    None,
+    None,
+    {"key_rate_limit": 0.5},
+    {"key_rate_limit": 5, "key_max_concurrency": 1},
+    # A key concurrency its key rate cannot reach within a lease: attempts take no key slot.
+    {"key_rate_limit": 0.5, "key_max_concurrency": 200},
+)
 FLOW_KEYS = (None, None, "k1", "k2")
 # The signing secrets of a queue through a key rotation: none, old, old and next, new.
 ROLL = ((), ("old",), ("old", "new"), ("new",))

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from hourglass import contract
 from hourglass.core import deadline
-from hourglass.core.concurrency import MAX_WAIT, PROBES, busy_wait, holder, is_free, probe_order
+from hourglass.core.concurrency import MAX_WAIT, PROBES, binds, busy_wait, holder, is_free, probe_order
 from hourglass.core.delivery_control import DEFAULT_TIMEOUT, MAX_TIMEOUT
 from hourglass.core.keys import slot_key
 from hypothesis import given
@@ -151,3 +151,18 @@ def test_the_default_lease_is_the_default_attempts_bound():
 def test_a_missed_renewal_leaves_the_hold_running():
     hold = contract.DEFAULT_TIMER_HOLD
     assert 2 * deadline.heartbeat_every(hold) < hold
+
+
+@pytest.mark.parametrize(
+    ("limit", "rate", "lease_s", "expected"),
+    [
+        (100, 1.0, 61.0, False),
+        (62, 1.0, 61.0, False),
+        (61, 1.0, 61.0, True),
+        (2, 20.0, 61.0, True),
+        (5, None, 61.0, True),
+    ],
+)
+def test_a_limit_binds_unless_the_rate_keeps_a_lease_below_it(limit, rate, lease_s, expected):
+    """`r·L + max(1, r)` starts at most within any lease of L seconds: a limit at or above that never refuses."""
+    assert binds(limit, rate, lease_s) is expected

@@ -24,18 +24,35 @@ class SharedItems:
     pacers at once as DynamoDB would (one write at a time per item)."""
 
     def __init__(self) -> None:
-        self.items: dict[str | None, int] = {}
+        self.items: dict[tuple[str | None, tuple[int, int] | None], int] = {}
         self.lock = threading.Lock()
+        self.writes = 0
+        self.tries = 0
 
     def advance_pace(
-        self, queue: str, expected_us: int | None, new_us: int, flow_key: str | None = None
+        self,
+        queue: str,
+        expected_us: int | None,
+        new_us: int,
+        flow_key: str | None = None,
+        window: tuple[int, int] | None = None,
     ) -> tuple[bool, int | None]:
         with self.lock:
-            current = self.items.get(flow_key)
+            self.tries += 1
+            current = self.items.get((flow_key, window))
             if current != expected_us:
                 return False, current
-            self.items[flow_key] = new_us
+            self.items[(flow_key, window)] = new_us
+            self.writes += 1
             return True, new_us
+
+    def pace_windows(self, queue: str, width_us: int, first: int, count: int) -> dict[int, int]:
+        with self.lock:
+            return {
+                w[1]: value
+                for (key, w), value in self.items.items()
+                if w is not None and w[0] == width_us and first <= w[1] < first + count
+            }
 
 
 def by_scope(starts: list[Start], chosen: list[int]) -> dict[str, list[int]]:
@@ -50,6 +67,18 @@ def by_scope(starts: list[Start], chosen: list[int]) -> dict[str, list[int]]:
 def test_every_bound_holds_with_concurrent_pacers(queue_rate, key_rate, data):
     """Four pacers (sweepers, ingest, dispatchers) allocate batches of keyed starts at once from the same
     items; each attempt starts anywhere in its slot. The queue's bound and every key's hold."""
+    check_concurrent_pacers(queue_rate, key_rate, data)
+
+
+@settings(max_examples=60, deadline=None)
+@given(queue_rate=RATES, key_rate=RATES, data=st.data())
+def test_both_bounds_hold_with_queue_windows_and_concurrent_pacers(queue_rate, key_rate, data):
+    """The same with both a queue rate and a key rate, always: the queue's slots come from its windows' items,
+    which the pacers move concurrently, in any order (a key held far ahead writes a far window first)."""
+    check_concurrent_pacers(queue_rate, key_rate, data)
+
+
+def check_concurrent_pacers(queue_rate, key_rate, data):
     rates = Rates(queue_rate, key_rate)
     items = SharedItems()
     batches = [
@@ -95,6 +124,26 @@ def test_a_saturated_key_does_not_delay_another_key():
     starts = [Start(NOW, "a")] * 100 + [Start(NOW + 5_000, "b")]
     allocation = allocate_scoped(Rates(None, 2.0), None, {}, starts, NOW, lead_ms=0)
     assert allocation.slots[-1].start_ms == NOW + 5_000
+
+
+def test_a_key_held_far_ahead_leaves_the_near_queue_slots_to_another_key():
+    """Queue rate 10 and key rate 2: key "a"'s 40 due at once reach 20 s ahead; key "b"'s message, allocated
+    after them from the same items, still starts within a window (1 s) of its due time."""
+    pacer, rates = Pacer(SharedItems()), Rates(10.0, 2.0)
+    pacer.scoped_slots("q", rates, [Start(NOW, "a")] * 40, NOW_DT, lead_ms=0)
+    (slot,) = pacer.scoped_slots("q", rates, [Start(NOW + 3_000, "b")], NOW_DT, lead_ms=0)
+    assert NOW + 3_000 <= slot.start_ms <= NOW + 4_000
+
+
+def test_a_process_new_to_a_backlogged_queue_finds_the_first_free_window_in_a_few_tries():
+    """Another process filled the queue's windows for 150 s (rate 10, key rate 10); a new one allocates a start
+    due now after the backlog, and learns where it ends from a read of the windows, not one lost write each."""
+    items, rates = SharedItems(), Rates(10.0, 10.0)
+    keys = [Start(NOW, f"k{i}") for i in range(1_500)]
+    Pacer(items).scoped_slots("q", rates, keys, NOW_DT, lead_ms=0)
+    items.tries = 0
+    (slot,) = Pacer(items).scoped_slots("q", rates, [Start(NOW, "late")], NOW_DT, lead_ms=0)
+    assert slot.start_ms >= NOW + 150_000 and items.tries <= 6
 
 
 def test_held_back_starts_go_by_priority_then_due():

@@ -1,5 +1,6 @@
-"""A rate-limited queue's pacing item `<queue>` / `#pace` (and each flow key's, `#pace#k#<key>`): its next free
-start slot, moved by conditional writes."""
+"""A rate-limited queue's pacing item `<queue>` / `#pace` (and each flow key's, `#pace#k#<key>`, and with flow keys
+each window's of the queue's slots, `#pace#w#<width>#<index>`): its next free start slot, moved by conditional
+writes."""
 
 from __future__ import annotations
 
@@ -17,22 +18,28 @@ KEY_IDLE_TTL_S = 3600
 
 class PacingStorage(Table):
     def advance_pace(
-        self, queue: str, expected_us: int | None, new_us: int, flow_key: str | None = None
+        self,
+        queue: str,
+        expected_us: int | None,
+        new_us: int,
+        flow_key: str | None = None,
+        window: tuple[int, int] | None = None,
     ) -> tuple[bool, int | None]:
         """`next_us` = `new_us` if it is still `expected_us` (None: never written). Returns (True, new_us)
         when written, else (False, the value that won), read from the failed write itself (or consistently).
-        `flow_key`: the item of that key (with a TTL) instead of the queue's."""
+        `flow_key` / `window`: the item of that key or window (with a TTL) instead of the queue's."""
         condition = "attribute_not_exists(next_us)" if expected_us is None else "next_us = :old"
         values = {":new": n(new_us)} | ({} if expected_us is None else {":old": n(expected_us)})
         update = "SET next_us = :new"
-        if flow_key is not None:
+        sk = pace_sk(flow_key, window)
+        if flow_key is not None or window is not None:
             update += ", expire_at = :ttl"
             values[":ttl"] = n(new_us // 1_000_000 + KEY_IDLE_TTL_S)
         try:
             self._call(
                 "update_item",
                 TableName=self.table,
-                Key={"pk": s(queue), "sk": s(pace_sk(flow_key))},
+                Key={"pk": s(queue), "sk": s(sk)},
                 UpdateExpression=update,
                 ConditionExpression=condition,
                 ExpressionAttributeValues=values,
@@ -43,10 +50,19 @@ class PacingStorage(Table):
                 raise StoreError(f"DynamoDB update_item failed: {exc}") from exc
             item = exc.response.get("Item")
             if item is None:
-                key = {"pk": s(queue), "sk": s(pace_sk(flow_key))}
+                key = {"pk": s(queue), "sk": s(sk)}
                 item = self._guard("get_item", TableName=self.table, Key=key, ConsistentRead=True).get("Item")
             return False, int(item["next_us"]["N"]) if item and "next_us" in item else None
         return True, new_us
+
+    def pace_windows(self, queue: str, width_us: int, first: int, count: int) -> dict[int, int]:
+        """The `next_us` of the used windows among `first` .. `first + count - 1` (one Query of small items; an
+        eventually consistent one: a stale value costs the allocator a lost round, never the bound)."""
+        bounds = [s(pace_sk(window=(width_us, index))) for index in (first, first + count - 1)]
+        values = {":q": s(queue), ":lo": bounds[0], ":hi": bounds[1]}
+        key = "pk = :q AND sk BETWEEN :lo AND :hi"
+        got = self._guard("query", TableName=self.table, KeyConditionExpression=key, ExpressionAttributeValues=values)
+        return {int(item["sk"]["S"].rsplit("#", 1)[1]): int(item["next_us"]["N"]) for item in got.get("Items", [])}
 
     def reset_pace(self, queue: str) -> None:
         """Forget the queue's next free slot: the next allocation starts from now."""

@@ -23,6 +23,13 @@ class Lease:
     flow_key: str | None = None
 
 
+def binds(limit: int, rate: float | None, lease_s: float) -> bool:
+    """Whether a concurrency limit can refuse an attempt at all: not when a rate paces every attempt of the
+    same scope so that a lease's length (which outlasts its attempt) never holds more than `limit` starts,
+    the rate's bound `r·L + max(1, r)` over L ≥ 1 s. Then no slot item is needed."""
+    return rate is None or rate * max(lease_s, 1.0) + max(1.0, rate) > limit
+
+
 def holder(message_id: str, attempt: int) -> str:
     """Who holds a slot: only this attempt may release it (a late release of an older one is a no-op)."""
     return f"{message_id}#{attempt}"

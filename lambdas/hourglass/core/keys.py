@@ -101,8 +101,11 @@ def running_operation_sk(queue: str, operation_id: str) -> str:
     return f"{queue}/{operation_id}"
 
 
-def pace_sk(flow_key: str | None = None) -> str:
-    """The pacing item of a queue (None), or of one of its flow keys (v1.2; messages without one share "")."""
+def pace_sk(flow_key: str | None = None, window: tuple[int, int] | None = None) -> str:
+    """The pacing item of a queue (None), of one of its flow keys (v1.2; messages without one share ""), or of
+    one window (width and index, µs) of the queue's slots when it has flow keys too."""
+    if window is not None:  # the index zero-padded, so a window range is one Query
+        return f"{PACE_SK}#w#{window[0]}#{window[1]:015d}"
     return PACE_SK if flow_key is None else f"{PACE_SK}#k#{flow_key}"
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from hourglass.core.model import DEFAULT_PRIORITY
@@ -19,6 +19,10 @@ HANDOFF_LEAD_MS = 1_000
 # A timer sent later than this before its slot starts may miss it: the lead a new slot gets (a paced attempt
 # begins no sooner than a second after its timer's send, dispatch's WRITE_GRACE, and must start inside the slot).
 SEND_LEAD_MS = HANDOFF_LEAD_MS
+# With flow keys and a queue-wide rate, the queue's slots are kept per window of about this long, each with
+# its own pacing item: a key held far ahead by its own limit takes a queue slot in a far window and leaves
+# the near ones to other keys (a single cursor would move past every slot before its own).
+QUEUE_WINDOW_US = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -106,12 +110,59 @@ class Start:
 
 
 @dataclass(frozen=True)
+class Window:
+    """One stretch of a queue's slots with its own pacing item: starts `index * width_us` to one spacing
+    before the next window, so slots of neighbouring windows are a spacing apart too."""
+
+    width_us: int
+    index: int
+
+
+def window_width(spacing_us: int) -> int:
+    """Whole spacings, at least two, about QUEUE_WINDOW_US long."""
+    return spacing_us * max(2, -(-QUEUE_WINDOW_US // spacing_us))
+
+
+@dataclass(frozen=True)
 class ScopedAllocation:
-    """Slots in the order given; the new `next_us` of the queue's pacing item and of each key's that moved."""
+    """Slots in the order given; the new `next_us` of the queue's pacing item, of each window's and of each
+    key's that moved."""
 
     slots: tuple[Slot, ...]
     queue_next: int | None
     key_next: dict[str, int] = field(default_factory=dict)
+    window_next: dict[Window, int] = field(default_factory=dict)
+
+
+class _QueueLine:
+    """Where the queue's next start may go: after its one cursor, or (`windowed`) after the cursor of the
+    first window at or after the threshold that still has room (`known`: a window's `next_us`, None unused)."""
+
+    def __init__(self, spacing_us: int, cursor: int, windowed: Callable[[Window], int | None] | None) -> None:
+        self.spacing_us = spacing_us
+        self.cursor = cursor
+        self.known = windowed
+        self.width = window_width(spacing_us)
+        self.moved: dict[Window, int] = {}
+
+    def first(self, threshold: int) -> int:
+        if self.known is None:
+            return max(threshold, self.cursor)
+        at = max(threshold, self.cursor)
+        while True:
+            window = Window(self.width, at // self.width)
+            moved = self.moved.get(window)
+            cursor = moved if moved is not None else self.known(window)
+            at = max(at, cursor or 0)
+            if at <= (window.index + 1) * self.width - self.spacing_us:
+                return at
+            at = (window.index + 1) * self.width
+
+    def take(self, start: int) -> None:
+        if self.known is None:
+            self.cursor = start + self.spacing_us
+        else:
+            self.moved[Window(self.width, start // self.width)] = start + self.spacing_us
 
 
 def allocate_scoped(
@@ -122,11 +173,14 @@ def allocate_scoped(
     now_ms: int,
     *,
     lead_ms: int = HANDOFF_LEAD_MS,
+    windows: Callable[[Window], int | None] | None = None,
 ) -> ScopedAllocation:
     """Slots for a batch that keep every limit of `rates` at once, from the pacing items' `next_us` (the
-    queue's, and each flow key's: None never used). Each scope is the single-rate rule: a start is at or
-    after its scope's cursor, which then moves one spacing past it, so each item's slots are a spacing
-    apart; the attempt starts within the smallest tolerance, inside the window of every scope it is in.
+    queue's, and each flow key's: None never used). With both a queue and a key rate the queue's scope is
+    kept per `Window` instead (`windows`: the `next_us` known of each; `queue_next` is then only a floor).
+    Each scope is the single-rate rule: a start is at or after its scope's cursor, which then moves one
+    spacing past it, so each item's slots are a spacing apart (a window's slots end one spacing before the
+    next window); the attempt starts within the smallest tolerance, inside the window of every scope.
 
     Starts are handed out in time order: the next is the earliest possible start; among those the limits
     hold back to the same instant, the highest priority, then the earliest due (ties keep the given order).
@@ -138,7 +192,10 @@ def allocate_scoped(
     key_pace = None if rates.key is None else pace(rates.key)
     tolerance = min(p.tolerance_us for p in paces)
     floor = (now_ms + lead_ms) * 1000
-    queue_cursor = max(queue_next or 0, floor)
+    windowed = None
+    if queue_pace is not None and key_pace is not None:
+        windowed = windows or (lambda window: None)
+    line = None if queue_pace is None else _QueueLine(queue_pace.spacing_us, max(queue_next or 0, floor), windowed)
     cursors: dict[str, int] = {}
     # Per scope: what is not due yet (latest due last, popped from the end) and what is held back (a heap).
     waiting: dict[str, list[int]] = {}
@@ -156,9 +213,11 @@ def allocate_scoped(
                 continue
             # The scope's next start: never sooner than its cursors or what is left to start (none of it is
             # due sooner than the last threshold), so it only grows and what is held is due by then.
-            threshold = max(queue_cursor, cursors[scope], thresholds.get(scope, 0))
+            threshold = max(cursors[scope], thresholds.get(scope, 0))
             if not held[scope]:
                 threshold = max(threshold, starts[later[-1]].due_ms * 1000)
+            if line is not None:
+                threshold = line.first(threshold)
             thresholds[scope] = threshold
             # Everything due by the scope's next start competes for it.
             while later and starts[later[-1]].due_ms * 1000 <= threshold:
@@ -172,14 +231,16 @@ def allocate_scoped(
         start, _, _, index, scope = best
         heapq.heappop(held[scope])
         chosen[index] = start
-        if queue_pace is not None:
-            queue_cursor = start + queue_pace.spacing_us
+        if line is not None:
+            line.take(start)
         if key_pace is not None:
             cursors[scope] = start + key_pace.spacing_us
     # Whole milliseconds inside [slot, slot + tolerance]: rounded up at the start, down at the end.
     slots = tuple(Slot(-(-start // 1000), (start + tolerance) // 1000) for start in chosen)
     moved = cursors if key_pace is not None else {}
-    return ScopedAllocation(slots, queue_cursor if queue_pace is not None else queue_next, dict(moved))
+    if line is None or line.known is not None:
+        return ScopedAllocation(slots, queue_next, dict(moved), {} if line is None else line.moved)
+    return ScopedAllocation(slots, line.cursor, dict(moved))
 
 
 def too_near(slot: Slot, sent_ms: int) -> bool:

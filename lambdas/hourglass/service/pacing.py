@@ -18,7 +18,7 @@ from hourglass.core.deadline import ATTEMPT_BUDGET, BOOKKEEPING, attempt_deadlin
 from hourglass.core.delivery_control import DeliveryControl
 from hourglass.core.handoff import Timer
 from hourglass.core.model import DEFAULT_PRIORITY, LATER_NAMESPACE, Message, Queue, Status
-from hourglass.core.pacing import Rates, Slot, Start
+from hourglass.core.pacing import Rates, Slot, Start, Window
 from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.errors import StoreError
 from hourglass.logs import log
@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 
 # Allocation rounds before giving up (each lost round means another allocator just won).
 MAX_ROUNDS = 64
+# Windows of a queue's slots read at once after a lost write on one (a process new to a backlogged queue
+# learns where its backlog ends in a few rounds, not one window per round).
+WINDOWS_READ_AHEAD = 100
 # How long the sweeper trusts what it read of a queue's limits; the dispatcher checks every start
 # against the queue it reads anyway, so a stale answer here costs order, never the bound.
 CONTROL_TTL = timedelta(seconds=30)
@@ -35,8 +38,19 @@ CONTROL_TTL = timedelta(seconds=30)
 
 class PaceStore(Protocol):
     def advance_pace(
-        self, queue: str, expected_us: int | None, new_us: int, flow_key: str | None = None
+        self,
+        queue: str,
+        expected_us: int | None,
+        new_us: int,
+        flow_key: str | None = None,
+        window: tuple[int, int] | None = None,
     ) -> tuple[bool, int | None]: ...
+
+    def pace_windows(self, queue: str, width_us: int, first: int, count: int) -> dict[int, int]: ...
+
+
+# A pacing item: the queue's (None), a flow key's, or a window of the queue's slots.
+Scope = str | Window | None
 
 
 class _Request:
@@ -65,7 +79,7 @@ class Pacer:
 
     def __init__(self, store: PaceStore) -> None:
         self.store = store
-        self._known: dict[tuple[str, str | None], int | None] = {}
+        self._known: dict[tuple[str, Scope], int | None] = {}
         self._queue_locks: dict[str, threading.Lock] = {}
         self._waiting: dict[str, list[_Request]] = {}
         self._lock = threading.Lock()
@@ -120,27 +134,40 @@ class Pacer:
 
     def _allocate(self, queue: str, rates: Rates, group: list[_Request]) -> None:
         """Slots for every request of `group` (the caller holds the queue's turn): the keys' items are written
-        first, then the queue's, each conditionally. A lost write starts a new round from the winner's value;
-        the slots of items already written in the lost round stay unused (a gap only lowers a rate)."""
+        first, then the queue's (or its windows', in time order), each conditionally. A lost write starts a new
+        round from the winner's value (after a window's, with the windows after it read in one Query); the
+        slots of items already written in the lost round stay unused (a gap only lowers a rate)."""
         starts = [start for request in group for start in request.starts]
         floor_ms = max(request.floor_ms for request in group)
         for _ in range(MAX_ROUNDS):
             scopes = {start.scope for start in starts} if rates.key is not None else set()
             key_next = {scope: self._known.get((queue, scope)) for scope in scopes}
+            known: dict[Scope, int | None] = dict(key_next.items())
             allocation = pacing.allocate_scoped(
-                rates, self._known.get((queue, None)), key_next, starts, floor_ms, lead_ms=0
+                rates,
+                self._known.get((queue, None)),
+                key_next,
+                starts,
+                floor_ms,
+                lead_ms=0,
+                windows=lambda window: self._known.get((queue, window)),
             )
-            writes: list[tuple[str | None, int]] = sorted(allocation.key_next.items())
-            if rates.queue is not None:
+            writes: list[tuple[Scope, int]] = [*sorted(allocation.key_next.items())]
+            for window, new in sorted(allocation.window_next.items(), key=lambda item: item[0].index):
+                known[window] = self._known.get((queue, window))
+                writes.append((window, new))
+            if rates.queue is not None and rates.key is None:
                 assert allocation.queue_next is not None
+                known[None] = self._known.get((queue, None))
                 writes.append((None, allocation.queue_next))
             try:
-                won = all(
-                    self._advance(
-                        queue, scope, new, key_next.get(scope) if scope is not None else self._known.get((queue, None))
-                    )
-                    for scope, new in writes
-                )
+                won = True
+                for scope, new in writes:
+                    if not self._advance(queue, scope, new, known[scope]):
+                        won = False
+                        if isinstance(scope, Window):
+                            self._read_ahead(queue, scope)
+                        break
             except Exception as exc:  # every waiting request gets it, not only the writer's
                 for request in group:
                     request.error = exc if isinstance(exc, StoreError) else StoreError(f"pacing failed: {exc}")
@@ -154,10 +181,22 @@ class Pacer:
         for request in group:
             request.error = StoreError(f"pacing item of queue {queue} kept changing")
 
-    def _advance(self, queue: str, scope: str | None, new_us: int, expected: int | None) -> bool:
+    def _read_ahead(self, queue: str, window: Window) -> None:
+        """What the windows after a lost one hold now (unused ones: None); the lost one's value came with
+        the failed write."""
+        held = self.store.pace_windows(queue, window.width_us, window.index + 1, WINDOWS_READ_AHEAD)
+        if len(self._known) + WINDOWS_READ_AHEAD >= MAX_KNOWN:
+            self._known.clear()
+        for index in range(window.index + 1, window.index + 1 + WINDOWS_READ_AHEAD):
+            self._known[(queue, Window(window.width_us, index))] = held.get(index)
+
+    def _advance(self, queue: str, scope: Scope, new_us: int, expected: int | None) -> bool:
         """One pacing item's conditional write; remembers the value it now holds (ours or the winner's)."""
         if scope is None:
             written, current = self.store.advance_pace(queue, expected, new_us)
+        elif isinstance(scope, Window):
+            window = (scope.width_us, scope.index)
+            written, current = self.store.advance_pace(queue, expected, new_us, window=window)
         else:
             written, current = self.store.advance_pace(queue, expected, new_us, scope)
         if len(self._known) >= MAX_KNOWN:

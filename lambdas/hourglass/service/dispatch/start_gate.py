@@ -146,7 +146,10 @@ class StartGate:
         """The concurrency slots the attempt needs, its key's first, then the queue's (v1.2: every limit at
         once); None, with any taken given back, when one is refused."""
         holder = concurrency.holder(timer.id, timer.version)
-        needed = [(control.key_max_concurrency, timer.scope), (control.max_concurrency, None)]
+        key_limit = control.key_max_concurrency
+        if key_limit is not None and not concurrency.binds(key_limit, control.key_rate_limit, (until - now_ms) / 1000):
+            key_limit = None  # the key's rate alone keeps it under the limit: no slot write
+        needed = [(key_limit, timer.scope), (control.max_concurrency, None)]
         held: list[Lease] = []
         for limit, flow_key in needed:
             if limit is None:
