@@ -12,7 +12,7 @@ from hourglass.core.pacing import pace
 
 from bench.delivery_limits import order_lag, window_ratio
 from bench.receiver import Counting
-from tests.e2e.conftest import Client
+from tests.e2e.conftest import Client, Stack
 from tests.e2e.test_delivery_control import epoch
 
 RATE = 20
@@ -47,7 +47,7 @@ def burst(api: Client, name: str, count: int, lead: float) -> dict[int, float]:
     return due
 
 
-def check_burst(api: Client, receiver: Counting, count: int) -> None:
+def check_burst(api: Client, receiver: Counting, count: int, *, due_order: bool) -> None:
     name = limited_queue(api, receiver, rate_limit=RATE)
     # Lead: the three POSTs of 100 must be stored before the first slot (on a loaded 2-core machine
     # ingest of 100 can take seconds; a timer that beats its item by more than the slot tolerance repaces).
@@ -56,15 +56,22 @@ def check_burst(api: Client, receiver: Counting, count: int) -> None:
     bodies = [body for _, body in got]
     assert sorted(bodies) == list(range(count))  # none lost, none twice
     # Due order: slots are handed out in due order and each attempt starts within its slot's window,
-    # so a message never starts more than the slot tolerance after a later-due one.
-    assert order_lag(got) <= pace(RATE).tolerance_us / 1e6
+    # so a message never starts more than the slot tolerance after a later-due one. That holds while the
+    # dispatchers reach every slot in time; the in-process runtime (a dozen pollers' threads in one Python
+    # process beside the emulator) misses some, and a missed slot is re-paced at the end of the line
+    # (docs/delivery-control.md): there the lag is a timing figure, reported by `make bench`
+    # (delivery_limits, "due-order lag"), and not asserted in `make test`.
+    if due_order:
+        assert order_lag(got) <= pace(RATE).tolerance_us / 1e6
     assert all(at >= due[body] - 0.005 for at, body in got)  # none early (5 ms: float ms rounding)
     assert max(window_ratio([at for at, _ in got], RATE, w) for w in range(1, 11)) <= 1.0
 
 
-def test_a_burst_of_300_on_a_rate_limited_queue_arrives_within_the_bound(api: Client, counting: Counting) -> None:
+def test_a_burst_of_300_on_a_rate_limited_queue_arrives_within_the_bound(
+    api: Client, stack: Stack, counting: Counting
+) -> None:
     """~20 s: 300 messages at 20/s take 15 s by definition."""
-    check_burst(api, counting, 300)
+    check_burst(api, counting, 300, due_order=stack.mode == "deployed")
 
 
 def test_max_concurrency_3_never_sees_a_4th_request_in_flight(api: Client) -> None:
