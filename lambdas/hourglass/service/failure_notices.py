@@ -96,15 +96,19 @@ def _recover_message(ctx: Context, entry: DueEntry, now: datetime) -> bool | Non
     notice = message.notice if message is not None and message.version == entry.version else None
     if message is None or notice is None or notice.next_try_at is None or notice.next_try_at > now:
         return None  # the index lags a write that already replaced, moved or removed the item's entry
-    queue = ctx.store.get_queue(message.queue, consistent=True)
-    # A message of a deleted queue notifies no later queue of the same name.
-    same_life = epoch.belongs(queue, message.queue_epoch)
-    destination = delivery_control.of(queue if same_life else None).failure_destination
+    destination = _destination_of_life(ctx, message.queue, message.queue_epoch)
     if destination is None:
         _clear(ctx, message)  # the destination was removed since: nothing to send any more
         return None
     finished_at = notice.finished_at or notice.next_try_at - failure_notice.OUTBOX_GRACE
     return _try(ctx, destination, message, finished_at, tries=notice.tries + 1)
+
+
+def _destination_of_life(ctx: Context, queue_name: str, life: datetime | None) -> Destination | None:
+    """The failure destination of the queue life a notice belongs to: a notice of a deleted queue notifies no
+    later queue of the same name (None, as for a queue without a destination)."""
+    queue = ctx.store.get_queue(queue_name, consistent=True)
+    return delivery_control.of(queue if epoch.belongs(queue, life) else None).failure_destination
 
 
 def _try(ctx: Context, destination: Destination, message: Message, finished_at: datetime, *, tries: int) -> bool:
@@ -148,9 +152,7 @@ def _recover_queue_paused(ctx: Context, entry: DueEntry, now: datetime) -> bool 
     paused = ctx.store.get_queue_paused(entry.queue, entry.id)
     if paused is None or paused.version != entry.version or (paused.notice.next_try_at or now) > now:
         return None  # the index lags a write that already moved or removed the entry
-    queue = ctx.store.get_queue(paused.queue, consistent=True)
-    same_life = epoch.belongs(queue, paused.epoch)
-    destination = delivery_control.of(queue if same_life else None).failure_destination
+    destination = _destination_of_life(ctx, paused.queue, paused.epoch)
     if destination is None:
         ctx.store.clear_queue_paused(paused)
         return None
