@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tests.model.test_system_model import BREAKERS, SystemModel
+from tests.model.test_system_model import BREAKERS, WINDOWS, SystemModel
 
 
 def replay(*steps: Callable[[SystemModel], object]) -> None:
@@ -124,4 +124,19 @@ def test_a_queue_its_breaker_paused_keeps_its_messages_waiting() -> None:
         lambda m: m.time_passes(seconds=60),
         lambda m: m.only_a_breaker_pauses_a_queue_by_itself(),
         lambda m: m.time_passes(seconds=700),
+    )
+
+
+def test_deliver_now_on_a_queue_whose_window_is_closed_waits_for_the_opening() -> None:
+    # Found by the model in a fresh run (2026-11-26): its own oracle expected no `next_attempt_at` after a
+    # deliver-now, but a message due now outside its queue's window is delivered at the next opening.
+    def deliver_first(m: SystemModel) -> None:
+        m.deliver_now(picked=created, crash_at=None)
+
+    created: list[tuple[str, str]] = []
+    replay(
+        lambda m: m.put_queue(name="b", kind="http", rate=None, destination=None, attempts=3),
+        lambda m: created.extend(m.post(name="b", count=1, delay=600, ttl=None, dedup=None, big=False, crash_at=None)),
+        lambda m: m.put_queue(name="b", kind="sqs", rate=1, destination="sqs", attempts=2, window=WINDOWS[2]),
+        deliver_first,
     )

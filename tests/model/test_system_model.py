@@ -10,6 +10,7 @@ from typing import Any
 
 from hourglass.core import delivery_control, validation
 from hourglass.core.model import Status
+from hourglass.core.timestamps import format_rfc3339
 from hourglass.service.schedules import is_current
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
@@ -299,10 +300,20 @@ class SystemModel(RuleBasedStateMachine):
         def deliver_now() -> None:
             status, doc = self.call("POST", f"/v1/queues/{name}/messages/{message_id}/deliver-now")
             assert status in (200, 404, 409), doc
-            if status == 200 and (doc["status"], doc["next_attempt_at"]) != ("pending", None):
+            if status == 200 and (doc["status"], doc["next_attempt_at"]) != ("pending", self._opening(name, doc)):
                 self.reference.violate("rule 2", f"deliver-now left {name}/{message_id} {doc['status']}: {doc}")
 
         self.act(crash_at, deliver_now)
+
+    def _opening(self, name: str, doc: dict[str, Any]) -> str | None:
+        """The `next_attempt_at` a message due now shows: none, or the next opening of its window (its own, else its
+        queue's) when that is closed now: due now never means outside a window."""
+        live = self.reference.live(name)
+        window = validation.window(doc["window"]) or (live.window if live is not None else None)
+        now = self.world.clock()
+        if window is None or window.is_open(now):
+            return None
+        return format_rfc3339(window.next_open(now))
 
     @rule(name=st.sampled_from(QUEUES), status=st.sampled_from((None, "pending", "delivered")))
     def list_by_due(self, name: str, status: str | None) -> None:
