@@ -140,3 +140,21 @@ def test_deliver_now_on_a_queue_whose_window_is_closed_waits_for_the_opening() -
         lambda m: m.put_queue(name="b", kind="sqs", rate=1, destination="sqs", attempts=2, window=WINDOWS[2]),
         deliver_first,
     )
+
+
+def test_a_key_rotation_keeps_the_queues_window() -> None:
+    # Found by `make model` (2026-11-26): the model's rotation PUT left out the queue's window, breaker and flow
+    # control, so the service (rightly) dropped the window the reference still held the starts to.
+    replay(
+        lambda m: m.put_queue(
+            name="a",
+            kind="http",
+            rate=100,
+            destination=None,
+            attempts=1,
+            window=WINDOWS[3],
+            flow={"key_rate_limit": 0.5, "key_max_concurrency": 200},
+        ),
+        lambda m: m.roll_signing_secret(name="a", secrets=("old",)),
+        lambda m: m.put_schedule(name="a", schedule="s1", every=60, big=False, crash_at=2, catch_up="skip", jitter=90),
+    )

@@ -99,6 +99,7 @@ class SystemModel(RuleBasedStateMachine):
         self.reference = Reference()
         self.world = World(self.reference)
         self.twins = 0
+        self.settings: dict[str, dict[str, Any]] = {}  # each queue's last PUT document
 
     # helpers ------------------------------------------------------------------------------------
     def call(self, method: str, path: str, body: Any = None, rule: str = "rule 1") -> tuple[int, Any]:
@@ -154,6 +155,7 @@ class SystemModel(RuleBasedStateMachine):
             settings["flow_control"] = flow
         status, doc = self.call("PUT", f"/v1/queues/{name}", settings)
         assert status in (200, 201), doc
+        self.settings[name] = settings
         stored = self.world.h.ctx.store.get_queue(name, consistent=True)
         assert stored is not None
         live = self.reference.live(name)
@@ -181,11 +183,12 @@ class SystemModel(RuleBasedStateMachine):
 
     @rule(name=st.sampled_from(QUEUES), secrets=st.sampled_from(ROLL))
     def roll_signing_secret(self, name: str, secrets: tuple[str, ...]) -> None:
-        """A step of a key rotation (or a start or end of signing): the queue's PUT again, with these secrets."""
+        """A step of a key rotation (or a start or end of signing): the queue's last PUT again (its window, breaker
+        and flow control kept: a PUT replaces every setting), with these secrets."""
         live = self.reference.live(name)
         if live is None:
             return
-        doc = queue_doc(self.world, name, live.target, live.rate, live.destination, live.max_attempts)
+        doc = {key: value for key, value in self.settings[name].items() if not key.startswith("signing_secret")}
         doc.update(zip(("signing_secret", "signing_secret_next"), secrets, strict=False))
         status, answer = self.call("PUT", f"/v1/queues/{name}", doc)
         assert status == 200, answer
