@@ -17,7 +17,7 @@ export PYTHONPATH := lambdas:.
 # check-node says it once instead.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION ?= 20
 
-.PHONY: dev test test-console total-queue test-deployed smoke tools lint synth bench bench-modes soak model spark-schedule spark-report sample clean \
+.PHONY: dev test test-console test-realtime total-queue test-deployed smoke tools lint synth bench bench-modes soak model spark-schedule spark-report sample clean \
 	check-node check-java check-chromium
 
 $(STAMP): requirements.txt requirements-dev.txt
@@ -92,6 +92,11 @@ test-deployed: $(STAMP) tools
 		tests/e2e/test_rate_limits.py tests/e2e/test_flow_keys.py tests/e2e/test_smoke.py tests/e2e/test_stack.py \
 		tests/e2e/test_bootstrap.py tests/e2e/test_readme_deploy.py tests/e2e/test_crash_deployed.py \
 		tests/e2e/test_aws_targets.py tests/e2e/test_windows.py
+
+# Real-time end-to-end runs through the local runtime that `make test` leaves out for time (flow keys: ~1.5 min).
+test-realtime: $(STAMP)
+	HOURGLASS_E2E_MODES=inprocess HOURGLASS_E2E_REALTIME=1 $(BIN)/python -m pytest -q -p no:cacheprovider \
+		-o timeout=900 tests/e2e/test_flow_keys.py
 
 # Deployment smoke test against a deployed stack (real AWS: credentials from the usual chain):
 # make smoke API_URL=https://abc123.execute-api.eu-west-1.amazonaws.com/prod/ API_KEY=...

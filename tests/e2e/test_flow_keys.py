@@ -1,9 +1,11 @@
-"""Flow control per key and priority (v1.2) end to end as deployed: each key's rate and concurrency kept beside the
-queue's, keys isolated, and priority among held-back messages. Deployed only (`make test-deployed`): the in-process
-integration tests (tests/integration/test_flow_keys.py) cover the same cases within `make test`'s time budget."""
+"""Flow control per key and priority (v1.2) end to end: each key's rate and concurrency kept beside the
+queue's, keys isolated, and priority among held-back messages. Real time, so outside `make test`:
+`make test-realtime` through the local runtime, `make test-deployed` as deployed (tests/integration/test_flow_keys.py
+covers the same cases on a fixed clock within `make test`)."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -16,7 +18,11 @@ from bench.receiver import Counting
 from tests.e2e.conftest import MODES, Client, Stack
 from tests.e2e.test_rate_limits import limited_queue
 
-pytestmark = pytest.mark.skipif("deployed" not in MODES, reason="real-time runs: make test-deployed")
+# Real-time runs: `make test-deployed` as deployed, `make test-realtime` through the local runtime.
+pytestmark = pytest.mark.skipif(
+    "deployed" not in MODES and os.environ.get("HOURGLASS_E2E_REALTIME") != "1",
+    reason="real-time runs: make test-deployed / make test-realtime",
+)
 WINDOWS = (1, 2, 5, 10)
 
 
