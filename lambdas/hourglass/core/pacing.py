@@ -127,8 +127,8 @@ def window_width(spacing_us: int) -> int:
 
 def key_paced_since(floor_us: int | None, since_ms: int) -> bool:
     """Whether every attempt of a key that started at or after `since_ms` started in a key pacing slot. A slot
-    handed out before the PUT that last moved the queue's slots (`Rates.floor_us`, set when a key rate is added
-    to a queue rate) may have none, and is before that floor: its attempt started within a second after it."""
+    handed out before the PUT that last moved the queue's slots (`Rates.floor_us`; among such PUTs, one adding a
+    key rate to a queue rate) may have none, and is before that floor: its attempt started within a second after."""
     return floor_us is None or since_ms >= floor_us // 1000 + US_PER_S // 1000
 
 
