@@ -336,6 +336,7 @@ def queue_to_item(queue: Queue) -> Item:
         "version": n(queue.version),
         **({"paused_reason": s(control.paused_reason)} if control.paused_reason else {}),
         **({"resumed_at": n(to_ms(control.resumed_at))} if control.resumed_at else {}),
+        **({"pace_floor_us": n(control.pace_floor_us)} if control.pace_floor_us is not None else {}),
     }
 
 
@@ -352,6 +353,7 @@ def queue_from_item(item: Item) -> Queue:
         control_from_stored(raw_control, paused=paused),
         paused_reason=_str(item, "paused_reason") if paused else None,
         resumed_at=_time(item, "resumed_at"),
+        pace_floor_us=_num(item, "pace_floor_us"),
     )
     if control == DeliveryControl():
         control = None  # the default control, as a queue built without one

@@ -8,7 +8,7 @@ from botocore.exceptions import ClientError
 
 from hourglass.adapters.items import n, s
 from hourglass.adapters.table import Table, code_of
-from hourglass.core.keys import PACE_SK, pace_sk
+from hourglass.core.keys import PACE_SK, pace_sk, pace_window_prefix
 from hourglass.errors import StoreError
 
 # A flow key's pacing item outlives its last slot by this much, then DynamoDB's TTL removes it: an idle key
@@ -64,6 +64,37 @@ class PacingStorage(Table):
         got = self._guard("query", TableName=self.table, KeyConditionExpression=key, ExpressionAttributeValues=values)
         return {int(item["sk"]["S"].rsplit("#", 1)[1]): int(item["next_us"]["N"]) for item in got.get("Items", [])}
 
+    def pace_cursor(self, queue: str) -> int | None:
+        """The queue's `#pace` next free slot (None: unused); read consistently, once per PUT that moves its slots."""
+        key = {"pk": s(queue), "sk": s(PACE_SK)}
+        item = self._guard("get_item", TableName=self.table, Key=key, ConsistentRead=True).get("Item")
+        return int(item["next_us"]["N"]) if item and "next_us" in item else None
+
+    def last_window(self, queue: str, width_us: int) -> int | None:
+        """The next free slot of the queue's furthest window of this width (None: none used): one Query, newest
+        first (the zero-padded index sorts windows in time order)."""
+        got = self._guard(
+            "query",
+            TableName=self.table,
+            KeyConditionExpression="pk = :q AND begins_with(sk, :p)",
+            ExpressionAttributeValues={":q": s(queue), ":p": s(pace_window_prefix(width_us))},
+            ScanIndexForward=False,
+            Limit=1,
+            ConsistentRead=True,
+        )
+        items = got.get("Items", [])
+        return int(items[0]["next_us"]["N"]) if items else None
+
     def reset_pace(self, queue: str) -> None:
-        """Forget the queue's next free slot: the next allocation starts from now."""
-        self._guard("delete_item", TableName=self.table, Key={"pk": s(queue), "sk": s(PACE_SK)})
+        """Forget the queue's own slots, its `#pace` cursor and every window: the next allocation starts from now
+        (its keys' items stay; they expire)."""
+        request = {
+            "TableName": self.table,
+            "KeyConditionExpression": "pk = :q AND begins_with(sk, :p)",
+            "ExpressionAttributeValues": {":q": s(queue), ":p": s(pace_window_prefix())},
+            "ProjectionExpression": "pk, sk",
+            "ConsistentRead": True,
+        }
+        windows = [item for page in self._pages(request) for item in page.get("Items", [])]
+        keys = [{"pk": s(queue), "sk": s(PACE_SK)}, *({"pk": w["pk"], "sk": w["sk"]} for w in windows)]
+        self._batch_write([{"DeleteRequest": {"Key": key}} for key in keys])

@@ -48,4 +48,4 @@ def of(queue: Queue | None) -> DeliveryControl:
 
 def rates(control: DeliveryControl) -> Rates | None:
     """The rate limits a queue's hand-offs keep at once, queue-wide and per flow key; None: no slots."""
-    return Rates(control.rate_limit, control.key_rate_limit) if control.paced else None
+    return Rates(control.rate_limit, control.key_rate_limit, control.pace_floor_us) if control.paced else None

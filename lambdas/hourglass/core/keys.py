@@ -105,8 +105,13 @@ def pace_sk(flow_key: str | None = None, window: tuple[int, int] | None = None) 
     """The pacing item of a queue (None), of one of its flow keys (v1.2; messages without one share ""), or of
     one window (width and index, µs) of the queue's slots when it has flow keys too."""
     if window is not None:  # the index zero-padded, so a window range is one Query
-        return f"{PACE_SK}#w#{window[0]}#{window[1]:015d}"
+        return f"{pace_window_prefix(window[0])}{window[1]:015d}"
     return PACE_SK if flow_key is None else f"{PACE_SK}#k#{flow_key}"
+
+
+def pace_window_prefix(width_us: int | None = None) -> str:
+    """`begins_with` prefix of a queue's windows of one width (None: of every width)."""
+    return f"{PACE_SK}#w#" if width_us is None else f"{PACE_SK}#w#{width_us}#"
 
 
 def count_prefix(epoch_ms: int) -> str:

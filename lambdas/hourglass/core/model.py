@@ -160,6 +160,9 @@ class DeliveryControl:
     # The last resume: the breaker counts only attempts after it (a fresh window).
     resumed_at: datetime | None = None
     flow_control: FlowControl | None = None
+    # Where the queue's slots start (µs) since a PUT moved them to other pacing items (`pacing.queue_state`):
+    # the old items' next free slot, so slots of before and after are a spacing apart. Kept by the service.
+    pace_floor_us: int | None = None
 
     @property
     def limited(self) -> bool:

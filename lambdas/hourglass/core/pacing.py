@@ -90,10 +90,12 @@ def allocate(
 
 @dataclass(frozen=True)
 class Rates:
-    """The rate limits a queue's starts keep at once: queue-wide, and per flow key (v1.2); None: no such limit."""
+    """The rate limits a queue's starts keep at once: queue-wide, and per flow key (v1.2); None: no such limit.
+    `floor_us`: the queue's slots start no sooner (set when a PUT moved them to other pacing items, `queue_state`)."""
 
     queue: float | None = None
     key: float | None = None
+    floor_us: int | None = None
 
 
 @dataclass(frozen=True)
@@ -121,6 +123,21 @@ class Window:
 def window_width(spacing_us: int) -> int:
     """Whole spacings, at least two, about QUEUE_WINDOW_US long."""
     return spacing_us * max(2, -(-QUEUE_WINDOW_US // spacing_us))
+
+
+def key_paced_since(floor_us: int | None, since_ms: int) -> bool:
+    """Whether every attempt of a key that started at or after `since_ms` started in a key pacing slot. A slot
+    handed out before the PUT that last moved the queue's slots (`Rates.floor_us`; among such PUTs, one adding a
+    key rate to a queue rate) may have none, and is before that floor: its attempt started within a second after."""
+    return floor_us is None or since_ms >= floor_us // 1000 + US_PER_S // 1000
+
+
+def queue_state(rates: Rates | None) -> int | None:
+    """Which pacing items hold the queue's own slots: none (None: no queue rate), its one `#pace` cursor (0), or
+    its windows of this width (a queue rate and a key rate). A change of it leaves the old slots unseen."""
+    if rates is None or rates.queue is None:
+        return None
+    return 0 if rates.key is None else window_width(pace(rates.queue).spacing_us)
 
 
 @dataclass(frozen=True)

@@ -145,7 +145,7 @@ class Pacer:
             known: dict[Scope, int | None] = dict(key_next.items())
             allocation = pacing.allocate_scoped(
                 rates,
-                self._known.get((queue, None)),
+                _later(self._known.get((queue, None)), rates.floor_us),
                 key_next,
                 starts,
                 floor_ms,
@@ -203,6 +203,32 @@ class Pacer:
             self._known.clear()
         self._known[(queue, scope)] = current
         return written
+
+
+def _later(cursor: int | None, floor: int | None) -> int | None:
+    return cursor if floor is None else max(cursor or 0, floor)
+
+
+class PaceStates(Protocol):
+    def pace_cursor(self, queue: str) -> int | None: ...
+
+    def last_window(self, queue: str, width_us: int) -> int | None: ...
+
+
+def floor_after(store: PaceStates, queue: str, before: DeliveryControl, after: DeliveryControl) -> int | None:
+    """Where a queue's slots start after a PUT from `before` to `after` (`DeliveryControl.pace_floor_us`). When it
+    moves them to other pacing items (`pacing.queue_state`: `#pace` and windows, or windows of another width) the
+    new ones start at the old ones' next free slot, read here, so every slot of before and after is a spacing
+    apart; it also tells the dispatcher until when a key's attempts may have started outside a key pacing slot.
+    None once the queue has no rate limit (its slots no longer hold anything back)."""
+    old, new = delivery_control.rates(before), delivery_control.rates(after)
+    if new is None:
+        return None
+    was = pacing.queue_state(old)
+    if was is None or was == pacing.queue_state(new):
+        return before.pace_floor_us
+    left = store.pace_cursor(queue) if was == 0 else store.last_window(queue, was)
+    return _later(left, before.pace_floor_us)
 
 
 class QueueLimits:

@@ -9,7 +9,7 @@ from typing import Any
 from hourglass.core import delivery_control, epoch, validation
 from hourglass.core.model import Queue
 from hourglass.errors import ConflictError, NotFoundError, StaleVersionError, ValidationError
-from hourglass.service import targets
+from hourglass.service import pacing, targets
 from hourglass.service.context import Context
 
 WRITE_ATTEMPTS = 3
@@ -36,6 +36,7 @@ class Queues:
             kept = replace(
                 control, paused=before.paused, paused_reason=before.paused_reason, resumed_at=before.resumed_at
             )
+            kept = replace(kept, pace_floor_us=pacing.floor_after(self.store, name, before, kept))
             if existing is None:
                 queue = Queue(name, settings, self._new_epoch(name), kept, version=1)
             else:
@@ -46,7 +47,8 @@ class Queues:
             except StaleVersionError:
                 continue
             if delivery_control.of(existing).rate_limit is not None and kept.rate_limit is None:
-                # Unpaced now: a later rate limit starts from now, not behind the backlog paced before.
+                # Unpaced now (`#pace` and the windows): a later rate limit starts from now, not behind the
+                # backlog paced before.
                 self.store.reset_pace(name)
             return queue, existing is None
         raise ConflictError(f"queue {name} keeps changing; try again")

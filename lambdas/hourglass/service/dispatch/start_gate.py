@@ -15,7 +15,7 @@ from hourglass.core.concurrency import Lease
 from hourglass.core.delivery_control import DeliveryControl
 from hourglass.core.handoff import Scheduled, Timer
 from hourglass.core.model import LATER_NAMESPACE, Queue
-from hourglass.core.pacing import Rates
+from hourglass.core.pacing import Rates, key_paced_since
 from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.errors import StoreError
 from hourglass.logs import log
@@ -146,9 +146,12 @@ class StartGate:
         """The concurrency slots the attempt needs, its key's first, then the queue's (v1.2: every limit at
         once); None, with any taken given back, when one is refused."""
         holder = concurrency.holder(timer.id, timer.version)
-        key_limit = control.key_max_concurrency
-        if key_limit is not None and not concurrency.binds(key_limit, control.key_rate_limit, (until - now_ms) / 1000):
-            key_limit = None  # the key's rate alone keeps it under the limit: no slot write
+        key_limit, lease_ms = control.key_max_concurrency, until - now_ms
+        # The key's rate alone keeps it under the limit (no slot write) once every attempt a lease can still hold
+        # started in a key pacing slot: none paced before the key rate was added is left.
+        paced = key_paced_since(control.pace_floor_us, now_ms - lease_ms)
+        if key_limit is not None and paced and not concurrency.binds(key_limit, control.key_rate_limit, lease_ms / 1e3):
+            key_limit = None
         needed = [(key_limit, timer.scope), (control.max_concurrency, None)]
         held: list[Lease] = []
         for limit, flow_key in needed:

@@ -1,0 +1,111 @@
+"""A PUT that moves a queue's slots between its one `#pace` cursor and its windows (issue 26): the bound holds
+across the switch mid-backlog, removing the rate limit ends both, and a key's attempts paced before its key rate
+was added take key concurrency slots."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from hourglass.core.timestamps import to_ms
+from hourglass.service.pacing import Pacer
+
+from tests.integration import test_rate_limits as limits
+from tests.integration.conftest import Harness
+from tests.integration.test_flow_keys import post_keyed
+
+
+def put_queue(harness: Harness, name: str, **control: Any) -> None:
+    status, doc = harness.call(
+        "PUT", f"/v1/queues/{name}", {"target": {"type": "http", "url": "http://127.0.0.1:9/x"}, **control}
+    )
+    assert status in (200, 201), doc
+
+
+def backlog_then_switch(harness: Harness, before: dict[str, Any], after: dict[str, Any]) -> list[int]:
+    """10 messages due at once handed off under `before` (5 s of slots at rate 2), the PUT to `after`, 10 more
+    of other keys due at once handed off by another process (its own pacing cache), all drained: every start."""
+    recorder = limits.Recorder(harness)
+    harness.ctx.post = recorder
+    put_queue(harness, "switched", **before)
+    due_ms = to_ms(harness.clock() + timedelta(seconds=3))
+    post_keyed(harness, "switched", [("a", 5), ("b", 5)] * 5, due_ms)
+    put_queue(harness, "switched", **after)
+    harness.ctx.pacer = Pacer(harness.ctx.store)
+    post_keyed(harness, "switched", [("c", 5), ("d", 5)] * 5, due_ms)
+    limits.drain(harness, rounds=60)
+    return [at for at, _ in recorder.starts]
+
+
+def test_the_queue_bound_holds_when_a_key_rate_moves_its_slots_to_windows_mid_backlog(harness: Harness) -> None:
+    starts = backlog_then_switch(harness, {"rate_limit": 2}, {"rate_limit": 2, "flow_control": {"key_rate_limit": 5}})
+    assert (len(starts), limits.over_bound(starts, 2)) == (20, [])
+
+
+def test_the_queue_bound_holds_when_removing_the_key_rate_moves_its_slots_to_one_cursor(harness: Harness) -> None:
+    starts = backlog_then_switch(harness, {"rate_limit": 2, "flow_control": {"key_rate_limit": 5}}, {"rate_limit": 2})
+    assert (len(starts), limits.over_bound(starts, 2)) == (20, [])
+
+
+def test_the_queue_bound_holds_when_a_new_rate_gives_its_windows_another_width(harness: Harness) -> None:
+    """Rate 1 keeps windows of 2.5 s, rate 2 of 1 s: the new windows start after the old ones' last slot."""
+    flow = {"flow_control": {"key_rate_limit": 5}}
+    starts = backlog_then_switch(harness, {"rate_limit": 1, **flow}, {"rate_limit": 2, **flow})
+    assert (len(starts), limits.over_bound(starts, 2)) == (20, [])
+
+
+def pace_items(harness: Harness, queue: str) -> list[str]:
+    items = harness.ddb.scan(TableName=harness.ctx.settings.table)["Items"]
+    return sorted(i["sk"]["S"] for i in items if i["pk"]["S"] == queue and i["sk"]["S"].startswith("#pace"))
+
+
+def test_removing_the_rate_limit_ends_the_windows_with_the_cursor(harness: Harness) -> None:
+    put_queue(harness, "windowed", rate_limit=2, flow_control={"key_rate_limit": 5})
+    post_keyed(harness, "windowed", [("a", 5)] * 6, to_ms(harness.clock() + timedelta(seconds=3)))
+    assert any("#pace#w#" in sk for sk in pace_items(harness, "windowed"))
+    put_queue(harness, "windowed", flow_control={"key_rate_limit": 5})
+    assert pace_items(harness, "windowed") == ["#pace#k#a"]
+
+
+def test_a_rate_limit_added_back_starts_from_now_not_behind_the_old_windows(harness: Harness) -> None:
+    recorder = limits.Recorder(harness)
+    harness.ctx.post = recorder
+    put_queue(harness, "again", rate_limit=1, flow_control={"key_rate_limit": 5})
+    post_keyed(harness, "again", [("a", 5), ("b", 5)] * 3, to_ms(harness.clock() + timedelta(seconds=60)))
+    put_queue(harness, "again")
+    put_queue(harness, "again", rate_limit=1, flow_control={"key_rate_limit": 5})
+    due_ms = to_ms(harness.clock() + timedelta(seconds=3))
+    post_keyed(harness, "again", [("c", 5)], due_ms)
+    limits.drain(harness, rounds=60)
+    [first] = [at for at, body in recorder.starts if body["k"] == "c"]
+    assert due_ms <= first <= due_ms + 1000
+
+
+def key_slot_items(harness: Harness, queue: str) -> list[str]:
+    items = harness.ddb.scan(TableName=harness.ctx.settings.table)["Items"]
+    return [i["sk"]["S"] for i in items if i["pk"]["S"] == queue and i["sk"]["S"].startswith("#slot#k#")]
+
+
+def test_an_attempt_paced_before_its_key_rate_was_added_takes_a_key_concurrency_slot(harness: Harness) -> None:
+    """key_rate_limit 1 cannot reach key_max_concurrency 100 within a lease, but the 3 attempts of key "a" were
+    paced by the queue's rate 10 alone, with no key slot: they count in the key's concurrency."""
+    recorder = limits.Recorder(harness)
+    harness.ctx.post = recorder
+    put_queue(harness, "late", rate_limit=10, flow_control={"key_max_concurrency": 100})
+    post_keyed(harness, "late", [("a", 5)] * 3, to_ms(harness.clock() + timedelta(seconds=3)))
+    put_queue(harness, "late", rate_limit=10, flow_control={"key_rate_limit": 1, "key_max_concurrency": 100})
+    limits.drain(harness)
+    assert (len(recorder.starts), {sk.split("#")[3] for sk in key_slot_items(harness, "late")}) == (3, {"a"})
+
+
+def test_once_those_attempts_are_past_their_leases_the_key_rate_alone_keeps_the_limit(harness: Harness) -> None:
+    recorder = limits.Recorder(harness)
+    harness.ctx.post = recorder
+    put_queue(harness, "late", rate_limit=10, flow_control={"key_max_concurrency": 100})
+    post_keyed(harness, "late", [("a", 5)], to_ms(harness.clock() + timedelta(seconds=3)))
+    put_queue(harness, "late", rate_limit=10, flow_control={"key_rate_limit": 1, "key_max_concurrency": 100})
+    limits.drain(harness)
+    harness.clock.now += timedelta(minutes=10)
+    post_keyed(harness, "late", [("b", 5)] * 2, to_ms(harness.clock() + timedelta(seconds=3)))
+    limits.drain(harness)
+    assert (len(recorder.starts), {sk.split("#")[3] for sk in key_slot_items(harness, "late")}) == (3, {"a"})
