@@ -319,7 +319,7 @@ def section(*, quick: bool = False) -> Section:
         "most arrivals divided by the contract's bound rate x W + max(1, rate). Write units: 100 messages in "
         "requests of 100, delivered at the first attempt, on a fixed clock one dispatcher at a time (no refusals); the "
         "pacing item costs one write per hand-off batch (an ingest request, a sweep chunk), a concurrency slot "
-        "two per attempt (acquire, release)."
+        "one per attempt (taken after reading it and its holder's message; the outcome frees it, no release)."
     )
     return out
 
