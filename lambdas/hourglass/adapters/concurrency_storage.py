@@ -87,7 +87,9 @@ class ConcurrencyStorage(Table):
         """The holders whose attempt is over, from their messages' items (one strongly consistent read)."""
         if not holders:
             return set()
-        found = self._read(queue, [message_sk(held_by(h)[0]) for h in holders], "#st, version", {"#st": "status"})
+        # Distinct keys (BatchGetItem refuses duplicates): one holder may have kept two slots (a release lost).
+        wanted = sorted({message_sk(held_by(h)[0]) for h in holders})
+        found = self._read(queue, wanted, "#st, version", {"#st": "status"})
         ended = set()
         for h in holders:
             item = found.get(message_sk(held_by(h)[0]))
