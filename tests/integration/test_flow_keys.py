@@ -9,6 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from hourglass import contract
 from hourglass.core.timestamps import format_rfc3339, from_ms, to_ms
 from hourglass.service.dispatch import Dispatcher
 
@@ -254,7 +255,10 @@ def test_key_concurrency_holds_one_attempt_per_key(harness: Harness) -> None:
             t.start()
         for t in threads:
             t.join()
+    starts = [at for at, _ in recorder.starts]
     assert (peak, len(recorder.starts)) == ({"a": 1, "b": 1}, 8)
+    # Each slot was passed on by its holder's outcome, not by its lease running out (no release is written).
+    assert max(starts) - min(starts) < contract.DEFAULT_DELIVERY_LEASE * 1000
 
 
 def test_a_timer_that_does_not_know_its_key_is_put_back_and_handed_off_with_it(harness: Harness) -> None:
