@@ -70,10 +70,12 @@ def units_per_message(
     swept: bool,
     flow_keys: int = 0,
     starts: list[tuple[int, Any]] | None = None,
+    reads: dict[str, float] | None = None,
 ) -> tuple[float, dict[str, float]]:
     """Write units per delivered message of one queue (its message items, and the pacing / slot items),
     the messages posted in requests of 100 due 1 ms apart, handed off by ingest or (`swept`) by a sweep.
-    `flow_keys`: message i has flow key `k<i mod flow_keys>`; `starts` gets (start ms, body) of each attempt."""
+    `flow_keys`: message i has flow key `k<i mod flow_keys>`; `starts` gets (start ms, body) of each attempt;
+    `reads` gets the read units per message of the message items and of the slot items."""
     with mock_aws():
         ddb, sqs = boto3.client("dynamodb", region_name="us-east-1"), boto3.client("sqs", "us-east-1")
         aws = inprocess.create(ddb, sqs, projected=DUE_INDEX.projected)
@@ -107,6 +109,9 @@ def units_per_message(
         keys, uses = meter.snapshot()
         assert not meter.errors, meter.errors
     items = sum(u.write for k, u in keys.items() if k[0] == "q")
+    if reads is not None:
+        reads["messages"] = sum(u.read for k, u in keys.items() if k[0] == "q") / count
+        reads["concurrency slots"] = uses["concurrency slots"].read / count if "concurrency slots" in uses else 0.0
     limit_items = {use: u.write for use, u in uses.items() if use in ("pacing", "concurrency slots")}
     return (items + sum(limit_items.values())) / count, {k: v / count for k, v in limit_items.items()}
 
@@ -319,7 +324,7 @@ def section(*, quick: bool = False) -> Section:
         "most arrivals divided by the contract's bound rate x W + max(1, rate). Write units: 100 messages in "
         "requests of 100, delivered at the first attempt, on a fixed clock one dispatcher at a time (no refusals); the "
         "pacing item costs one write per hand-off batch (an ingest request, a sweep chunk), a concurrency slot "
-        "two per attempt (acquire, release)."
+        "one per attempt (taken after reading it and its holder's message; the outcome frees it, no release)."
     )
     return out
 

@@ -10,6 +10,7 @@ from hourglass.core.concurrency import holder
 
 from devstack import moto_atomic
 from tests.integration.conftest import Harness
+from tests.integration.test_flow import make_queue, post
 
 NOW_MS = 1_000_000
 
@@ -59,3 +60,42 @@ def test_a_late_release_by_an_older_holder_frees_nothing(harness: Harness) -> No
     store.release_slot("q", old)
     refused: Any = store.acquire_slot("q", 1, holder("third", 1), NOW_MS + 9_000, NOW_MS + 3_000)
     assert refused is None
+
+
+def message_at(harness: Harness) -> tuple[str, int]:
+    """A pending message of queue `q` and its version (the version its timer carries)."""
+    make_queue(harness, "q")
+    (created,) = post(harness, {"body": 1, "delay": 3600}, queue="q")
+    message = harness.ctx.store.get_message("q", created["id"])
+    assert message is not None
+    return message.id, message.version
+
+
+def test_a_slot_whose_holder_has_no_message_waits_for_its_lease(harness: Harness) -> None:
+    # A timer can beat its message's ingest write: its begin may still come.
+    assert harness.ctx.store.acquire_slot("q", 1, holder("ghost", 1), NOW_MS + 60_000, NOW_MS)
+    assert harness.ctx.store.acquire_slot("q", 1, holder("next", 1), NOW_MS + 60_000, NOW_MS + 1_000) is None
+
+
+def test_a_slot_whose_holder_has_not_begun_waits_for_its_lease(harness: Harness) -> None:
+    message_id, version = message_at(harness)
+    assert harness.ctx.store.acquire_slot("q", 1, holder(message_id, version), NOW_MS + 60_000, NOW_MS)
+    assert harness.ctx.store.acquire_slot("q", 1, holder("next", 1), NOW_MS + 60_000, NOW_MS + 1_000) is None
+
+
+def test_a_slot_is_taken_once_its_holders_message_moved_on(harness: Harness) -> None:
+    message_id, version = message_at(harness)
+    assert harness.ctx.store.acquire_slot("q", 1, holder(message_id, version), NOW_MS + 60_000, NOW_MS)
+    status, _ = harness.call("DELETE", f"/v1/queues/q/messages/{message_id}")
+    taken = harness.ctx.store.acquire_slot("q", 1, holder("next", 1), NOW_MS + 60_000, NOW_MS + 1_000)
+    assert (status, taken is not None) == (204, True)
+
+
+def test_two_slots_kept_by_one_holder_are_both_taken_once_it_ended(harness: Harness) -> None:
+    # The same timer's attempt may have kept two slots (a release lost): its message is read once for both.
+    message_id, version = message_at(harness)
+    store = harness.ctx.store
+    kept = [store.acquire_slot("q", 2, holder(message_id, version), NOW_MS + 60_000, NOW_MS, seed) for seed in (0, 1)]
+    harness.call("DELETE", f"/v1/queues/q/messages/{message_id}")
+    taken = [store.acquire_slot("q", 2, holder(f"next{i}", 1), NOW_MS + 60_000, NOW_MS + 1_000) for i in range(2)]
+    assert (len({lease.slot for lease in kept if lease}), all(taken)) == (2, True)

@@ -9,6 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from hourglass import contract
 from hourglass.core.timestamps import format_rfc3339, from_ms, to_ms
 from hourglass.service.dispatch import Dispatcher
 
@@ -254,7 +255,10 @@ def test_key_concurrency_holds_one_attempt_per_key(harness: Harness) -> None:
             t.start()
         for t in threads:
             t.join()
+    starts = [at for at, _ in recorder.starts]
     assert (peak, len(recorder.starts)) == ({"a": 1, "b": 1}, 8)
+    # Each slot was passed on by its holder's outcome, not by its lease running out (no release is written).
+    assert max(starts) - min(starts) < contract.DEFAULT_DELIVERY_LEASE * 1000
 
 
 def test_a_timer_that_does_not_know_its_key_is_put_back_and_handed_off_with_it(harness: Harness) -> None:
@@ -269,3 +273,18 @@ def test_a_timer_that_does_not_know_its_key_is_put_back_and_handed_off_with_it(h
     assert recorder.starts == []
     [again] = harness.timers()
     assert again["json"]["k"] == "a"
+
+
+def test_a_delivered_attempt_frees_its_key_slot_without_a_release(harness: Harness) -> None:
+    """key_max_concurrency 1, three messages of one key due together, one dispatcher: each attempt takes the slot
+    its predecessor's outcome freed, long before that one's lease would have (the fake clock stands still)."""
+    recorder = limits.Recorder(harness)
+    harness.ctx.post = recorder
+    limits.make_queue(harness, "one", flow_control={"key_max_concurrency": 1})
+    post_keyed(harness, "one", [("a", 5)] * 3, to_ms(harness.clock() + timedelta(seconds=2)))
+    limits.drain(harness)
+    items = harness.ddb.scan(TableName=harness.ctx.settings.table)["Items"]
+    slots = [int(i["until"]["N"]) for i in items if i["sk"]["S"].startswith("#slot#k#a#")]
+    starts = [at for at, _ in recorder.starts]
+    assert (len(starts), max(starts) - min(starts) < 1_000) == (3, True)
+    assert len(slots) == 1 and slots[0] > to_ms(harness.clock())  # held by the last attempt, never released

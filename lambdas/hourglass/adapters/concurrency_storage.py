@@ -1,13 +1,16 @@
-"""Concurrency lease slots in the table: `<queue>` / `#slot#nnnn` (a flow key's: `#slot#k#<key>#nnnn`), taken and
-given back with conditional writes."""
+"""Concurrency lease slots in the table: `<queue>` / `#slot#nnnn` (a flow key's: `#slot#k#<key>#nnnn`), read, then
+taken with one conditional write; given back only by an attempt that leaves no outcome."""
 
 from __future__ import annotations
 
-from hourglass.adapters.items import n, s
+from typing import Any
+
+from hourglass.adapters.items import Item, n, s
 from hourglass.adapters.pacing_storage import KEY_IDLE_TTL_S
 from hourglass.adapters.table import Table
-from hourglass.core.concurrency import Lease, probe_order
-from hourglass.core.keys import slot_key
+from hourglass.core.concurrency import Lease, attempt_ended, held_by, is_free, probe_order
+from hourglass.core.keys import message_sk, slot_key
+from hourglass.core.model import Status
 from hourglass.errors import StaleVersionError
 
 
@@ -23,31 +26,33 @@ class ConcurrencyStorage(Table):
         flow_key: str | None = None,
     ) -> Lease | None:
         """One free slot of `limit` for `holder` until `until_ms`, or None when the probed ones are all held.
-        `flow_key`: a slot of that key, which expires (TTL) once idle, so idle keys cost nothing."""
-        values = {":me": s(holder), ":until": n(until_ms), ":now": n(now_ms)}
-        update = "SET holder = :me, #until = :until"
-        if flow_key is not None:
-            update += ", expire_at = :ttl"
-            values[":ttl"] = n(until_ms // 1000 + KEY_IDLE_TTL_S)
-        for slot in probe_order(holder, limit, seed):
-            try:
-                self._conditional(
-                    "update_item",
-                    f"slot {slot} of {queue} is held",
-                    TableName=self.table,
-                    Key={"pk": s(queue), "sk": s(slot_key(slot, flow_key))},
-                    UpdateExpression=update,
-                    ConditionExpression="attribute_not_exists(#until) OR #until < :now",
-                    ExpressionAttributeNames={"#until": "until"},
-                    ExpressionAttributeValues=values,
-                )
-            except StaleVersionError:
-                continue
-            return Lease(slot, holder, until_ms, flow_key)
+        `flow_key`: a slot of that key, which expires (TTL) once idle, so idle keys cost nothing.
+
+        The probed slots are read first (strongly consistent, read units), then the messages of their live
+        holders, so that only a slot seen free is written: one conditional write, on the slot as it was read
+        (`until` passed, or the same holder and `until` when that holder's attempt ended), so two takers of
+        the same slot cannot both win. Released slots (`until` 0) and lease-expired ones count as free."""
+        probes = probe_order(holder, limit, seed)
+        slots = self._read(queue, [slot_key(slot, flow_key) for slot in probes], "holder, #until", {"#until": "until"})
+        states = [(slot, slots.get(slot_key(slot, flow_key), {})) for slot in probes]
+        free = [slot for slot, item in states if is_free(_until(item), now_ms)]
+        for slot in free:
+            lease = Lease(slot, holder, until_ms, flow_key)
+            if self._take(queue, lease, "attribute_not_exists(#until) OR #until < :now", {":now": n(now_ms)}):
+                return lease
+        held = {slot: item for slot, item in states if slot not in free and "holder" in item}
+        ended = self._ended(queue, [item["holder"]["S"] for item in held.values()])
+        for slot, item in held.items():
+            lease = Lease(slot, holder, until_ms, flow_key)
+            was = {":old": item["holder"], ":old_until": item["until"]}
+            if item["holder"]["S"] in ended and self._take(queue, lease, "holder = :old AND #until = :old_until", was):
+                return lease
         return None
 
     def release_slot(self, queue: str, lease: Lease) -> None:
-        """Frees the slot if `lease`'s holder still has it (a late release of an older holder is a no-op)."""
+        """Frees the slot if `lease`'s holder still has it (a late release of an older holder is a no-op). Only
+        for an attempt that gives its slot back without an outcome on its message (refused by another scope,
+        not begun, crashed in-process): an outcome already frees the slot (`attempt_ended`)."""
         try:
             self._conditional(
                 "update_item",
@@ -61,3 +66,56 @@ class ConcurrencyStorage(Table):
             )
         except StaleVersionError:
             return
+
+    def _take(self, queue: str, lease: Lease, condition: str, values: dict[str, Any]) -> bool:
+        """Writes `lease` over the slot if `condition` still holds of it (False, one write unit, if not)."""
+        update = "SET holder = :me, #until = :until"
+        values = {**values, ":me": s(lease.holder), ":until": n(lease.until_ms)}
+        if lease.flow_key is not None:
+            update += ", expire_at = :ttl"
+            values[":ttl"] = n(lease.until_ms // 1000 + KEY_IDLE_TTL_S)
+        return self._updated(
+            f"slot {lease.slot} of {queue} is held",
+            Key={"pk": s(queue), "sk": s(slot_key(lease.slot, lease.flow_key))},
+            UpdateExpression=update,
+            ConditionExpression=condition,
+            ExpressionAttributeNames={"#until": "until"},
+            ExpressionAttributeValues=values,
+        )
+
+    def _ended(self, queue: str, holders: list[str]) -> set[str]:
+        """The holders whose attempt is over, from their messages' items (one strongly consistent read)."""
+        if not holders:
+            return set()
+        # Distinct keys (BatchGetItem refuses duplicates): one holder may have kept two slots (a release lost).
+        wanted = sorted({message_sk(held_by(h)[0]) for h in holders})
+        found = self._read(queue, wanted, "#st, version", {"#st": "status"})
+        ended = set()
+        for h in holders:
+            item = found.get(message_sk(held_by(h)[0]))
+            seen = (Status(item["status"]["S"]), int(item["version"]["N"])) if item else (None, None)
+            if attempt_ended(h, *seen):
+                ended.add(h)
+        return ended
+
+    def _read(self, queue: str, sort_keys: list[str], projection: str, names: dict[str, str]) -> dict[str, Item]:
+        """These items of the queue's partition that exist, by sort key (strongly consistent)."""
+        request: dict[str, Any] = {
+            self.table: {
+                "Keys": [{"pk": s(queue), "sk": s(sk)} for sk in sort_keys],
+                "ConsistentRead": True,
+                "ProjectionExpression": f"sk, {projection}",
+                "ExpressionAttributeNames": names,
+            }
+        }
+        found: dict[str, Item] = {}
+        while request:
+            answer = self._guard("batch_get_item", RequestItems=request)
+            for item in answer.get("Responses", {}).get(self.table, []):
+                found[item["sk"]["S"]] = item
+            request = answer.get("UnprocessedKeys") or {}
+        return found
+
+
+def _until(item: Item) -> int | None:
+    return int(item["until"]["N"]) if "until" in item else None

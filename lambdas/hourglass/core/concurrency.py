@@ -5,6 +5,8 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass
 
+from hourglass.core.model import Status
+
 # Conditional writes tried per start: each failed one costs a write unit, so few, then wait.
 PROBES = 3
 FIRST_WAIT = 1.0
@@ -30,9 +32,30 @@ def binds(limit: int, rate: float | None, lease_s: float) -> bool:
     return rate is None or rate * max(lease_s, 1.0) + max(1.0, rate) > limit
 
 
-def holder(message_id: str, attempt: int) -> str:
-    """Who holds a slot: only this attempt may release it (a late release of an older one is a no-op)."""
-    return f"{message_id}#{attempt}"
+def holder(message_id: str, version: int) -> str:
+    """Who holds a slot: the attempt of the timer for `version` (a pending version) of the message. Only it may
+    release the slot (a late release of an older one is a no-op), and its message's item tells when it ended."""
+    return f"{message_id}#{version}"
+
+
+def held_by(holder_id: str) -> tuple[str, int]:
+    """The message id and pending version of a holder."""
+    message_id, _, version = holder_id.rpartition("#")
+    return message_id, int(version)
+
+
+def attempt_ended(holder_id: str, status: Status | None, version: int | None) -> bool:
+    """Whether the attempt holding a slot is over, from its message item read strongly consistently (`status`,
+    `version`; None: no item). An attempt of the timer for pending(v) begins by writing v + 1 (delivering), or
+    w + 1 over a delivering(w) whose lease ran out; its request runs while the item is delivering, and the
+    attempt's outcome (or put-back, or end before the delivery) is the next version, written after the request
+    finished or was cut at the timeout. So a version above v that is not delivering means the attempt is over:
+    it wrote its outcome, or never began (the item moved on without it, and its begin can no longer succeed).
+    Anything else (still pending(v): the begin may come; delivering: maybe this attempt's request; no item: the
+    timer may have beaten its ingest write) is not over: the slot waits for its lease."""
+    if status is None or version is None or status is Status.DELIVERING:
+        return False
+    return version > held_by(holder_id)[1]
 
 
 def probe_order(holder_id: str, limit: int, seed: int = 0, probes: int = PROBES) -> tuple[int, ...]:
@@ -44,7 +67,8 @@ def probe_order(holder_id: str, limit: int, seed: int = 0, probes: int = PROBES)
 
 
 def is_free(until_ms: int | None, now_ms: int) -> bool:
-    """A slot is free when never held, released (0) or its holder's lease ran out."""
+    """A slot is free when never held, released (0) or its holder's lease ran out (its holder's attempt may
+    also have ended before: `attempt_ended`, which needs a read of the holder's message)."""
     return until_ms is None or until_ms < now_ms
 
 

@@ -134,11 +134,11 @@ class Attempts:
             # The first send time stays in the timer, so the grace still counts from it.
             waited = (now - from_ms(timer.sent_ms)).total_seconds()
             self.ctx.handoff.resend([Scheduled(timer, int(min(MISSING_RETRY_MAX, max(1, waited))))])
-            return Result(True, "not_yet_written")
+            return Result(True, "not_yet_written", begun=False)
         if current is not None and current.status is Status.DELIVERING:
             # Leased by an attempt under way. Acknowledging would lose the message if that
             # dispatcher dies and its own timer came back before the lease ran out; kept, the timer
             # comes back when the lease ends, to take over from a dispatcher that died.
-            return Result(False, "in_flight", back_at=current.claimed_until)
+            return Result(False, "in_flight", back_at=current.claimed_until, begun=False)
         self.ctx.metrics.count("Skipped", queue=timer.queue)
-        return Result(True, "skipped")
+        return Result(True, "skipped", begun=False)

@@ -24,6 +24,9 @@ class Result:
     # A failed timer that can do nothing before this instant (a running lease's end): its record is
     # handed out again then, not sooner.
     back_at: datetime | None = None
+    # False: the attempt never began (no version of its message is its own), so nothing tells a later
+    # attempt that its concurrency slots are free: they are given back (`StartGate`).
+    begun: bool = True
 
 
 class Outcomes:

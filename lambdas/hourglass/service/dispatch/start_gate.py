@@ -137,10 +137,16 @@ class StartGate:
         if held is None:
             return self._busy(timer)
         try:
-            return self.attempts.run(timer, queue, control, now, lease, self.deadline, self.queues.paused)
-        finally:
-            for lease_held in held:
-                self._release(timer.queue, lease_held)
+            result = self.attempts.run(timer, queue, control, now, lease, self.deadline, self.queues.paused)
+        except BaseException:
+            # Crashed in-process, its request over: give the slots back rather than wait for their lease.
+            self._release(timer.queue, held)
+            raise
+        if not result.begun:
+            self._release(timer.queue, held)
+        # A begun attempt's outcome (or put-back) is a new version of its message, which frees its slots
+        # (`concurrency.attempt_ended`): no release write.
+        return result
 
     def _acquire(self, timer: Timer, control: DeliveryControl, until: int, now_ms: int) -> list[Lease] | None:
         """The concurrency slots the attempt needs, its key's first, then the queue's (v1.2: every limit at
@@ -159,8 +165,7 @@ class StartGate:
                 continue
             got = self.ctx.store.acquire_slot(timer.queue, limit, holder, until, now_ms, timer.waits, flow_key)
             if got is None:
-                for lease_held in held:
-                    self._release(timer.queue, lease_held)
+                self._release(timer.queue, held)
                 return None
             held.append(got)
         return held
@@ -202,9 +207,10 @@ class StartGate:
         self.ctx.metrics.count("Busy", queue=timer.queue)
         return Result(True, "busy")
 
-    def _release(self, queue: str, held: Lease) -> None:
-        try:
-            self.ctx.store.release_slot(queue, held)
-        except StoreError as exc:
-            # The slot frees itself when its lease (the message's) runs out.
-            log("slot_release_failed", queue=queue, slot=held.slot, error=str(exc))
+    def _release(self, queue: str, held: list[Lease]) -> None:
+        for lease in held:
+            try:
+                self.ctx.store.release_slot(queue, lease)
+            except StoreError as exc:
+                # The slot frees itself when its lease (the message's) runs out.
+                log("slot_release_failed", queue=queue, slot=lease.slot, error=str(exc))
