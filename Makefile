@@ -161,8 +161,9 @@ INPUT ?= $(SAMPLE)
 OUT ?= pipeline/out/report
 SPARK_ENDPOINT ?= $(or $(AWS_ENDPOINT_URL),http://127.0.0.1:$(or $(HOURGLASS_EMULATOR_PORT),4566))
 SPARK_API ?= http://127.0.0.1:$(or $(HOURGLASS_API_PORT),8080)
-# The local runtime accepts loopback callbacks (HOURGLASS_ALLOW_PRIVATE_CALLBACKS defaults to 1 there).
-SCHEDULE_ARGS ?= --allow-private-callbacks
+# More arguments of the schedule job. Loopback callbacks need none: devstack.config's exports carry
+# HOURGLASS_ALLOW_PRIVATE_CALLBACKS as the local runtime has it (1 unless set).
+SCHEDULE_ARGS ?=
 STACK_ARGS = $(if $(HOURGLASS_LOOKAHEAD),--lookahead $(HOURGLASS_LOOKAHEAD)) \
 	$(if $(HOURGLASS_HANDOFF_SAFETY),--handoff-safety $(HOURGLASS_HANDOFF_SAFETY)) \
 	$(if $(HOURGLASS_SHARDS),--shards $(HOURGLASS_SHARDS))

@@ -5,21 +5,18 @@ attempts on a queue without a breaker and with one (succeeding, failing), and th
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
-import boto3
 from hourglass.adapters.http_target import HttpReply
-from hourglass.adapters.store import Store
 from hourglass.core import delivery_control
-from hourglass.core.timestamps import to_ms
+from hourglass.core.timestamps import format_rfc3339, from_ms, to_ms
 from hourglass.service.messages import Messages
 from moto import mock_aws
 
 from bench import inprocess
-from bench.capacity_units import CapacityMeter, Units
-from bench.delivery_limits import DUE_INDEX, T0, _Clock, _drain, _iso, _ok
+from bench.capacity_units import Units
+from bench.inprocess import T0, ok
 from bench.report import Section
 
 URL = "http://127.0.0.1:9/x"
@@ -37,14 +34,9 @@ def run(breaker: dict[str, Any] | None, post: Callable[..., HttpReply], count: i
     """Units by shared use of `count` single-attempt messages due spread over the breaker's window (so that a
     decision sums every bucket), from their create on, and whether the queue ended paused."""
     with mock_aws():
-        aws = inprocess.create(boto3.client("dynamodb", region_name="us-east-1"), boto3.client("sqs", "us-east-1"))
-        meter = CapacityMeter(aws.table, [DUE_INDEX])
-        clock = _Clock()
-        # The bench's in-process context, its store metered, its sleeps on the fixed clock, `post` the target.
-        base = inprocess.context(aws, clock)
-        store = Store(aws.table, client=aws.ddb, meter=meter)
-        ctx = replace(base, store=store, sleep=clock.sleep, post=post, check_url=lambda url, allow_private: None)
-        messages = Messages(ctx)
+        metered = inprocess.metered(post=post)
+        meter = metered.meter
+        messages = Messages(metered.ctx)
         settings: dict[str, Any] = {"target": {"type": "http", "url": URL}, "retry": {"max_attempts": 1}}
         if breaker is not None:
             settings["circuit_breaker"] = breaker
@@ -52,8 +44,9 @@ def run(breaker: dict[str, Any] | None, post: Callable[..., HttpReply], count: i
         _, at_creation = meter.snapshot()  # a new queue's clearing of a former one's counters: not per attempt
         first = to_ms(T0 + timedelta(seconds=3))
         step = WINDOW * 1000 // count
-        messages.create("q", {"messages": [{"body": i, "deliver_at": _iso(first + i * step)} for i in range(count)]})
-        _drain(ctx, aws, clock)
+        batch = [{"body": i, "deliver_at": format_rfc3339(from_ms(first + i * step))} for i in range(count)]
+        messages.create("q", {"messages": batch})
+        metered.drain()
         assert not meter.errors, meter.errors
         paused = delivery_control.of(messages.queues.get("q")).paused
         _, uses = meter.snapshot()
@@ -69,8 +62,8 @@ def section(*, quick: bool = False) -> Section:
     count = 10 if quick else 40
     trips = {"failure_ratio": 0.5, "min_attempts": count, "window": WINDOW}
     cases = {
-        "no breaker": (None, _ok),
-        "breaker, delivered": (WATCHING, _ok),
+        "no breaker": (None, ok),
+        "breaker, delivered": (WATCHING, ok),
         "breaker, failed (no trip)": (WATCHING, _failing),
         "breaker, failed, the last attempt trips": (trips, _failing),
     }

@@ -8,27 +8,17 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import boto3
 from hourglass.adapters.http_target import HttpReply
-from hourglass.adapters.metrics import Metrics
-from hourglass.adapters.sqs_target import SqsTargets
-from hourglass.adapters.store import Store
-from hourglass.adapters.timer_queue import TimerQueue, read_timers
 from hourglass.core.pacing import pace, window_bound
-from hourglass.core.schedule import TIMER_HEAD_START
 from hourglass.core.timestamps import from_ms, to_ms
-from hourglass.service.context import Context
-from hourglass.service.dispatch import Dispatcher
 from hourglass.service.messages import Messages
 from hourglass.service.sweep import Sweeper
-from hourglass.settings import Settings
 from moto import mock_aws
 
 from bench import inprocess
-from bench.capacity_units import CapacityMeter, Index
+from bench.inprocess import DUE_INDEX, T0
 from bench.receiver import Counting
 from bench.report import Section
 from devstack.api_call import document
@@ -36,8 +26,6 @@ from devstack.config import RuntimeConfig
 from devstack.emulator import free_port
 from devstack.runtime import Runtime
 
-T0 = datetime(2030, 1, 1, 9, tzinfo=UTC)
-DUE_INDEX = Index("due", "sweep_pk", "sweep_sk", ("version", "flow_key", "priority"))
 WINDOWS = (1, 2, 5, 10)
 CONTROLS: dict[str, dict[str, Any]] = {
     "unlimited": {},
@@ -48,21 +36,6 @@ CONTROLS: dict[str, dict[str, Any]] = {
 
 
 # write units ------------------------------------------------------------------------------------
-class _Clock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += timedelta(seconds=max(0.0, seconds))
-
-
-def _ok(*_: Any, **__: Any) -> HttpReply:
-    return HttpReply(status=200, headers={}, body=b"")
-
-
 def units_per_message(
     control: dict[str, Any],
     count: int,
@@ -77,22 +50,10 @@ def units_per_message(
     `flow_keys`: message i has flow key `k<i mod flow_keys>`; `starts` gets (start ms, body) of each attempt;
     `reads` gets the read units per message of the message items and of the slot items."""
     with mock_aws():
-        ddb, sqs = boto3.client("dynamodb", region_name="us-east-1"), boto3.client("sqs", "us-east-1")
-        aws = inprocess.create(ddb, sqs, projected=DUE_INDEX.projected)
-        meter = CapacityMeter(aws.table, [DUE_INDEX])
-        clock = _Clock()
-        ctx = Context(
-            settings=Settings(table=aws.table, timer_queue_url=aws.timer_url, allow_private_callbacks=True),
-            store=Store(aws.table, client=aws.ddb, meter=meter),
-            timers=TimerQueue(aws.timer_url, client=aws.sqs),
-            targets=SqsTargets(client=aws.sqs),
-            metrics=Metrics(emit=False),
-            clock=clock,
-            sleep=clock.sleep,
-            post=_ok if starts is None else _recording(starts, clock),
-            check_url=lambda url, allow_private: None,
-        )
-        messages = Messages(ctx)
+        clock = inprocess.Clock()
+        post = inprocess.ok if starts is None else _recording(starts, clock)
+        metered = inprocess.metered(post=post, clock=clock, projected=DUE_INDEX.projected)
+        messages = Messages(metered.ctx)
         messages.queues.put("q", {"target": {"type": "http", "url": "http://127.0.0.1:9/x"}, **control})
         lead = 1200 if swept else 3
         first = to_ms(T0) + lead * 1000
@@ -104,10 +65,10 @@ def units_per_message(
             messages.create("q", {"messages": batch})
         if swept:
             clock.now = from_ms(first + count)
-            Sweeper(ctx).run()
-        _drain(ctx, aws, clock)
-        keys, uses = meter.snapshot()
-        assert not meter.errors, meter.errors
+            Sweeper(metered.ctx).run()
+        metered.drain()
+        keys, uses = metered.meter.snapshot()
+        assert not metered.meter.errors, metered.meter.errors
     items = sum(u.write for k, u in keys.items() if k[0] == "q")
     if reads is not None:
         reads["messages"] = sum(u.read for k, u in keys.items() if k[0] == "q") / count
@@ -116,44 +77,16 @@ def units_per_message(
     return (items + sum(limit_items.values())) / count, {k: v / count for k, v in limit_items.items()}
 
 
-def _recording(starts: list[tuple[int, Any]], clock: _Clock) -> Any:
+def _recording(starts: list[tuple[int, Any]], clock: inprocess.Clock) -> Any:
     def post(url: str, body: bytes, headers: dict[str, str], **_: Any) -> HttpReply:
         starts.append((to_ms(clock()), json.loads(body)))
-        return _ok()
+        return inprocess.ok()
 
     return post
 
 
-def _drain(ctx: Context, aws: inprocess.Aws, clock: _Clock) -> None:
-    """Every timer on its own in due order, as SQS makes it visible on the fixed clock."""
-    for _ in range(20):
-        _lift_delays()
-        timers = []
-        while True:
-            got = aws.sqs.receive_message(QueueUrl=aws.timer_url, MaxNumberOfMessages=10)
-            if not got.get("Messages"):
-                break
-            for m in got["Messages"]:
-                timers += read_timers(m["Body"])
-                aws.sqs.delete_message(QueueUrl=aws.timer_url, ReceiptHandle=m["ReceiptHandle"])
-        if not timers:
-            return
-        for timer in sorted(timers, key=lambda t: t.due_ms):
-            clock.now = max(clock.now, from_ms(timer.due_ms - TIMER_HEAD_START * 1000))
-            Dispatcher(ctx).run_batch([("r", timer.to_json())])
-
-
 def _iso(ms: int) -> str:
     return from_ms(ms).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _lift_delays() -> None:
-    """moto keeps DelaySeconds in wall time; the fixed clock stands in for it."""
-    from moto.sqs.models import sqs_backends
-
-    for queue in sqs_backends["123456789012"]["us-east-1"].queues.values():
-        for message in queue._messages:
-            message.delayed_until = 0.0
 
 
 # through the local runtime ----------------------------------------------------------------------

@@ -1,27 +1,37 @@
 """In-process AWS for the benchmarks that need no runtime: Hourglass's table and timer queue under moto's
-mock_aws, messages written straight into the table, and a service context with a fixed clock."""
+mock_aws, messages written straight into the table, and a service context with a fixed clock (`metered`: its
+table calls priced, its timers dispatched in due order by `drain`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import boto3
 from hourglass import contract
-from hourglass.adapters.http_target import check_url, post
+from hourglass.adapters.http_target import HttpReply, check_url, post
 from hourglass.adapters.items import STATE_KEY, message_to_item
 from hourglass.adapters.metrics import Metrics
 from hourglass.adapters.sqs_target import SqsTargets
 from hourglass.adapters.store import Store
-from hourglass.adapters.timer_queue import TimerQueue
+from hourglass.adapters.timer_queue import TimerQueue, read_timers
 from hourglass.core import schedule
 from hourglass.core.model import Message
+from hourglass.core.schedule import TIMER_HEAD_START
 from hourglass.core.sweep_state import SweepState
+from hourglass.core.timestamps import from_ms
 from hourglass.service.context import Context
+from hourglass.service.dispatch import Dispatcher
 from hourglass.settings import Settings
 
+from bench.capacity_units import CapacityMeter, Index
+
 TABLE = "messages"
+# Where `Clock` starts; the due index as the meter prices it (the stack's projection).
+T0 = datetime(2030, 1, 1, 9, tzinfo=UTC)
+DUE_INDEX = Index("due", "sweep_pk", "sweep_sk", ("version", "flow_key", "priority"))
 
 
 @dataclass
@@ -92,6 +102,79 @@ def context(aws: Aws, clock: Callable[[], datetime], **settings: Any) -> Context
         post=post,
         check_url=check_url,
     )
+
+
+class Clock:
+    """A fixed clock that moves only when set or slept on."""
+
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += timedelta(seconds=max(0.0, seconds))
+
+
+def ok(*_: Any, **__: Any) -> HttpReply:
+    """A target that takes every request."""
+    return HttpReply(status=200, headers={}, body=b"")
+
+
+@dataclass
+class Metered:
+    """An in-process Hourglass on a fixed clock whose table calls are priced."""
+
+    aws: Aws
+    clock: Clock
+    meter: CapacityMeter
+    ctx: Context
+
+    def drain(self) -> None:
+        """Every timer on its own in due order, as SQS makes it visible on the fixed clock."""
+        sqs, url = self.aws.sqs, self.aws.timer_url
+        for _ in range(20):
+            _lift_delays()
+            timers = []
+            while True:
+                got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)
+                if not got.get("Messages"):
+                    break
+                for m in got["Messages"]:
+                    timers += read_timers(m["Body"])
+                    sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+            if not timers:
+                return
+            for timer in sorted(timers, key=lambda t: t.due_ms):
+                self.clock.now = max(self.clock.now, from_ms(timer.due_ms - TIMER_HEAD_START * 1000))
+                Dispatcher(self.ctx).run_batch([("r", timer.to_json())])
+
+
+def metered(
+    *, post: Callable[..., HttpReply] = ok, clock: Clock | None = None, projected: tuple[str, ...] = ("version",)
+) -> Metered:
+    """Inside mock_aws: the stack's table (its due index projecting `projected`) and timer queue, and a context
+    whose store is metered (DynamoDB's rules, `CapacityMeter`), whose sleeps pass on `clock`, `post` the target."""
+    aws = create(
+        boto3.client("dynamodb", region_name="us-east-1"), boto3.client("sqs", "us-east-1"), projected=projected
+    )
+    meter = CapacityMeter(aws.table, [DUE_INDEX])
+    clock = clock or Clock()
+    store = Store(aws.table, client=aws.ddb, meter=meter)
+    ctx = replace(
+        context(aws, clock), store=store, sleep=clock.sleep, post=post, check_url=lambda url, allow_private: None
+    )
+    return Metered(aws, clock, meter, ctx)
+
+
+def _lift_delays() -> None:
+    """moto keeps DelaySeconds in wall time; the fixed clock stands in for it."""
+    from moto.sqs.models import sqs_backends
+
+    for queue in sqs_backends["123456789012"]["us-east-1"].queues.values():
+        for message in queue._messages:
+            message.delayed_until = 0.0
 
 
 def write(ddb: Any, table: str, messages: Iterable[Message], *, shards: int, indexed: bool = True) -> int:

@@ -10,20 +10,15 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import boto3
-from hourglass.adapters.metrics import Metrics
-from hourglass.adapters.sqs_target import SqsTargets
-from hourglass.adapters.store import Store
-from hourglass.adapters.timer_queue import TimerQueue
+from hourglass.core.timestamps import format_rfc3339, from_ms
 from hourglass.service.context import Context
 from hourglass.service.messages import Messages
 from hourglass.service.sweep import Sweeper
-from hourglass.settings import Settings
 from moto import mock_aws
 
 from bench import inprocess
-from bench.capacity_units import CapacityMeter
-from bench.delivery_limits import DUE_INDEX, T0, _Clock, _drain, _iso, _ok, window_ratio, with_runtime
+from bench.delivery_limits import window_ratio, with_runtime
+from bench.inprocess import T0
 from bench.receiver import Counting
 from bench.report import Section
 from devstack.api_call import document
@@ -46,20 +41,8 @@ def units_per_message(window: dict[str, Any] | None, count: int, due_after: int 
     """Write units per delivered message, due `due_after` s after T0 on a queue with `window`: a message whose
     window closes before its start (`LATE_DISPATCH`) is found late by its dispatcher (as after an outage)."""
     with mock_aws():
-        aws = inprocess.create(boto3.client("dynamodb", region_name="us-east-1"), boto3.client("sqs", "us-east-1"))
-        meter = CapacityMeter(aws.table, [DUE_INDEX])
-        clock = _Clock()
-        ctx = Context(
-            settings=Settings(table=aws.table, timer_queue_url=aws.timer_url, allow_private_callbacks=True),
-            store=Store(aws.table, client=aws.ddb, meter=meter),
-            timers=TimerQueue(aws.timer_url, client=aws.sqs),
-            targets=SqsTargets(client=aws.sqs),
-            metrics=Metrics(emit=False),
-            clock=clock,
-            sleep=clock.sleep,
-            post=_ok,
-            check_url=lambda url, allow_private: None,
-        )
+        metered = inprocess.metered()
+        ctx, clock = metered.ctx, metered.clock
         messages = Messages(ctx)
         settings: dict[str, Any] = {"target": {"type": "http", "url": URL}}
         if window is not None:
@@ -70,7 +53,7 @@ def units_per_message(window: dict[str, Any] | None, count: int, due_after: int 
         messages.create("q", {"messages": batch})
         if window is LATE_DISPATCH:
             clock.now = T0 + timedelta(minutes=2)  # the dispatcher comes after the window closed
-        _drain(ctx, aws, clock)
+        metered.drain()
         # What waits for a later opening is swept then, as any message due beyond the lookahead.
         for _ in range(3):
             due = [m.due_at for m in _messages(ctx) if m.status.value == "pending"]
@@ -78,11 +61,15 @@ def units_per_message(window: dict[str, Any] | None, count: int, due_after: int 
                 break
             clock.now = max(clock.now, min(due) - timedelta(seconds=60))
             Sweeper(ctx).run()
-            _drain(ctx, aws, clock)
-        keys, _ = meter.snapshot()
-        assert not meter.errors, meter.errors
+            metered.drain()
+        keys, _ = metered.meter.snapshot()
+        assert not metered.meter.errors, metered.meter.errors
         assert all(m.status.value == "delivered" for m in _messages(ctx)), [m.status for m in _messages(ctx)]
     return sum(u.write for k, u in keys.items() if k[0] == "q") / count
+
+
+def _iso(ms: int) -> str:
+    return format_rfc3339(from_ms(ms))
 
 
 def _messages(ctx: Context) -> list[Any]:

@@ -70,6 +70,15 @@ def sign_in(page: Any, queue: str) -> None:
     page.wait_for_selector(f'#queues-table tr[data-queue="{queue}"][data-counted]')
 
 
+def fill_schedule_form(page: Any, queue: str, **fields: str) -> None:
+    """Opens `queue`'s schedules view and types each of `fields` into the schedule form's input of that name
+    (`jitter` -> `#schedule-jitter`), in the order given; saving is left to the test."""
+    sign_in(page, queue)
+    page.click('nav button[data-view="schedules"]')
+    for field, value in fields.items():
+        page.fill(f"#schedule-{field}", value)
+
+
 @pytest.fixture
 def busy_queue(client: Client, receiver: RawReceiver) -> dict[str, Any]:
     """A queue with 3 pending, 1 delivered and 1 failed message."""
@@ -308,11 +317,7 @@ def test_schedules_view_lists_next_occurrences(page: Any, client: Client, queue:
 
 
 def test_schedule_form_creates_a_schedule(page: Any, client: Client, queue: str) -> None:
-    sign_in(page, queue)
-    page.click('nav button[data-view="schedules"]')
-    page.fill("#schedule-name", "hourly")
-    page.fill("#schedule-when", "3600")
-    page.fill("#schedule-body", '{"tick": 1}')
+    fill_schedule_form(page, queue, name="hourly", when="3600", body='{"tick": 1}')
     page.click("#save-schedule")
     expect(page.locator("#notice")).to_have_text("saved schedule hourly")
     stored = client.get_schedule(queue, "hourly")
@@ -322,10 +327,7 @@ def test_schedule_form_creates_a_schedule(page: Any, client: Client, queue: str)
 
 
 def test_schedule_form_shows_the_error_for_a_bad_cron(page: Any, client: Client, queue: str) -> None:
-    sign_in(page, queue)
-    page.click('nav button[data-view="schedules"]')
-    page.fill("#schedule-name", "broken")
-    page.fill("#schedule-when", "61 * * * *")
+    fill_schedule_form(page, queue, name="broken", when="61 * * * *")
     page.click("#save-schedule")
     page.wait_for_selector("#notice.error")
     assert page.inner_text("#notice").startswith("400 ")

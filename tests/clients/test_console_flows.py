@@ -13,7 +13,17 @@ import pytest
 from hourglass_client import Client, NotFound
 
 from tests.clients.conftest import RawReceiver, eventually
-from tests.clients.test_console_browser import browser, busy_queue, expect, page, shot, sign_in, tab, when
+from tests.clients.test_console_browser import (
+    browser,
+    busy_queue,
+    expect,
+    fill_schedule_form,
+    page,
+    shot,
+    sign_in,
+    tab,
+    when,
+)
 
 __all__ = ["browser", "busy_queue", "page"]  # fixtures used by name
 pytestmark = pytest.mark.console
@@ -282,12 +292,7 @@ def test_a_queue_its_breaker_paused_says_why_above_the_table_and_resumes(
 
 
 def test_the_schedule_form_sets_catch_up_jitter_and_a_window(page: Any, client: Client, queue: str) -> None:
-    sign_in(page, queue)
-    page.click('nav button[data-view="schedules"]')
-    page.fill("#schedule-name", "morning")
-    page.fill("#schedule-when", "0 7 * * *")
-    page.fill("#schedule-timezone", "Europe/Paris")
-    page.fill("#schedule-body", '{"wake": true}')
+    fill_schedule_form(page, queue, name="morning", when="0 7 * * *", timezone="Europe/Paris", body='{"wake": true}')
     page.select_option("#schedule-catch-up", "latest")
     page.fill("#schedule-jitter", "90")
     page.fill("#sf-window-timezone", "America/New_York")
@@ -339,12 +344,7 @@ def test_editing_a_schedule_changes_its_policies_and_keeps_the_rest(
 def test_a_jitter_out_of_bounds_is_refused_before_saving_naming_the_field(
     page: Any, client: Client, queue: str
 ) -> None:
-    sign_in(page, queue)
-    page.click('nav button[data-view="schedules"]')
-    page.fill("#schedule-name", "spread")
-    page.fill("#schedule-when", "600")
-    page.fill("#schedule-body", "x")
-    page.fill("#schedule-jitter", "3601")
+    fill_schedule_form(page, queue, name="spread", when="600", body="x", jitter="3601")
     page.click("#save-schedule")
     expect(page.locator("#sf-error")).to_have_text("jitter: must be an integer between 0 and 3600")
     assert list(client.iter_schedules(queue)) == []

@@ -19,15 +19,9 @@ class QueueNoticeStorage(Table):
 
     def clear_queue_paused(self, paused: QueuePaused) -> None:
         """Sent (or given up): the item goes, unless another try moved it on meanwhile."""
+        key = queue_notice_key(paused.queue, paused.id)
         with contextlib.suppress(StaleVersionError):
-            self._conditional(
-                "delete_item",
-                f"notice {paused.id} changed",
-                TableName=self.table,
-                Key=queue_notice_key(paused.queue, paused.id),
-                ConditionExpression="version = :v",
-                ExpressionAttributeValues={":v": n(paused.version)},
-            )
+            self._delete_at_version(key, paused.version, f"notice {paused.id} changed")
 
     def record_queue_paused(self, paused: QueuePaused) -> bool:
         """A failed try: the notice's next try (`paused.notice`) replaces the stored version before it; False

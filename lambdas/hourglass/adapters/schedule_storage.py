@@ -40,14 +40,8 @@ class ScheduleStorage(Table):
         return schedule
 
     def delete_schedule(self, schedule: Schedule) -> None:
-        self._conditional(
-            "delete_item",
-            f"schedule {schedule.name} changed",
-            TableName=self.table,
-            Key=schedule_key(schedule.queue, schedule.name),
-            ConditionExpression="version = :v",
-            ExpressionAttributeValues={":v": n(schedule.version)},
-        )
+        key = schedule_key(schedule.queue, schedule.name)
+        self._delete_at_version(key, schedule.version, f"schedule {schedule.name} changed")
 
     def list_schedules(self, queue: str, *, limit: int, cursor: str | None) -> tuple[list[Schedule], str | None]:
         request: dict[str, Any] = {

@@ -99,6 +99,17 @@ class Table:
                 raise StaleVersionError(stale) from exc
             raise StoreError(f"DynamoDB {operation} failed: {exc}") from exc
 
+    def _delete_at_version(self, key: dict[str, Any], version: int, stale: str) -> None:
+        """DeleteItem of `key` only while its item is at `version`: StaleVersionError(`stale`) otherwise."""
+        self._conditional(
+            "delete_item",
+            stale,
+            TableName=self.table,
+            Key=key,
+            ConditionExpression="version = :v",
+            ExpressionAttributeValues={":v": {"N": str(version)}},
+        )
+
     def _updated(self, stale: str, **kwargs: Any) -> bool:
         """A conditional UpdateItem on this table: False (nothing written) when its condition fails."""
         try:

@@ -10,9 +10,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from itertools import islice
+from typing import Protocol
 
 from hourglass.core import aws_targets, delivery, delivery_control, epoch, failure_notice
-from hourglass.core.failure_notice import QueuePaused
+from hourglass.core.failure_notice import Notice, QueuePaused
 from hourglass.core.handoff import DueEntry
 from hourglass.core.model import AwsTarget, FailureDestination, Message, NoticeStatus, SqsTarget
 from hourglass.core.schedule import SweepKeys
@@ -60,7 +61,7 @@ def send_owed(ctx: Context, message: Message, notice: Owed, finished_at: datetim
 
     A failed send is the notice's first try (`_try`): logged, counted, never raised; its entry waits for `recover`.
     """
-    return _try(ctx, notice.destination, message, finished_at, tries=1)
+    return _try(ctx, notice.destination, _MessageNotice(message, finished_at, tries=1))
 
 
 def recover(ctx: Context, time_left: Callable[[], float] = lambda: 60.0, limit: int = RECOVERY_BATCH) -> int:
@@ -101,7 +102,7 @@ def _recover_message(ctx: Context, entry: DueEntry, now: datetime) -> bool | Non
         _clear(ctx, message)  # the destination was removed since: nothing to send any more
         return None
     finished_at = notice.finished_at or notice.next_try_at - failure_notice.OUTBOX_GRACE
-    return _try(ctx, destination, message, finished_at, tries=notice.tries + 1)
+    return _try(ctx, destination, _MessageNotice(message, finished_at, tries=notice.tries + 1))
 
 
 def _destination_of_life(ctx: Context, queue_name: str, life: datetime | None) -> Destination | None:
@@ -111,26 +112,74 @@ def _destination_of_life(ctx: Context, queue_name: str, life: datetime | None) -
     return delivery_control.of(queue if epoch.belongs(queue, life) else None).failure_destination
 
 
-def _try(ctx: Context, destination: Destination, message: Message, finished_at: datetime, *, tries: int) -> bool:
-    """The notice's `tries`-th try: cleared once sent; otherwise its entry moves to its next try, or the
-    notice is given up (permanent refusal, or the last try), counted as `FailureNoticeAbandoned`."""
-    outcome = targets.judged(lambda: _send(ctx, destination, message, finished_at))
+class _Subject(Protocol):
+    """What a notice is about, as its try needs it: a message that ended, or a queue that paused itself."""
+
+    @property
+    def queue(self) -> str: ...
+    @property
+    def id(self) -> str: ...
+    @property
+    def tries(self) -> int: ...  # this try's number
+    @property
+    def since(self) -> datetime: ...  # what the notice's deadline counts from
+    @property
+    def failed_event(self) -> str: ...
+
+    def send(self, ctx: Context, destination: Destination) -> delivery.Outcome: ...
+    def clear(self, ctx: Context) -> None: ...  # sent or given up: out of the outbox
+    def record(self, ctx: Context, notice: Notice) -> bool:
+        """Stores a failed try's `notice` (its next try, or its giving up): False when a giving up is not to be
+        counted (nothing was written)."""
+        ...
+
+
+def _try(ctx: Context, destination: Destination, subject: _Subject) -> bool:
+    """The notice's try: cleared once sent; otherwise it moves to its next try, or is given up (permanent
+    refusal, or the last try), counted as `FailureNoticeAbandoned`."""
+    outcome = targets.judged(lambda: subject.send(ctx, destination))
     if outcome.delivered:
-        ctx.metrics.count("FailureNoticeSent", queue=message.queue)
-        _clear(ctx, message)
+        ctx.metrics.count("FailureNoticeSent", queue=subject.queue)
+        subject.clear(ctx)
         return True
-    log("failure_notice_failed", id=message.id, queue=message.queue, tries=tries, error=outcome.error)
-    ctx.metrics.count("FailureNoticeFailed", queue=message.queue)
-    notice = failure_notice.after_failure(message.id, tries, outcome, finished_at, ctx.clock())
-    try:
-        recorded = ctx.store.record_notice(message, notice)
-    except StoreError as exc:  # the entry stays as it was: tried again, one try more than counted
-        log("failure_notice_record_failed", id=message.id, queue=message.queue, error=str(exc))
-        return False
-    if recorded and notice.status is NoticeStatus.ABANDONED:
-        ctx.metrics.count("FailureNoticeAbandoned", queue=message.queue)
-        log("failure_notice_abandoned", id=message.id, queue=message.queue, tries=tries, error=outcome.error)
+    log(subject.failed_event, id=subject.id, queue=subject.queue, tries=subject.tries, error=outcome.error)
+    ctx.metrics.count("FailureNoticeFailed", queue=subject.queue)
+    notice = failure_notice.after_failure(subject.id, subject.tries, outcome, subject.since, ctx.clock())
+    if subject.record(ctx, notice) and notice.status is NoticeStatus.ABANDONED:
+        ctx.metrics.count("FailureNoticeAbandoned", queue=subject.queue)
+        log("failure_notice_abandoned", id=subject.id, queue=subject.queue, tries=subject.tries, error=outcome.error)
     return False
+
+
+@dataclass(frozen=True)
+class _MessageNotice:
+    """The notice of `message` (its final version), which ended at `since`, at its `tries`-th try."""
+
+    message: Message
+    since: datetime
+    tries: int
+    failed_event = "failure_notice_failed"
+
+    @property
+    def queue(self) -> str:
+        return self.message.queue
+
+    @property
+    def id(self) -> str:
+        return self.message.id
+
+    def send(self, ctx: Context, destination: Destination) -> delivery.Outcome:
+        return _send(ctx, destination, self.message, self.since)
+
+    def clear(self, ctx: Context) -> None:
+        _clear(ctx, self.message)
+
+    def record(self, ctx: Context, notice: Notice) -> bool:
+        try:
+            return ctx.store.record_notice(self.message, notice)  # False when the item moved on: not counted
+        except StoreError as exc:  # the entry stays as it was: tried again, one try more than counted
+            log("failure_notice_record_failed", id=self.id, queue=self.queue, error=str(exc))
+            return False
 
 
 def _clear(ctx: Context, message: Message) -> None:
@@ -143,7 +192,7 @@ def _clear(ctx: Context, message: Message) -> None:
 def send_queue_paused(ctx: Context, destination: Destination, paused: QueuePaused) -> bool:
     """The first try of a `queue.paused` notice, just stored with the pause; True when sent. As `send_owed`:
     a failed send waits in the outbox for `recover`."""
-    return _try_queue_paused(ctx, destination, paused)
+    return _try(ctx, destination, _PauseNotice(paused))
 
 
 def _recover_queue_paused(ctx: Context, entry: DueEntry, now: datetime) -> bool | None:
@@ -156,28 +205,45 @@ def _recover_queue_paused(ctx: Context, entry: DueEntry, now: datetime) -> bool 
     if destination is None:
         ctx.store.clear_queue_paused(paused)
         return None
-    return _try_queue_paused(ctx, destination, paused)
+    return _try(ctx, destination, _PauseNotice(paused))
 
 
-def _try_queue_paused(ctx: Context, destination: Destination, paused: QueuePaused) -> bool:
-    """As `_try`, for a notice about the queue: deleted once sent or given up, else moved to its next try."""
-    outcome = targets.judged(lambda: _send_queue_paused(ctx, destination, paused))
-    tries = paused.notice.tries + 1
-    if outcome.delivered:
-        ctx.metrics.count("FailureNoticeSent", queue=paused.queue)
-        _settle(ctx, paused, lambda: ctx.store.clear_queue_paused(paused))
-        return True
-    log("queue_paused_notice_failed", queue=paused.queue, tries=tries, error=outcome.error)
-    ctx.metrics.count("FailureNoticeFailed", queue=paused.queue)
-    notice = failure_notice.after_failure(paused.id, tries, outcome, paused.paused_at, ctx.clock())
-    if notice.status is NoticeStatus.ABANDONED:
-        ctx.metrics.count("FailureNoticeAbandoned", queue=paused.queue)
-        log("failure_notice_abandoned", id=paused.id, queue=paused.queue, tries=tries, error=outcome.error)
-        _settle(ctx, paused, lambda: ctx.store.clear_queue_paused(paused))
-    else:
-        moved = replace(paused, notice=notice, version=paused.version + 1)
-        _settle(ctx, paused, lambda: ctx.store.record_queue_paused(moved))
-    return False
+@dataclass(frozen=True)
+class _PauseNotice:
+    """A `queue.paused` notice at its next try: deleted once sent or given up, else moved to its next try."""
+
+    paused: QueuePaused
+    failed_event = "queue_paused_notice_failed"
+
+    @property
+    def queue(self) -> str:
+        return self.paused.queue
+
+    @property
+    def id(self) -> str:
+        return self.paused.id
+
+    @property
+    def tries(self) -> int:
+        return self.paused.notice.tries + 1
+
+    @property
+    def since(self) -> datetime:
+        return self.paused.paused_at
+
+    def send(self, ctx: Context, destination: Destination) -> delivery.Outcome:
+        return _send_queue_paused(ctx, destination, self.paused)
+
+    def clear(self, ctx: Context) -> None:
+        _settle(ctx, self.paused, lambda: ctx.store.clear_queue_paused(self.paused))
+
+    def record(self, ctx: Context, notice: Notice) -> bool:
+        if notice.status is NoticeStatus.ABANDONED:
+            self.clear(ctx)
+        else:
+            moved = replace(self.paused, notice=notice, version=self.paused.version + 1)
+            _settle(ctx, self.paused, lambda: ctx.store.record_queue_paused(moved))
+        return True  # given up whether or not its item could be deleted
 
 
 def _settle(ctx: Context, paused: QueuePaused, write: Callable[[], object]) -> None:
