@@ -225,6 +225,29 @@ def test_high_priority_of_a_key_handed_off_after_its_backlog_starts_next(harness
     assert limits.over_bound([at for at, _ in recorder.starts], 1) == []
 
 
+def test_high_priority_handed_off_by_the_sweep_takes_a_backlogs_slot(harness: Harness) -> None:
+    """Rate 0.1 (slots 10.25 s apart from 1 s ahead): 40 low posted due now hold slots up to ~400 s ahead; 3 high
+    due just beyond ingest's hand-off window are handed off by a sweep 31 s later (the low ones due by then
+    start meanwhile) and take the slots of the first 3 low ones at or after their due time."""
+    recorder = limits.Recorder(harness)
+    harness.ctx.post = recorder
+    limits.make_queue(harness, "swept", rate_limit=0.1)
+    timing, now_ms = harness.ctx.settings.timing, to_ms(harness.clock())
+    due_high = now_ms + int((timing.sweep_ahead + timing.safety + 1) * 1000)
+    post_keyed(harness, "swept", [(None, 1)] * 40, now_ms)
+    post_keyed(harness, "swept", [(None, 9)] * 3, due_high)
+    sweep_at = now_ms + int((timing.safety + 1.2) * 1000)
+    timers = harness.timers()
+    harness.dispatch([t for t in timers if t["json"]["due"] < sweep_at])
+    for later in (t for t in timers if t["json"]["due"] >= sweep_at):
+        harness.sqs.send_message(QueueUrl=harness.ctx.settings.timer_queue_url, MessageBody=later["body"])
+    harness.clock.now = from_ms(sweep_at)
+    harness.sweep()
+    limits.drain(harness, rounds=60)
+    ahead = -(-(due_high - now_ms - 1000) // 10_250)  # the low ones whose slots are before the high ones' due
+    assert [body["p"] for _, body in recorder.starts] == [1] * ahead + [9] * 3 + [1] * (40 - ahead)
+
+
 def test_messages_of_one_priority_handed_off_later_rewrite_no_earlier_one(harness: Harness) -> None:
     """Without priorities that differ nothing gives way: every message keeps its first version and they start
     in the order posted."""

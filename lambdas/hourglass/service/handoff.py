@@ -144,13 +144,13 @@ class HandOff:
         now = self._now(now)
         starts = [t.start(t.due_ms) for t in timers]
         allocated = self.pacer.scoped_slots(timers[0].queue, rate, starts, now)
-        slots = self._take_held(timers[0].queue, rate, starts, allocated, now)
+        slots = self.take_held(timers[0].queue, rate, starts, allocated, now)
         paced = list(placements)
         for index, slot in zip(timed, slots, strict=True):
             paced[index] = handoff.paced(placements[index], slot, now, self.timing)
         return paced
 
-    def _take_held(
+    def take_held(
         self, queue: str, rate: Rates, starts: Sequence[Start], slots: Sequence[Slot], now: datetime
     ) -> list[Slot]:
         """A batch's starts take earlier slots of their scopes held by lower priorities (`pacing.give_way`): each
@@ -299,7 +299,7 @@ class HandOff:
 
     def _note(self, timers: Sequence[Timer], rates: RatesOf) -> None:
         """Paced timers just sent: their slots are what their message versions wait for, which a higher priority
-        handed off later in this process may take (`_take_held`)."""
+        handed off later in this process may take (`take_held`)."""
         if self.pacer is None or self.give_way is None:
             return
         held: dict[tuple[str, Rates], list[Held]] = {}
