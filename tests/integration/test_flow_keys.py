@@ -225,6 +225,26 @@ def test_high_priority_of_a_key_handed_off_after_its_backlog_starts_next(harness
     assert limits.over_bound([at for at, _ in recorder.starts], 1) == []
 
 
+def test_a_cancelled_message_does_not_give_way_and_the_next_one_does(harness: Harness) -> None:
+    """Rate 1: low 3 holds the first slot beyond the margin but is cancelled; the high one posted next takes
+    low 4's slot instead (the cancelled one's write loses), low 4 goes last, and the cancelled one never starts."""
+    recorder = limits.Recorder(harness)
+    harness.ctx.post = recorder
+    limits.make_queue(harness, "ranked", rate_limit=1)
+    now_ms = to_ms(harness.clock())
+    post_keyed(harness, "ranked", [(None, 1)] * 10, now_ms)
+    by_index = {m["body"]["i"]: m["id"] for m in list_all(harness, "ranked")}
+    status, _ = harness.call("DELETE", f"/v1/queues/ranked/messages/{by_index[3]}")
+    assert status in (200, 204)
+    post_keyed(harness, "ranked", [(None, 9)], now_ms)
+    limits.drain(harness)
+    assert [(body["p"], body["i"]) for _, body in recorder.starts] == [
+        *((1, i) for i in (0, 1, 2)),
+        (9, 0),
+        *((1, i) for i in (5, 6, 7, 8, 9, 4)),
+    ]
+
+
 def test_high_priority_handed_off_by_the_sweep_takes_a_backlogs_slot(harness: Harness) -> None:
     """Rate 0.1 (slots 10.25 s apart from 1 s ahead): 40 low posted due now hold slots up to ~400 s ahead; 3 high
     due just beyond ingest's hand-off window are handed off by a sweep 31 s later (the low ones due by then

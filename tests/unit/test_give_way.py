@@ -14,6 +14,7 @@ from hourglass.core.pacing import (
     allocate_scoped,
     give_way,
 )
+from hourglass.service.pacing import HeldSlots
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -84,6 +85,27 @@ def test_another_keys_slot_is_not_taken():
     high = [Start(NOW, "b", 9)] * 10 + [Start(NOW, "a", 9)]
     ways = give_way(held, high, line.allocate(high, NOW), NOW, keyed=True)
     assert [(way.index, way.victim.slot.start_ms - NOW) for way in ways] == [(10, 5_000)]
+
+
+def test_a_held_slot_is_taken_once():
+    held = HeldSlots()
+    held.note("q", Rates(1.0), [Held(Slot(NOW + 5_000, NOW + 5_250), "", 1, "low", 1)])
+    high, fresh = [Start(NOW, None, 9)], (Slot(NOW + 20_000, NOW + 20_250),)
+    first = held.take("q", Rates(1.0), high, fresh, NOW)
+    assert ([way.victim.id for way in first], held.take("q", Rates(1.0), high, fresh, NOW)) == (["low"], [])
+
+
+def test_the_highest_priority_is_never_held_to_give_way():
+    held = HeldSlots()
+    held.note("q", Rates(1.0), [Held(Slot(NOW + 5_000, NOW + 5_250), "", 9, "top", 1)])
+    assert held.take("q", Rates(1.0), [Start(NOW, None, 9)], (Slot(NOW + 20_000, NOW + 20_250),), NOW) == []
+
+
+def test_slots_held_under_other_rates_are_not_taken():
+    """A slot keeps the bounds of the rates it was allocated under: after a change of limits it stays."""
+    held = HeldSlots()
+    held.note("q", Rates(1.0), [Held(Slot(NOW + 5_000, NOW + 5_250), "", 1, "low", 1)])
+    assert held.take("q", Rates(2.0), [Start(NOW, None, 9)], (Slot(NOW + 20_000, NOW + 20_250),), NOW) == []
 
 
 @settings(max_examples=80, deadline=None)

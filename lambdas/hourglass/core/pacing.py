@@ -278,7 +278,8 @@ def give_way(
     allocated as if it arrived now: each scope keeps its set of slots (so every rate bound), nobody starts
     before its due time, and the victim is delayed to one fresh slot, never dropped. `keyed`: scopes are flow
     keys (else the whole queue is one)."""
-    free = sorted(held, key=lambda h: h.slot.start_ms)
+    top = max((start.priority for start in starts), default=0)
+    free = sorted((h for h in held if h.priority < top), key=lambda h: h.slot.start_ms)
     chosen: list[GiveWay] = []
     for index in sorted(range(len(starts)), key=lambda i: (-starts[i].priority, starts[i].due_ms, i)):
         start = starts[index]

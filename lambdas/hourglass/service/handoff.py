@@ -34,6 +34,8 @@ RatesOf = Callable[[str], Rates | None]
 # takes its own (`transitions.give_way`): the new version's claim, whose timer is to be sent; None when it began,
 # changed or ended meanwhile.
 GiveWayTo = Callable[[str, str, int, Slot, datetime], Claim | None]
+# Victims a start tries in turn when the one before began, changed or ended meanwhile.
+GIVE_WAY_TRIES = 3
 # A claim takes a later slot at its send only if its lease still ends at least this long after it: the recovery
 # sweep must not take the message over before its dispatcher begins the attempt.
 LEASE_LEFT = timedelta(seconds=schedule.LEASE_AFTER_DUE / 2)
@@ -155,24 +157,43 @@ class HandOff:
     ) -> list[Slot]:
         """A batch's starts take earlier slots of their scopes held by lower priorities (`pacing.give_way`): each
         victim is moved to the start's fresh slot first (a conditional write and a new timer); where that loses,
-        the start keeps its own slot. Only with priorities that differ is anything written."""
+        the start tries the next one, a few times, and else keeps its own slot. Only with priorities that differ
+        is anything written."""
         taken = list(slots)
         if self.give_way is None or self.pacer is None:
             return taken
-        for way in self.pacer.held.take(queue, rate, starts, slots, to_ms(now)):
-            victim = way.victim
-            try:
-                moved = self.give_way(queue, victim.id, victim.version, slots[way.index], now)
-            except StoreError as exc:
-                log("give_way_failed", id=victim.id, queue=queue, error=str(exc))
-                continue
-            if moved is not None:
-                # Its old timer is dropped now, whether or not this one is taken (refused, its lease runs out
-                # and the recovery sweep hands it off): the slot is the start's either way.
-                self.send_claimed([moved], now, give_back=False, rates=lambda _: rate)
-                taken[way.index] = victim.slot
-                self._count("GaveWay", 1)
+        trying = list(range(len(starts)))
+        for _ in range(GIVE_WAY_TRIES):
+            chosen = self.pacer.held.take(
+                queue, rate, [starts[i] for i in trying], [slots[i] for i in trying], to_ms(now)
+            )
+            lost = []
+            for way in chosen:
+                index = trying[way.index]
+                if self._move(queue, rate, way.victim, slots[index], now):
+                    taken[index] = way.victim.slot
+                else:
+                    lost.append(index)
+            if not lost:
+                break
+            trying = lost
         return taken
+
+    def _move(self, queue: str, rate: Rates, victim: Held, slot: Slot, now: datetime) -> bool:
+        """The victim waits for `slot` now (its new version's timer sent), or False: it keeps its own."""
+        assert self.give_way is not None
+        try:
+            moved = self.give_way(queue, victim.id, victim.version, slot, now)
+        except StoreError as exc:
+            log("give_way_failed", id=victim.id, queue=queue, error=str(exc))
+            return False
+        if moved is None:
+            return False
+        # Its old timer is dropped now, whether or not this one is taken (refused, its lease runs out and the
+        # recovery sweep hands it off): the slot is the start's either way.
+        self.send_claimed([moved], now, give_back=False, rates=lambda _: rate)
+        self._count("GaveWay", 1)
+        return True
 
     def send_first(self, timers: Sequence[Scheduled], rate: Rates | None = None) -> bool:
         """Timers of items not written yet, all or none; False: SQS refused, the items go to the due index."""
