@@ -110,8 +110,8 @@ def section(*, quick: bool = False) -> Section:
         "queue, resume and bucket: 1 WU); a failure also reads the window (one strongly consistent Query of at most "
         "11 small items: 1 RU), however many dispatchers share the queue. A queue without a breaker pays nothing. "
         "Only a failure can trip it: one conditional update of the queue item (1 WU; with a failure destination, a "
-        "transaction with the notice it owes: 2 WU per item, 4 WU once per trip). Not per attempt: a queue's PUT that starts a new lifetime clears a former one's "
-        "counters (one Query, 1 RU, and a delete per item found)."
+        "transaction with the notice it owes: 2 WU per item, 4 WU once per trip). Not per attempt: a queue's PUT "
+        "that starts a new lifetime clears a former one's counters (one Query, 1 RU, and a delete per item found)."
     )
     return out
 

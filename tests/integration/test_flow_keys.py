@@ -197,6 +197,98 @@ def test_held_back_messages_start_by_priority(harness: Harness) -> None:
     assert [body["p"] for _, body in recorder.starts] == [9, 9, 1, 1, 1, 1]
 
 
+def post_low_then_high(h: Harness, name: str, key: str | None) -> None:
+    """10 low-priority messages due now in one request, then 3 high-priority ones in the next."""
+    now_ms = to_ms(h.clock())
+    post_keyed(h, name, [(key, 1)] * 10, now_ms)
+    post_keyed(h, name, [(key, 9)] * 3, now_ms)
+
+
+def test_high_priority_handed_off_after_a_backlog_starts_before_its_far_slots(harness: Harness) -> None:
+    """Rate 1 (slots 1.25 s apart from 1 s ahead): the low ones' first three slots are nearer than the margin
+    (4 s) and keep them; the three high ones, posted next, take the following three and start next."""
+    recorder = limits.Recorder(harness)
+    harness.ctx.post = recorder
+    limits.make_queue(harness, "ranked", rate_limit=1)
+    post_low_then_high(harness, "ranked", None)
+    limits.drain(harness)
+    assert [body["p"] for _, body in recorder.starts] == [1] * 3 + [9] * 3 + [1] * 7
+    assert limits.over_bound([at for at, _ in recorder.starts], 1) == []
+
+
+def test_high_priority_of_a_key_handed_off_after_its_backlog_starts_next(harness: Harness) -> None:
+    recorder = limits.Recorder(harness)
+    harness.ctx.post = recorder
+    limits.make_queue(harness, "keyed", flow_control={"key_rate_limit": 1})
+    post_low_then_high(harness, "keyed", "t")
+    limits.drain(harness)
+    assert [body["p"] for _, body in recorder.starts] == [1] * 3 + [9] * 3 + [1] * 7
+    assert limits.over_bound([at for at, _ in recorder.starts], 1) == []
+
+
+def test_a_cancelled_message_does_not_give_way_and_the_next_one_does(harness: Harness) -> None:
+    """Rate 1: low 3 holds the first slot beyond the margin but is cancelled; the high one posted next takes
+    low 4's slot instead (the cancelled one's write loses), low 4 goes last, and the cancelled one never starts."""
+    recorder = limits.Recorder(harness)
+    harness.ctx.post = recorder
+    limits.make_queue(harness, "ranked", rate_limit=1)
+    now_ms = to_ms(harness.clock())
+    post_keyed(harness, "ranked", [(None, 1)] * 10, now_ms)
+    by_index = {m["body"]["i"]: m["id"] for m in list_all(harness, "ranked")}
+    status, _ = harness.call("DELETE", f"/v1/queues/ranked/messages/{by_index[3]}")
+    assert status in (200, 204)
+    post_keyed(harness, "ranked", [(None, 9)], now_ms)
+    limits.drain(harness)
+    assert [(body["p"], body["i"]) for _, body in recorder.starts] == [
+        *((1, i) for i in (0, 1, 2)),
+        (9, 0),
+        *((1, i) for i in (5, 6, 7, 8, 9, 4)),
+    ]
+
+
+def test_high_priority_handed_off_by_the_sweep_takes_a_backlogs_slot(harness: Harness) -> None:
+    """Rate 0.1 (slots 10.25 s apart from 1 s ahead): 40 low posted due now hold slots up to ~400 s ahead; 3 high
+    due just beyond ingest's hand-off window are handed off by a sweep 31 s later (the low ones due by then
+    start meanwhile) and take the slots of the first 3 low ones at or after their due time."""
+    recorder = limits.Recorder(harness)
+    harness.ctx.post = recorder
+    limits.make_queue(harness, "swept", rate_limit=0.1)
+    timing, now_ms = harness.ctx.settings.timing, to_ms(harness.clock())
+    due_high = now_ms + int((timing.sweep_ahead + timing.safety + 1) * 1000)
+    post_keyed(harness, "swept", [(None, 1)] * 40, now_ms)
+    post_keyed(harness, "swept", [(None, 9)] * 3, due_high)
+    sweep_at = now_ms + int((timing.safety + 1.2) * 1000)
+    timers = harness.timers()
+    harness.dispatch([t for t in timers if t["json"]["due"] < sweep_at])
+    for later in (t for t in timers if t["json"]["due"] >= sweep_at):
+        harness.sqs.send_message(QueueUrl=harness.ctx.settings.timer_queue_url, MessageBody=later["body"])
+    harness.clock.now = from_ms(sweep_at)
+    harness.sweep()
+    limits.drain(harness, rounds=60)
+    ahead = -(-(due_high - now_ms - 1000) // 10_250)  # the low ones whose slots are before the high ones' due
+    assert [body["p"] for _, body in recorder.starts] == [1] * ahead + [9] * 3 + [1] * (40 - ahead)
+
+
+def test_messages_of_one_priority_handed_off_later_rewrite_no_earlier_one(harness: Harness) -> None:
+    """Without priorities that differ nothing gives way: every message keeps its first version and they start
+    in the order posted."""
+    recorder = limits.Recorder(harness)
+    harness.ctx.post = recorder
+    limits.make_queue(harness, "plain", rate_limit=1)
+    now_ms = to_ms(harness.clock())
+    post_keyed(harness, "plain", [(None, 5)] * 10, now_ms)
+    post_keyed(harness, "plain", [(None, 5)] * 3, now_ms)
+    versions = [harness.ctx.store.get_message("plain", m["id"]).version for m in list_all(harness, "plain")]
+    limits.drain(harness)
+    assert (versions, [body["i"] for _, body in recorder.starts]) == ([1] * 13, [*range(10), *range(3)])
+
+
+def list_all(h: Harness, name: str) -> list[Any]:
+    status, doc = h.call("GET", f"/v1/queues/{name}/messages", params={"limit": "100"})
+    assert status == 200, doc
+    return list(doc["messages"])
+
+
 def test_a_key_limited_queue_writes_pacing_items_per_key_with_a_ttl(harness: Harness) -> None:
     limits.make_queue(harness, "ttl", flow_control={"key_rate_limit": 5})
     post_keyed(harness, "ttl", [("a", 5), ("b", 5)], to_ms(harness.clock() + timedelta(seconds=3)))

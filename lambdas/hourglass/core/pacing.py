@@ -260,6 +260,57 @@ def allocate_scoped(
     return ScopedAllocation(slots, line.cursor, dict(moved))
 
 
+# A slot gives way to a higher priority only this far ahead (and never to a start due after it): its attempt may
+# begin up to 2 s before it (dispatch's PACED_BEGIN_LEAD), clocks differ by up to a second, and the timer that
+# replaces it needs SEND_LEAD_MS to reach a dispatcher. Nearer, the victim's write would mostly lose to its begin.
+GIVE_WAY_MARGIN_MS = 4_000
+
+
+@dataclass(frozen=True)
+class Held:
+    """A slot handed off to one message version (`id`, `version`) of a scope, not begun when it was noted."""
+
+    slot: Slot
+    scope: str
+    priority: int
+    id: str
+    version: int
+
+
+@dataclass(frozen=True)
+class GiveWay:
+    """Start `index` takes `victim`'s slot; the victim is rewritten to wait for the start's own (fresh) slot.
+    If that write loses (it began, changed or ended), the start keeps its own slot."""
+
+    index: int
+    victim: Held
+
+
+def give_way(
+    held: Sequence[Held], starts: Sequence[Start], slots: Sequence[Slot], now_ms: int, *, keyed: bool
+) -> list[GiveWay]:
+    """Which starts of a batch just allocated `slots` (same order) take an earlier slot of their scope held by
+    a lower priority: the highest priority first (then due order), each the earliest such slot at or after
+    both its due time and GIVE_WAY_MARGIN_MS from now and before its own. The victim takes the start's slot,
+    allocated as if it arrived now: each scope keeps its set of slots (so every rate bound), nobody starts
+    before its due time, and the victim is delayed to one fresh slot, never dropped. `keyed`: scopes are flow
+    keys (else the whole queue is one)."""
+    top = max((start.priority for start in starts), default=0)
+    free = sorted((h for h in held if h.priority < top), key=lambda h: h.slot.start_ms)
+    chosen: list[GiveWay] = []
+    for index in sorted(range(len(starts)), key=lambda i: (-starts[i].priority, starts[i].due_ms, i)):
+        start = starts[index]
+        scope = start.scope if keyed else ""
+        floor = max(start.due_ms, now_ms + GIVE_WAY_MARGIN_MS)
+        for at, victim in enumerate(free):
+            if victim.slot.start_ms >= slots[index].start_ms:
+                break
+            if victim.scope == scope and victim.priority < start.priority and victim.slot.start_ms >= floor:
+                chosen.append(GiveWay(index, free.pop(at)))
+                break
+    return chosen
+
+
 def too_near(slot: Slot, sent_ms: int) -> bool:
     """Whether a timer sent at `sent_ms` comes too late for `slot` (its batch took that long to claim)."""
     return slot.start_ms < sent_ms + SEND_LEAD_MS

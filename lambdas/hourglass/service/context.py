@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -63,6 +64,8 @@ class Context:
 
     @property
     def handoff(self) -> HandOff:
+        from hourglass.service import transitions  # it imports this module
+
         return HandOff(
             self.timers,
             self.settings.timing,
@@ -71,6 +74,7 @@ class Context:
             metrics=self.metrics,
             pacer=self.pacer,
             clock=lambda: self.clock(),
+            give_way=functools.partial(transitions.give_way, self),
         )
 
     @classmethod

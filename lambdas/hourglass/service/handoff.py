@@ -14,9 +14,9 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol, TypeVar
 
 from hourglass.core import handoff, pacing, schedule
-from hourglass.core.handoff import Claim, DueEntry, Placement, Scheduled, Timing
+from hourglass.core.handoff import Claim, DueEntry, Placement, Scheduled, Timer, Timing
 from hourglass.core.model import Message
-from hourglass.core.pacing import Rates, Slot
+from hourglass.core.pacing import Held, Rates, Slot, Start
 from hourglass.core.schedule import SweepKeys
 from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.errors import StoreError, TimerQueueError
@@ -30,6 +30,12 @@ Stored = TypeVar("Stored", bound=Message | None)
 Write = Callable[[Message, Placement], Stored]
 # A queue's rate limits (None: unlimited), for the claims of a hand-off whose slots went by before their send.
 RatesOf = Callable[[str], Rates | None]
+# Moves a pending message version (queue, id, version), not begun, to a later pacing slot so a higher priority
+# takes its own (`transitions.give_way`): the new version's claim, whose timer is to be sent; None when it began,
+# changed or ended meanwhile.
+GiveWayTo = Callable[[str, str, int, Slot, datetime], Claim | None]
+# Victims a start tries in turn when the one before began, changed or ended meanwhile.
+GIVE_WAY_TRIES = 3
 # A claim takes a later slot at its send only if its lease still ends at least this long after it: the recovery
 # sweep must not take the message over before its dispatcher begins the attempt.
 LEASE_LEFT = timedelta(seconds=schedule.LEASE_AFTER_DUE / 2)
@@ -60,8 +66,10 @@ class HandOff:
         metrics: Any = None,
         pacer: Pacer | None = None,
         clock: Callable[[], datetime] | None = None,
+        give_way: GiveWayTo | None = None,
     ) -> None:
         self.timers = timers
+        self.give_way = give_way
         self.timing = timing
         self.release = release
         self.claim = claim
@@ -118,7 +126,7 @@ class HandOff:
         stored = [write_first(m, p) for m, p in zip(first, leased, strict=True)] if write_first else []
         done = [(placement, s) for placement, s in zip(leased, stored, strict=True) if s is not None]
         claims = [claim for claim in (placement.claim() for placement, _ in done) if claim is not None]
-        sent = self.send_first([p.timer for p in [*(p for p, _ in done), *timed] if p.timer is not None])
+        sent = self.send_first([p.timer for p in [*(p for p, _ in done), *timed] if p.timer is not None], rate)
         if not sent:
             self.give_back(claims)
         write([(m, p.index_keys(sent=sent)) for m, p in zip(messages, timed, strict=True)])
@@ -136,13 +144,58 @@ class HandOff:
         # Slots from the time of the allocation, not of the request: a slow request must not start
         # its batch with slots that are already (nearly) past.
         now = self._now(now)
-        slots = self.pacer.scoped_slots(timers[0].queue, rate, [t.start(t.due_ms) for t in timers], now)
+        starts = [t.start(t.due_ms) for t in timers]
+        allocated = self.pacer.scoped_slots(timers[0].queue, rate, starts, now)
+        slots = self.take_held(timers[0].queue, rate, starts, allocated, now)
         paced = list(placements)
         for index, slot in zip(timed, slots, strict=True):
             paced[index] = handoff.paced(placements[index], slot, now, self.timing)
         return paced
 
-    def send_first(self, timers: Sequence[Scheduled]) -> bool:
+    def take_held(
+        self, queue: str, rate: Rates, starts: Sequence[Start], slots: Sequence[Slot], now: datetime
+    ) -> list[Slot]:
+        """A batch's starts take earlier slots of their scopes held by lower priorities (`pacing.give_way`): each
+        victim is moved to the start's fresh slot first (a conditional write and a new timer); where that loses,
+        the start tries the next one, a few times, and else keeps its own slot. Only with priorities that differ
+        is anything written."""
+        taken = list(slots)
+        if self.give_way is None or self.pacer is None:
+            return taken
+        trying = list(range(len(starts)))
+        for _ in range(GIVE_WAY_TRIES):
+            chosen = self.pacer.held.take(
+                queue, rate, [starts[i] for i in trying], [slots[i] for i in trying], to_ms(now)
+            )
+            lost = []
+            for way in chosen:
+                index = trying[way.index]
+                if self._move(queue, rate, way.victim, slots[index], now):
+                    taken[index] = way.victim.slot
+                else:
+                    lost.append(index)
+            if not lost:
+                break
+            trying = lost
+        return taken
+
+    def _move(self, queue: str, rate: Rates, victim: Held, slot: Slot, now: datetime) -> bool:
+        """The victim waits for `slot` now (its new version's timer sent), or False: it keeps its own."""
+        assert self.give_way is not None
+        try:
+            moved = self.give_way(queue, victim.id, victim.version, slot, now)
+        except StoreError as exc:
+            log("give_way_failed", id=victim.id, queue=queue, error=str(exc))
+            return False
+        if moved is None:
+            return False
+        # Its old timer is dropped now, whether or not this one is taken (refused, its lease runs out and the
+        # recovery sweep hands it off): the slot is the start's either way.
+        self.send_claimed([moved], now, give_back=False, rates=lambda _: rate)
+        self._count("GaveWay", 1)
+        return True
+
+    def send_first(self, timers: Sequence[Scheduled], rate: Rates | None = None) -> bool:
         """Timers of items not written yet, all or none; False: SQS refused, the items go to the due index."""
         if not timers:
             return True
@@ -154,6 +207,7 @@ class HandOff:
             self._count("HandoffFallback", len(timers))
             return False
         self._count("HandedOff", len(timers))
+        self._note([s.timer for s in timers], lambda _: rate)
         return True
 
     def send_claimed(
@@ -183,6 +237,8 @@ class HandOff:
             self._count("TimerRefused", len(failed))
         if give_back:
             self.give_back(failed)
+        if rates is not None:
+            self._note([s.timer for s in timers if (s.timer.queue, s.timer.id) not in refused], rates)
         return failed
 
     def in_slot_order(self, claims: Sequence[Claim], now: datetime, rates: RatesOf) -> list[Claim]:
@@ -261,6 +317,23 @@ class HandOff:
     def resend(self, timers: Sequence[Scheduled]) -> None:
         """Timers that came back early or before their item was written; raises if SQS refuses them."""
         self.timers.send_all(timers)
+
+    def _note(self, timers: Sequence[Timer], rates: RatesOf) -> None:
+        """Paced timers just sent: their slots are what their message versions wait for, which a higher priority
+        handed off later in this process may take (`take_held`)."""
+        if self.pacer is None or self.give_way is None:
+            return
+        held: dict[tuple[str, Rates], list[Held]] = {}
+        for timer in timers:
+            rate = rates(timer.queue)
+            if timer.slot is None or rate is None:
+                continue
+            scope = timer.scope if rate.key is not None else ""
+            held.setdefault((timer.queue, rate), []).append(
+                Held(timer.slot, scope, timer.priority, timer.id, timer.version)
+            )
+        for (queue, rate), line in held.items():
+            self.pacer.held.note(queue, rate, line)
 
     def _now(self, fallback: datetime) -> datetime:
         return self.clock() if self.clock is not None else fallback

@@ -14,11 +14,12 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Protocol
 
 from hourglass.core import delivery_control, pacing, schedule
+from hourglass.core.admission import MAX_PRIORITY
 from hourglass.core.deadline import ATTEMPT_BUDGET, BOOKKEEPING, attempt_deadline
 from hourglass.core.delivery_control import DeliveryControl
 from hourglass.core.handoff import Timer
 from hourglass.core.model import DEFAULT_PRIORITY, LATER_NAMESPACE, Message, Queue, Status
-from hourglass.core.pacing import Rates, Slot, Start, Window
+from hourglass.core.pacing import GiveWay, Held, Rates, Slot, Start, Window
 from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.errors import StoreError
 from hourglass.logs import log
@@ -83,6 +84,7 @@ class Pacer:
         self._queue_locks: dict[str, threading.Lock] = {}
         self._waiting: dict[str, list[_Request]] = {}
         self._lock = threading.Lock()
+        self.held = HeldSlots()
 
     def slots(
         self,
@@ -229,6 +231,47 @@ def floor_after(store: PaceStates, queue: str, before: DeliveryControl, after: D
         return before.pace_floor_us
     left = store.pace_cursor(queue) if was == 0 else store.last_window(queue, was)
     return _later(left, before.pace_floor_us)
+
+
+# Slots a process remembers per queue and rates for giving way to a higher priority (the latest noted).
+MAX_HELD = 256
+
+
+class HeldSlots:
+    """The future slots this process handed off to messages that a higher priority may still take
+    (`pacing.give_way`), per queue and rates: memory only, so a queue that uses no priority writes nothing
+    more. A slot is noted once its timer is sent (what its message's version waits for) and taken at most
+    once; a stale note costs the victim's conditional write, never a slot (see `service.handoff`)."""
+
+    def __init__(self) -> None:
+        self._held: dict[tuple[str, Rates], list[Held]] = {}
+        self._lock = threading.Lock()
+
+    def note(self, queue: str, rates: Rates, held: Sequence[Held]) -> None:
+        """Slots just sent; a message of the highest priority never gives way, so it is not kept."""
+        kept = [h for h in held if h.priority < MAX_PRIORITY]
+        if not kept:
+            return
+        with self._lock:
+            if len(self._held) >= MAX_KNOWN:
+                self._held.clear()
+            line = self._held.setdefault((queue, rates), [])
+            line.extend(kept)
+            del line[: max(0, len(line) - MAX_HELD)]
+
+    def take(
+        self, queue: str, rates: Rates, starts: Sequence[Start], slots: Sequence[Slot], now_ms: int
+    ) -> list[GiveWay]:
+        """The slots a batch's starts take (`pacing.give_way`), no longer held by anyone here."""
+        with self._lock:
+            line = self._held.get((queue, rates))
+            if not line:
+                return []
+            line[:] = [h for h in line if h.slot.start_ms > now_ms]
+            chosen = pacing.give_way(line, starts, slots, now_ms, keyed=rates.key is not None)
+            taken = {id(way.victim) for way in chosen}
+            line[:] = [h for h in line if id(h) not in taken]
+            return chosen
 
 
 class QueueLimits:

@@ -277,8 +277,9 @@ class Sweeper:
                     continue
                 # From the time of the allocation: the bucket's reads may have taken a while since `batch.now`.
                 now = self.ctx.clock()
-                slots = self.ctx.pacer.scoped_slots(queue, rate, [entry.start() for entry in chunk], now)
-                self._claim_chunk(chunk, list(slots), batch)
+                starts = [entry.start() for entry in chunk]
+                slots = self.ctx.pacer.scoped_slots(queue, rate, starts, now)
+                self._claim_chunk(chunk, [*self.ctx.handoff.take_held(queue, rate, starts, slots, now)], batch)
 
     def _claim_chunk(self, chunk: list[DueEntry], slots: list[Slot | None], batch: _Batch) -> None:
         report = batch.report
