@@ -7,6 +7,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from hourglass.adapters.timer_queue import read_timers
+from hourglass.core.handoff import Scheduled
 from hourglass.core.timestamps import to_ms
 from hourglass.service.pacing import Pacer
 
@@ -109,3 +111,39 @@ def test_once_those_attempts_are_past_their_leases_the_key_rate_alone_keeps_the_
     post_keyed(harness, "late", [("b", 5)] * 2, to_ms(harness.clock() + timedelta(seconds=3)))
     limits.drain(harness)
     assert (len(recorder.starts), {sk.split("#")[3] for sk in key_slot_items(harness, "late")}) == (3, {"a"})
+
+
+def test_a_rate_limit_added_to_a_key_paced_queue_counts_the_timers_already_out(harness: Harness) -> None:
+    """Keys "a" and "b" at 5/s each were paced by their key rates alone (1 s of slots for 10 messages): the PUT
+    adding a queue rate 2 gives them new slots counted in the queue's scope, with keys "c" and "d" of another
+    process, so every window of 1-10 s across the switch keeps 2·W + 2 and nothing is lost or early."""
+    flow = {"flow_control": {"key_rate_limit": 5}}
+    starts = backlog_then_switch(harness, flow, {"rate_limit": 2, **flow})
+    assert (len(starts), limits.over_bound(starts, 2)) == (20, [])
+
+
+def handed_off_slots(harness: Harness) -> dict[int, tuple[int, int]]:
+    """The slot each message's timer waits for now, by the message's body index (the timers are sent back)."""
+    slots = {}
+    timers = [timer for record in harness.timers() for timer in read_timers(record["body"])]
+    for timer in timers:
+        message = harness.ctx.store.get_message(timer.queue, timer.id)
+        assert message is not None and timer.latest_ms is not None
+        slots[message.body["i"]] = (timer.due_ms, timer.latest_ms)
+    harness.ctx.handoff.resend([Scheduled(timer, 0) for timer in timers])
+    return slots
+
+
+def test_removing_the_key_rate_and_adding_it_back_keeps_every_timer_in_its_slot(harness: Harness) -> None:
+    """The backlog's slots were counted in the queue's scope: neither PUT gives them new ones, each starts in
+    the slot it was handed off with."""
+    recorder = limits.Recorder(harness)
+    harness.ctx.post = recorder
+    put_queue(harness, "kept", rate_limit=2, flow_control={"key_rate_limit": 5})
+    post_keyed(harness, "kept", [("a", 5), ("b", 5)] * 3, to_ms(harness.clock() + timedelta(seconds=3)))
+    slots = handed_off_slots(harness)
+    put_queue(harness, "kept", rate_limit=2)
+    put_queue(harness, "kept", rate_limit=2, flow_control={"key_rate_limit": 5})
+    limits.drain(harness)
+    started = {body["i"]: at for at, body in recorder.starts}
+    assert (len(recorder.starts), [i for i, at in started.items() if not slots[i][0] <= at <= slots[i][1]]) == (6, [])

@@ -41,6 +41,16 @@ def test_keyed_timers_read_back_with_key_priority_and_chained() -> None:
     assert read_timers(pack_to_json(keyed[1:2])) == keyed[1:2]
 
 
+def test_timers_paced_outside_the_queue_scope_read_back_so_single_or_packed() -> None:
+    keyed_only = [
+        replace(timer(1, 1000), latest_ms=1250, key="t1", queue_scoped=False),
+        replace(timer(2, 1100), latest_ms=1350, key="t2"),
+        replace(timer(3, 1200), latest_ms=1450, queue_scoped=False),
+    ]
+    assert read_timers(pack_to_json(keyed_only)) == keyed_only
+    assert read_timers(pack_to_json(keyed_only[2:])) == keyed_only[2:]
+
+
 def test_a_single_timer_body_is_the_old_format() -> None:
     assert json.loads(pack_to_json([timer(1, 1000)])) == json.loads(timer(1, 1000).to_json())
 

@@ -39,8 +39,11 @@ def pack_to_json(timers: Sequence[Timer]) -> str:
 
 def _entry(timer: Timer) -> list[object]:
     """A packed timer: [q, id, v, due], plus [latest, waits] for a paced or refused one, plus [1] for a chained
-    one, plus [chained, key, priority] for one with a flow key or priority (v1.2)."""
+    one, plus [chained, key, priority] for one with a flow key or priority (v1.2), plus [0] for one whose slot
+    counts in no queue scope (`Timer.queue_scoped`)."""
     entry: list[object] = [timer.queue, timer.id, timer.version, timer.due_ms]
+    if not timer.queue_scoped:
+        return [*entry, timer.latest_ms, timer.waits, int(timer.chained), timer.key, timer.priority, 0]
     if timer.key is not None or timer.priority != DEFAULT_PRIORITY:
         return [*entry, timer.latest_ms, timer.waits, int(timer.chained), timer.key, timer.priority]
     if timer.chained:
@@ -49,12 +52,12 @@ def _entry(timer: Timer) -> list[object]:
 
 
 def _packed(first: Timer, entry: list[Any]) -> Timer:
-    if len(entry) not in (4, 6, 7, 9):
-        raise ValueError("a packed timer has 4, 6, 7 or 9 fields")
+    if len(entry) not in (4, 6, 7, 9, 10):
+        raise ValueError("a packed timer has 4, 6, 7, 9 or 10 fields")
     padded = [*entry, None, 0] if len(entry) == 4 else entry
     queue, message_id, version, due, latest, waits, *rest = padded
     chained = bool(rest and rest[0])
-    key, priority = (rest[1], rest[2]) if len(rest) == 3 else (None, DEFAULT_PRIORITY)
+    key, priority = (rest[1], rest[2]) if len(rest) >= 3 else (None, DEFAULT_PRIORITY)
     return Timer(
         str(queue),
         str(message_id),
@@ -66,6 +69,7 @@ def _packed(first: Timer, entry: list[Any]) -> Timer:
         key=None if key is None else str(key),
         priority=int(priority),
         chained=chained,
+        queue_scoped=len(rest) < 4 or bool(rest[3]),
     )
 
 

@@ -88,6 +88,7 @@ class Timer:
     `latest_ms` the last instant the attempt may start; `waits` counts concurrency refusals so far;
     `key` and `priority` are its message's flow key and priority (v1.2).
     `chained`: a schedule occurrence whose next occurrence was stored at its hand-off (the sweep's claim).
+    `queue_scoped`: its slot counts in the queue's own scope (`Slot.queue_scoped`).
     """
 
     queue: str
@@ -100,10 +101,15 @@ class Timer:
     key: str | None = None
     priority: int = DEFAULT_PRIORITY
     chained: bool = False
+    queue_scoped: bool = True
 
     @property
     def slot(self) -> Slot | None:
-        return None if self.latest_ms is None else Slot(self.due_ms, self.latest_ms)
+        return None if self.latest_ms is None else Slot(self.due_ms, self.latest_ms, self.queue_scoped)
+
+    def in_slot(self, slot: Slot) -> Timer:
+        """The timer targeting a new pacing slot."""
+        return replace(self, due_ms=slot.start_ms, latest_ms=slot.latest_ms, queue_scoped=slot.queue_scoped)
 
     @property
     def scope(self) -> str:
@@ -119,6 +125,7 @@ class Timer:
         doc |= {"w": self.waits} if self.waits else {}
         doc |= {"c": 1} if self.chained else {}
         doc |= {"k": self.key} if self.key is not None else {}
+        doc |= {} if self.queue_scoped else {"nq": 1}
         return doc | ({"p": self.priority} if self.priority != DEFAULT_PRIORITY else {})
 
     def to_json(self) -> str:
@@ -140,6 +147,7 @@ class Timer:
                 key=None if doc.get("k") is None else str(doc["k"]),
                 priority=int(doc.get("p", DEFAULT_PRIORITY)),
                 chained=bool(doc.get("c")),
+                queue_scoped=not doc.get("nq"),
             )
         except (ValueError, KeyError, TypeError) as exc:
             raise ValidationError("timer", f"malformed timer message: {exc}") from exc
@@ -220,10 +228,10 @@ def keys_of(message_id: str, due: datetime, timing: Timing, scheduled_ms: int | 
 
 def timer_for(entry: DueEntry, now: datetime, slot: Slot | None = None, *, chained: bool = False) -> Scheduled:
     """The timer of a hand-off; with a pacing slot it targets the slot, not the due time (never earlier)."""
-    due, latest = (entry.due_ms, None) if slot is None else (slot.start_ms, slot.latest_ms)
     timer = Timer(
-        entry.queue, entry.id, entry.version, due, to_ms(now), latest, 0, entry.key, entry.priority, chained=chained
+        entry.queue, entry.id, entry.version, entry.due_ms, to_ms(now), None, 0, entry.key, entry.priority, chained
     )
+    timer = timer if slot is None else timer.in_slot(slot)
     return Scheduled(timer, delay_of(timer, now))
 
 

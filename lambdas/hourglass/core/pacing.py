@@ -35,10 +35,13 @@ class Pace:
 
 @dataclass(frozen=True)
 class Slot:
-    """When one paced attempt may start: not before `start_ms`, not after `latest_ms` (epoch ms)."""
+    """When one paced attempt may start: not before `start_ms`, not after `latest_ms` (epoch ms). `queue_scoped`:
+    it counts in the queue's own scope; False when taken while the queue had key rates alone, which a queue rate
+    added since does not see (the dispatcher gives it a new slot, `service.pacing.PacedStarts.unpaced`)."""
 
     start_ms: int
     latest_ms: int
+    queue_scoped: bool = True
 
     def may_start(self, now_ms: int) -> bool:
         return self.start_ms <= now_ms <= self.latest_ms
@@ -253,7 +256,7 @@ def allocate_scoped(
         if key_pace is not None:
             cursors[scope] = start + key_pace.spacing_us
     # Whole milliseconds inside [slot, slot + tolerance]: rounded up at the start, down at the end.
-    slots = tuple(Slot(-(-start // 1000), (start + tolerance) // 1000) for start in chosen)
+    slots = tuple(Slot(-(-start // 1000), (start + tolerance) // 1000, line is not None) for start in chosen)
     moved = cursors if key_pace is not None else {}
     if line is None or line.known is not None:
         return ScopedAllocation(slots, queue_next, dict(moved), {} if line is None else line.moved)

@@ -440,15 +440,20 @@ class PacedStarts:
                 log("batch_pacing_failed", queue=name, error=f"{type(exc).__name__}: {exc}")
                 continue
             for index, slot in zip(indices, slots, strict=True):
-                repaced[index] = replace(timers[index], due_ms=slot.start_ms, latest_ms=slot.latest_ms)
+                repaced[index] = timers[index].in_slot(slot)
             self.ctx.metrics.count("Repaced", len(indices), queue=name)
         return repaced
 
     def unpaced(self, timer: Timer, rate: Rates | None) -> Timer:
         """A paced timer of a queue that has no rate limit any more: the slot holds the message back no
-        longer and the timer targets the message's own due time instead."""
+        longer and the timer targets the message's own due time instead. One whose slot was taken while the
+        queue had key rates alone, when it has a queue rate now, loses its slot (which the queue's scope never
+        counted): it takes a new one like a timer back from a pause (`repace`), from its old slot's start on."""
         if rate is not None:
-            return timer
+            if rate.queue is None or timer.queue_scoped:
+                return timer
+            self.ctx.metrics.count("Rescoped", queue=timer.queue)
+            return replace(timer, latest_ms=None, queue_scoped=True)
         message = self.ctx.store.get_message(timer.queue, timer.id)
         if message is None or message.status is not Status.PENDING or message.version != timer.version:
             return timer  # not written yet, or moved on: its start fails as it would have
@@ -467,7 +472,7 @@ class PacedStarts:
         late = None if timer.latest_ms is None else to_ms(now) - timer.latest_ms
         in_ms = slot.start_ms - to_ms(now)
         log("repaced", id=timer.id, queue=timer.queue, late_ms=late, slot_in_ms=in_ms, repaces=repaces)
-        return replace(timer, due_ms=slot.start_ms, latest_ms=slot.latest_ms)
+        return timer.in_slot(slot)
 
     def may_hold(self, start: datetime, now: datetime, deadline: datetime | None, repaces: int = 0) -> bool:
         """Whether an attempt may wait in this invocation (ending at `deadline`) for a slot at `start`, rather
