@@ -9,6 +9,7 @@ from typing import Any
 
 from hourglass.adapters.timer_queue import read_timers
 from hourglass.core.handoff import Scheduled
+from hourglass.core.model import Status
 from hourglass.core.timestamps import to_ms
 from hourglass.service.pacing import Pacer
 
@@ -147,3 +148,33 @@ def test_removing_the_key_rate_and_adding_it_back_keeps_every_timer_in_its_slot(
     limits.drain(harness)
     started = {body["i"]: at for at, body in recorder.starts}
     assert (len(recorder.starts), [i for i, at in started.items() if not slots[i][0] <= at <= slots[i][1]]) == (6, [])
+
+
+# A begin write this slow misses its slot: the begun attempt waits for a new one, past the age of the gate's read.
+SLOW_BEGIN_S = 1.5
+
+
+def test_an_attempt_begun_before_a_queue_rate_was_added_takes_a_new_slot_before_it_starts(harness: Harness) -> None:
+    """The PUT lands while a begun attempt waits for a key-only slot (its begin was slow, so it took a new one): its
+    read of the queue before the start sees the queue rate, so it is put back and starts once, in a slot the queue's
+    scope counts (its window's pacing item)."""
+    recorder = limits.Recorder(harness)
+    harness.ctx.post = recorder
+    flow = {"flow_control": {"key_rate_limit": 1}}
+    put_queue(harness, "begun", **flow)
+    post_keyed(harness, "begun", [("a", 5)], to_ms(harness.clock() + timedelta(seconds=3)))
+    [message], _ = harness.ctx.store.list_messages("begun", status=None, limit=10, cursor=None)
+    switched: list[bool] = []
+
+    def sleep(seconds: float) -> None:
+        current = harness.ctx.store.get_message("begun", message.id)
+        if not switched and current is not None and current.status is Status.DELIVERING:
+            switched.append(True)
+            put_queue(harness, "begun", rate_limit=1, **flow)
+            harness.clock.sleep(SLOW_BEGIN_S)
+        harness.clock.sleep(seconds)
+
+    harness.ctx.sleep = sleep
+    limits.drain(harness)
+    counted = [sk for sk in pace_items(harness, "begun") if sk.startswith("#pace#w#")]
+    assert (switched, len(recorder.starts), len(counted)) == ([True], 1, 1)

@@ -135,6 +135,12 @@ def key_paced_since(floor_us: int | None, since_ms: int) -> bool:
     return floor_us is None or since_ms >= floor_us // 1000 + US_PER_S // 1000
 
 
+def counted(slot: Slot, rates: Rates | None) -> bool:
+    """Whether a slot counts in every scope the queue's `rates` keep now: one taken while the queue had key rates
+    alone does not once it has a rate of its own (the queue's scope never saw it)."""
+    return slot.queue_scoped or rates is None or rates.queue is None
+
+
 def queue_state(rates: Rates | None) -> int | None:
     """Which pacing items hold the queue's own slots: none (None: no queue rate), its one `#pace` cursor (0), or
     its windows of this width (a queue rate and a key rate). A change of it leaves the old slots unseen."""

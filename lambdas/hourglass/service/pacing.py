@@ -450,7 +450,7 @@ class PacedStarts:
         queue had key rates alone, when it has a queue rate now, loses its slot (which the queue's scope never
         counted): it takes a new one like a timer back from a pause (`repace`), from its old slot's start on."""
         if rate is not None:
-            if rate.queue is None or timer.queue_scoped:
+            if timer.slot is None or pacing.counted(timer.slot, rate):
                 return timer
             self.ctx.metrics.count("Rescoped", queue=timer.queue)
             return replace(timer, latest_ms=None, queue_scoped=True)

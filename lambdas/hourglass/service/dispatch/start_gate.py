@@ -4,6 +4,7 @@ queue and its message stays pending."""
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 import threading
@@ -15,7 +16,7 @@ from hourglass.core.concurrency import Lease
 from hourglass.core.delivery_control import DeliveryControl
 from hourglass.core.handoff import Scheduled, Timer
 from hourglass.core.model import LATER_NAMESPACE, Queue
-from hourglass.core.pacing import Rates, key_paced_since
+from hourglass.core.pacing import Rates, Slot, counted, key_paced_since
 from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.errors import StoreError
 from hourglass.logs import log
@@ -137,7 +138,8 @@ class StartGate:
         if held is None:
             return self._busy(timer)
         try:
-            result = self.attempts.run(timer, queue, control, now, lease, self.deadline, self.queues.paused)
+            stopped = functools.partial(self._stopped, timer.slot)
+            result = self.attempts.run(timer, queue, control, now, lease, self.deadline, stopped)
         except BaseException:
             # Crashed in-process, its request over: give the slots back rather than wait for their lease.
             self._release(timer.queue, held)
@@ -169,6 +171,13 @@ class StartGate:
                 return None
             held.append(got)
         return held
+
+    def _stopped(self, slot: Slot | None, name: str) -> tuple[datetime, bool]:
+        """The queue's pause state and when its read was sent (`QueueReads.paused`); stopped as well when a PUT
+        since the gate gave the queue a rate that `slot` does not count in: put back, it takes a new slot."""
+        read_at, paused = self.queues.paused(name)
+        rates = delivery_control.rates(self.queues.control(name))
+        return read_at, paused or (slot is not None and not counted(slot, rates))
 
     def _deferred(self, timer: Timer, now: datetime) -> Result:
         self.ctx.handoff.resend([handoff.resend(timer, now)])
