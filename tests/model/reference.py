@@ -24,6 +24,8 @@ SLACK = timedelta(seconds=600)
 ON_TIME = timedelta(seconds=90)
 # The fields two messages that went through the same story must agree on (ids and instants differ).
 COMPARED = ("status", "attempts", "last_error", "body", "flow_key", "priority")
+# The windows (seconds) over which a steady rate limit's starts are counted: at most r*W + max(1, r) in each.
+BOUND_WINDOWS = (1, 2, 5, 10)
 
 
 @dataclass
@@ -61,6 +63,20 @@ class Generation:
 
 
 @dataclass
+class Paced:
+    """The rate limits one lifetime of a queue was created with, whether every later PUT kept them, and the
+    attempts it started. The bounds (docs/delivery-control.md) are checked only for a limit kept all its life: a
+    change moves the slots to other pacing items, and which rate bounds a window across it is not the model's to
+    say. A PUT that died half-way leaves its lifetime's limits unknown."""
+
+    rate: float | None
+    flow: dict[str, Any] | None
+    steady_rate: bool = True
+    steady_flow: bool = True
+    starts: list[tuple[datetime, str]] = field(default_factory=list)  # (when, flow key or "")
+
+
+@dataclass
 class Reference:
     generations: list[Generation] = field(default_factory=list)
     notices: dict[str, set[str]] = field(default_factory=dict)  # message id -> events received
@@ -68,6 +84,7 @@ class Reference:
     queue_notice_tries: dict[str, list[str]] = field(default_factory=dict)  # queue -> answers to `queue.paused`
     violations: list[str] = field(default_factory=list)
     flow: dict[str, tuple[str | None, int]] = field(default_factory=dict)  # message id -> (flow key, priority) posted
+    paced: dict[tuple[str, datetime], Paced] = field(default_factory=dict)  # (queue, epoch) -> its limits, starts
 
     def live(self, name: str) -> Generation | None:
         for generation in reversed(self.generations):
@@ -122,6 +139,45 @@ class Reference:
                 f"{queue}/{message_id} started {int(late.total_seconds())} s late "
                 f"(its lifetime allows {int(live.allowed_lateness(ON_TIME).total_seconds())} s)",
             )
+
+    def configured(self, name: str, epoch: datetime, doc: dict[str, Any] | None) -> None:
+        """A PUT of queue `name` (its lifetime `epoch`) answered with success for settings `doc` (None: it died
+        and its settings are unknown)."""
+        rate, flow = (None, None) if doc is None else (doc.get("rate_limit"), doc.get("flow_control"))
+        paced = self.paced.setdefault((name, epoch), Paced(rate, flow, doc is not None, doc is not None))
+        paced.steady_rate &= doc is not None and rate == paced.rate
+        paced.steady_flow &= doc is not None and flow == paced.flow
+
+    def started(self, message: Message | None, now: datetime) -> None:
+        """An attempt of `message` began reaching its target (the HTTP request or the SQS/SNS send) at `now`."""
+        paced = None if message is None else self.paced.get((message.queue, message.queue_epoch))
+        if message is not None and paced is not None:
+            paced.starts.append((now, message.flow_key or ""))
+
+    def check_rate_bounds(self) -> None:
+        """Over any window of W >= 1 s at most r*W + max(1, r) attempts start: per lifetime for a steady
+        `rate_limit`, per flow key (no key: the key "") for a steady `key_rate_limit`. Every start counts: first
+        tries, retries, redeliveries, and both starts of an attempt a crash cut and a takeover repeated."""
+        for (name, epoch), paced in self.paced.items():
+            scope = f"{name} (created {epoch.isoformat()})"
+            if paced.steady_rate and paced.rate is not None:
+                self._check_bound(scope, paced.rate, [when for when, _ in paced.starts])
+            key_rate = (paced.flow or {}).get("key_rate_limit")
+            if paced.steady_flow and key_rate is not None:
+                for key in sorted({key for _, key in paced.starts}):
+                    starts = [when for when, own in paced.starts if own == key]
+                    self._check_bound(f"{scope} key {key!r}", key_rate, starts)
+
+    def _check_bound(self, scope: str, rate: float, starts: list[datetime]) -> None:
+        times = sorted(starts)
+        for width in BOUND_WINDOWS:
+            most, first, last = max_in_window(times, timedelta(seconds=width))
+            if most > rate * width + max(1, rate) + 1e-9:
+                self.violate(
+                    "rate bound",
+                    f"{scope} at {rate}/s: {most} starts in the {width} s from {first.isoformat()} to "
+                    f"{last.isoformat()} (bound {rate * width + max(1, rate):g})",
+                )
 
     def signed(self, queue: str, headers: dict[str, str], body: bytes, now: datetime) -> None:
         """An HTTP attempt is signed with each secret its queue holds now (both during a key rotation), so a
@@ -180,7 +236,9 @@ class Reference:
     # checks over the stored state ---------------------------------------------------------------
     def check_messages(self, messages: Iterable[Message], now: datetime, verdicts: dict[str, str | None]) -> None:
         """Every accepted message ended, or has a way forward (liveness) and is not late beyond its bound;
-        a failed or expired one with a destination got its notice; one whose target never refused never failed."""
+        a failed or expired one with a destination got its notice; one whose target never refused never failed;
+        and every attempt started so far kept the rate bounds. (Checked from here, not from the machine's `finish`:
+        hypothesis seeds the fixed draws of `make test` with the machine class's source.)"""
         for message in messages:
             generation = self.of(message.queue, message.queue_epoch)
             name = f"{message.queue}/{message.id}"
@@ -197,6 +255,7 @@ class Reference:
             if message.status is Status.FAILED and not generation.target_failed_ever:
                 self.violate("rule 1", f"{name} accepted, then failed at a target that accepts everything")
             self._check_notice(message, generation, name)
+        self.check_rate_bounds()
 
     def _check_waiting(self, message: Message, generation: Generation | None, now: datetime, name: str) -> None:
         if generation is not None and generation.alive and generation.paused:
@@ -226,6 +285,18 @@ class Reference:
             for schedule in names:
                 if schedule not in own:
                     self.violate("rule 3", f"{name} lists schedule {schedule} of an earlier lifetime")
+
+
+def max_in_window(times: list[datetime], width: timedelta) -> tuple[int, datetime, datetime]:
+    """The most of the sorted `times` in one closed window [x, x + width], and its first and last of them."""
+    best = (0, datetime.min, datetime.min)
+    first = 0
+    for last, when in enumerate(times):
+        while when - times[first] > width:
+            first += 1
+        if last - first + 1 > best[0]:
+            best = (last - first + 1, times[first], when)
+    return best
 
 
 def gave_up(message: Message) -> bool:

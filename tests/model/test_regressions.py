@@ -158,3 +158,24 @@ def test_a_key_rotation_keeps_the_queues_window() -> None:
         lambda m: m.roll_signing_secret(name="a", secrets=("old",)),
         lambda m: m.put_schedule(name="a", schedule="s1", every=60, big=False, crash_at=2, catch_up="skip", jitter=90),
     )
+
+
+def test_every_window_keeps_the_rate_bounds() -> None:
+    # Issue 26: the reference counts every attempt start per steady limit, queue-wide and per flow key (no key:
+    # the key ""), over windows of 1, 2, 5 and 10 s. Keyed and unkeyed bursts behind a queue rate, retries, a
+    # dispatcher dying mid-batch and an SQS target; it fails when pacing spaces slots half as far.
+    replay(
+        lambda m: m.put_queue(
+            name="a", kind="http", rate=1, destination=None, attempts=2, flow={"key_rate_limit": 0.5}
+        ),
+        lambda m: m.put_queue(name="b", kind="sqs", rate=5, destination=None, attempts=1),
+        lambda m: m.target_answers(name="a", mode="transient"),
+        lambda m: m.post(name="a", count=20, delay=0, ttl=None, dedup=None, big=False, crash_at=None, flow_key="k1"),
+        lambda m: m.post(name="a", count=20, delay=0, ttl=None, dedup=None, big=False, crash_at=None),
+        lambda m: m.post(name="b", count=20, delay=0, ttl=None, dedup=None, big=False, crash_at=None),
+        lambda m: m.roll_signing_secret(name="a", secrets=("old",)),
+        lambda m: m.time_passes(seconds=10),
+        lambda m: m.dispatcher_dies(crash_at=3),
+        lambda m: m.target_answers(name="a", mode="ok"),
+        lambda m: m.time_passes(seconds=200),
+    )

@@ -73,6 +73,10 @@ class World:
         ctx.store.client = self.checker
         ctx.timers.client = self.sqs
         ctx.post = self._post
+        ctx.targets.send = self._started(ctx.targets.send)  # type: ignore[method-assign]
+        ctx.services.topics.publish = self._started(ctx.services.topics.publish)  # type: ignore[method-assign]
+        self._call = self.h.call
+        self.h.call = self._configuring  # type: ignore[method-assign]
         self.target_url = self.h.sqs.create_queue(QueueName="target-model")["QueueUrl"]
         self.notice_url = self.h.sqs.create_queue(QueueName="target-notices")["QueueUrl"]
         self.target_topic = self._topic("target-model", self.target_url)
@@ -96,6 +100,31 @@ class World:
         sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=attributes["QueueArn"], Attributes=raw)
         return topic
 
+    def _configuring(self, method: str, path: str, body: Any = None, params: Any = None) -> tuple[int, Any]:
+        """A REST call; a queue PUT's limits go to the reference, for the lifetime it created or changed."""
+        parts = path.strip("/").split("/")
+        if method != "PUT" or len(parts) != 3 or parts[:2] != ["v1", "queues"]:
+            return self._call(method, path, body, params)
+        status = None
+        try:
+            status, doc = self._call(method, path, body, params)
+            return status, doc
+        finally:
+            stored = self.h.ctx.store.get_queue(parts[2], consistent=True)
+            if stored is not None and status in (None, 200, 201):
+                self.reference.configured(parts[2], stored.created_at, body if status else None)
+
+    def _started(self, send: Callable[..., None]) -> Callable[..., None]:
+        """`send` of an SQS or SNS target, noting each delivery's start (notices go to the other queue and topic)."""
+
+        def sending(to: str, text: str, **kwargs: Any) -> None:
+            if to in (self.target_url, self.target_topic):
+                doc = json.loads(text)
+                self.reference.started(self.h.ctx.store.get_message(doc["queue"], doc["id"]), self.clock())
+            send(to, text, **kwargs)
+
+        return sending
+
     def _post(self, url: str, body: bytes, headers: dict[str, str], **_: Any) -> HttpReply:
         kind, queue = url.rsplit("/", 2)[-2:]
         modes = self.modes.setdefault(queue, Modes())
@@ -108,6 +137,7 @@ class World:
         message_id = headers["Hourglass-Message-Id"]
         self.reference.signed(queue, headers, body, self.clock())
         stored = self.h.ctx.store.get_message(queue, message_id)
+        self.reference.started(stored, self.clock())
         self.reference.delivered(stored, queue, message_id, self.clock(), crashed=self.crashes > 0)
         status = modes.script.pop(0) if modes.script else ANSWER[modes.target]
         return HttpReply(status=status, headers={}, body=REPLY)
