@@ -96,12 +96,20 @@ def test_key_max_concurrency_1_holds_one_request_per_key(api: Client) -> None:
     assert {k: r.peak for k, r in receivers.items()} == {"a": 1, "b": 1}
 
 
-def test_high_priority_posted_after_a_backlog_starts_next(api: Client, counting: Counting) -> None:
-    """10 low, then 3 high, all due now on a queue at rate 1 (slots 1.25 s apart): the high ones take the low
-    ones' slots beyond the give-way margin (4 s, at most 4 slots at this rate), so at most 4 low start first."""
-    name = limited_queue(api, counting, rate_limit=1)
-    post(api, name, [{"body": {"k": "low", "i": i}, "priority": 1} for i in range(10)])
-    post(api, name, [{"body": {"k": "high", "i": i}, "priority": 9} for i in range(3)])
+@pytest.mark.parametrize(
+    "control",
+    [{"rate_limit": 1}, {"flow_control": {"key_rate_limit": 1, "key_max_concurrency": 1}}],
+    ids=["queue-rate", "key-rate-and-concurrency"],
+)
+def test_high_priority_posted_after_a_backlog_starts_next(
+    api: Client, counting: Counting, control: dict[str, Any]
+) -> None:
+    """10 low, then 3 high, all due now at rate 1 (slots 1.25 s apart; one key, in flight one at a time in the
+    second case): the high ones take the low ones' slots beyond the give-way margin (4 s, at most 4 slots at this
+    rate), so at most 4 low start first."""
+    name = limited_queue(api, counting, **control)
+    post(api, name, [{"body": {"k": "low", "i": i}, "priority": 1, "flow_key": "t"} for i in range(10)])
+    post(api, name, [{"body": {"k": "high", "i": i}, "priority": 9, "flow_key": "t"} for i in range(3)])
     got = counting.wait_for(13, timeout=40, settle=0.5)
     order = [body["k"] for _, body in got]
     last_high = max(i for i, k in enumerate(order) if k == "high")

@@ -3,6 +3,7 @@ taken with one conditional write; given back only by an attempt that leaves no o
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from hourglass.adapters.items import Item, n, s
@@ -33,21 +34,35 @@ class ConcurrencyStorage(Table):
         (`until` passed, or the same holder and `until` when that holder's attempt ended), so two takers of
         the same slot cannot both win. Released slots (`until` 0) and lease-expired ones count as free."""
         probes = probe_order(holder, limit, seed)
+        lease, raced = self._try_probes(queue, probes, Lease(0, holder, until_ms, flow_key), now_ms)
+        if lease is None and raced:
+            # Lost a slot seen free to another taker, which may be a stale timer about to give it back or whose
+            # message has moved on (its attempt then counts as ended): read once more before refusing.
+            lease, _ = self._try_probes(queue, probes, Lease(0, holder, until_ms, flow_key), now_ms)
+        return lease
+
+    def _try_probes(self, queue: str, probes: tuple[int, ...], wanted: Lease, now_ms: int) -> tuple[Lease | None, bool]:
+        """One round: the probed slots read, then one conditional write on one seen free; (lease, lost a race)."""
+        flow_key = wanted.flow_key
         slots = self._read(queue, [slot_key(slot, flow_key) for slot in probes], "holder, #until", {"#until": "until"})
         states = [(slot, slots.get(slot_key(slot, flow_key), {})) for slot in probes]
         free = [slot for slot, item in states if is_free(_until(item), now_ms)]
         for slot in free:
-            lease = Lease(slot, holder, until_ms, flow_key)
+            lease = replace(wanted, slot=slot)
             if self._take(queue, lease, "attribute_not_exists(#until) OR #until < :now", {":now": n(now_ms)}):
-                return lease
+                return lease, False
+        raced = bool(free)
         held = {slot: item for slot, item in states if slot not in free and "holder" in item}
         ended = self._ended(queue, [item["holder"]["S"] for item in held.values()])
         for slot, item in held.items():
-            lease = Lease(slot, holder, until_ms, flow_key)
+            if item["holder"]["S"] not in ended:
+                continue
+            lease = replace(wanted, slot=slot)
             was = {":old": item["holder"], ":old_until": item["until"]}
-            if item["holder"]["S"] in ended and self._take(queue, lease, "holder = :old AND #until = :old_until", was):
-                return lease
-        return None
+            if self._take(queue, lease, "holder = :old AND #until = :old_until", was):
+                return lease, False
+            raced = True
+        return None, raced
 
     def release_slot(self, queue: str, lease: Lease) -> None:
         """Frees the slot if `lease`'s holder still has it (a late release of an older holder is a no-op). Only

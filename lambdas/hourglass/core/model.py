@@ -167,7 +167,12 @@ class DeliveryControl:
     @property
     def limited(self) -> bool:
         """Whether attempts need the pacing or lease items; queues without limits pay nothing extra."""
-        return self.paced or self.max_concurrency is not None or self.key_max_concurrency is not None
+        return self.paced or self.limits_concurrency
+
+    @property
+    def limits_concurrency(self) -> bool:
+        """Whether an attempt takes a lease slot (queue-wide or per key) before it begins."""
+        return self.max_concurrency is not None or self.key_max_concurrency is not None
 
     @property
     def paced(self) -> bool:

@@ -128,6 +128,12 @@ class StartGate:
         if rates is not None and (timer.slot is None or timer.slot.missed(to_ms(now))):
             # A rate-limited queue's attempt starts only inside a pacing slot: take a new one.
             return self._repace(timer, rates, now, repaces)
+        if timer.latest_ms is not None and due - BEGIN_LEAD > now and control.limits_concurrency:
+            # A paced attempt asks for its concurrency slot just before its start, not when it arrives early for
+            # its slot: asked then, it could take the slot ahead of the attempt one spacing before it, which would
+            # be refused and re-paced behind later slots (priority and due order lost, throughput halved).
+            self.ctx.sleep(schedule.seconds_until(due - BEGIN_LEAD, now))
+            now = self.ctx.clock()
         # The lease allows for a begin at most BEGIN_TO_START ahead of the start; a paced one may be earlier,
         # and may wait in this dispatcher for a new slot after its begin (`PacedStarts.start`).
         ahead = due - now - timedelta(seconds=deadline.BEGIN_TO_START)
