@@ -44,7 +44,13 @@ class ConcurrencyStorage(Table):
     def _try_probes(self, queue: str, probes: tuple[int, ...], wanted: Lease, now_ms: int) -> tuple[Lease | None, bool]:
         """One round: the probed slots read, then one conditional write on one seen free; (lease, lost a race)."""
         flow_key = wanted.flow_key
-        slots = self._read(queue, [slot_key(slot, flow_key) for slot in probes], "holder, #until", {"#until": "until"})
+        own = message_sk(held_by(wanted.holder)[0])
+        keys = [slot_key(slot, flow_key) for slot in probes]
+        slots = self._read(queue, [*keys, own], "holder, #until, #st, version", {"#until": "until", "#st": "status"})
+        if _moved_on(wanted.holder, slots.get(own)):
+            # A stale timer (its message patched, moved by a higher priority, ended): it will not begin, so it
+            # takes no slot from the attempt the slot is now meant for.
+            return None, False
         states = [(slot, slots.get(slot_key(slot, flow_key), {})) for slot in probes]
         free = [slot for slot, item in states if is_free(_until(item), now_ms)]
         for slot in free:
@@ -130,6 +136,11 @@ class ConcurrencyStorage(Table):
                 found[item["sk"]["S"]] = item
             request = answer.get("UnprocessedKeys") or {}
         return found
+
+
+def _moved_on(holder: str, item: Item | None) -> bool:
+    """Whether the holder's own message is past the version its timer is for (`attempt_ended` of itself)."""
+    return item is not None and attempt_ended(holder, Status(item["status"]["S"]), int(item["version"]["N"]))
 
 
 def _until(item: Item) -> int | None:
