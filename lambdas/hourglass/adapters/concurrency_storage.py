@@ -33,12 +33,12 @@ class ConcurrencyStorage(Table):
         holders, so that only a slot seen free is written: one conditional write, on the slot as it was read
         (`until` passed, or the same holder and `until` when that holder's attempt ended), so two takers of
         the same slot cannot both win. Released slots (`until` 0) and lease-expired ones count as free."""
-        probes = probe_order(holder, limit, seed)
-        lease, raced = self._try_probes(queue, probes, Lease(0, holder, until_ms, flow_key), now_ms)
+        probes, wanted = probe_order(holder, limit, seed), Lease(0, holder, until_ms, flow_key)
+        lease, raced = self._try_probes(queue, probes, wanted, now_ms)
         if lease is None and raced:
             # Lost a slot seen free to another taker, which may be a stale timer about to give it back or whose
             # message has moved on (its attempt then counts as ended): read once more before refusing.
-            lease, _ = self._try_probes(queue, probes, Lease(0, holder, until_ms, flow_key), now_ms)
+            lease, _ = self._try_probes(queue, probes, wanted, now_ms)
         return lease
 
     def _try_probes(self, queue: str, probes: tuple[int, ...], wanted: Lease, now_ms: int) -> tuple[Lease | None, bool]:
@@ -111,13 +111,7 @@ class ConcurrencyStorage(Table):
         # Distinct keys (BatchGetItem refuses duplicates): one holder may have kept two slots (a release lost).
         wanted = sorted({message_sk(held_by(h)[0]) for h in holders})
         found = self._read(queue, wanted, "#st, version", {"#st": "status"})
-        ended = set()
-        for h in holders:
-            item = found.get(message_sk(held_by(h)[0]))
-            seen = (Status(item["status"]["S"]), int(item["version"]["N"])) if item else (None, None)
-            if attempt_ended(h, *seen):
-                ended.add(h)
-        return ended
+        return {h for h in holders if _moved_on(h, found.get(message_sk(held_by(h)[0])))}
 
     def _read(self, queue: str, sort_keys: list[str], projection: str, names: dict[str, str]) -> dict[str, Item]:
         """These items of the queue's partition that exist, by sort key (strongly consistent)."""
@@ -139,7 +133,7 @@ class ConcurrencyStorage(Table):
 
 
 def _moved_on(holder: str, item: Item | None) -> bool:
-    """Whether the holder's own message is past the version its timer is for (`attempt_ended` of itself)."""
+    """Whether `holder`'s attempt is over (`attempt_ended`), from its message item as read (None: no item)."""
     return item is not None and attempt_ended(holder, Status(item["status"]["S"]), int(item["version"]["N"]))
 
 
