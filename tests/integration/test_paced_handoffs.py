@@ -212,8 +212,9 @@ def test_timers_that_arrive_after_their_slots_take_new_ones_together_in_due_orde
     harness.clock.now = from_ms(latest + 5_000)  # every timer reaches the dispatcher after its window
     store = harness.ctx.store
     writes: list[int] = []
-    advance = store.advance_pace
+    advance, advance_held = store.advance_pace, store.advance_held
     store.advance_pace = lambda *args: (writes.append(1), advance(*args))[1]  # type: ignore[method-assign]
+    store.advance_held = lambda *args: (writes.append(1), advance_held(*args))[1]  # type: ignore[method-assign]
     dispatcher = Dispatcher(harness.ctx)
     handed: list[tuple[str, int]] = []
     process = dispatcher.process_timer

@@ -87,25 +87,26 @@ def test_another_keys_slot_is_not_taken():
     assert [(way.index, way.victim.slot.start_ms - NOW) for way in ways] == [(10, 5_000)]
 
 
-def test_a_held_slot_is_taken_once():
+def test_a_noted_slot_is_chosen_once():
     held = HeldSlots()
-    held.note("q", Rates(1.0), [Held(Slot(NOW + 5_000, NOW + 5_250), "", 1, "low", 1)])
-    high, fresh = [Start(NOW, None, 9)], (Slot(NOW + 20_000, NOW + 20_250),)
-    first = held.take("q", Rates(1.0), high, fresh, NOW)
-    assert ([way.victim.id for way in first], held.take("q", Rates(1.0), high, fresh, NOW)) == (["low"], [])
+    low = Held(Slot(NOW + 5_000, NOW + 5_250), "", 1, "low", 1)
+    held.note("q", Rates(1.0), [low])
+    first = held.candidates("q", Rates(1.0), NOW)
+    held.forget("q", Rates(1.0), first)
+    assert (first, held.candidates("q", Rates(1.0), NOW)) == ([low], [])
 
 
-def test_the_highest_priority_is_never_held_to_give_way():
+def test_the_highest_priority_is_never_noted_to_give_way():
     held = HeldSlots()
     held.note("q", Rates(1.0), [Held(Slot(NOW + 5_000, NOW + 5_250), "", 9, "top", 1)])
-    assert held.take("q", Rates(1.0), [Start(NOW, None, 9)], (Slot(NOW + 20_000, NOW + 20_250),), NOW) == []
+    assert held.candidates("q", Rates(1.0), NOW) == []
 
 
-def test_slots_held_under_other_rates_are_not_taken():
+def test_slots_noted_under_other_rates_are_not_offered():
     """A slot keeps the bounds of the rates it was allocated under: after a change of limits it stays."""
     held = HeldSlots()
     held.note("q", Rates(1.0), [Held(Slot(NOW + 5_000, NOW + 5_250), "", 1, "low", 1)])
-    assert held.take("q", Rates(2.0), [Start(NOW, None, 9)], (Slot(NOW + 20_000, NOW + 20_250),), NOW) == []
+    assert held.candidates("q", Rates(2.0), NOW) == []
 
 
 @settings(max_examples=80, deadline=None)

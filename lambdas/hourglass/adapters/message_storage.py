@@ -392,12 +392,20 @@ class MessageStorage(Table):
         self._drop_body(write.body)
         return write.message
 
-    def await_retry(self, change: Change, keys: SweepKeys | None, *, last_op: str | None = None) -> Message:
-        """Pending again (a retry, a new due time, a redelivery): a body that would go first is kept longer."""
+    def await_retry(
+        self,
+        change: Change,
+        keys: SweepKeys | None,
+        *,
+        last_op: str | None = None,
+        fence: dict[str, Any] | None = None,
+    ) -> Message:
+        """Pending again (a retry, a new due time, a redelivery): a body that would go first is kept longer.
+        `fence`: a conditional update of another item written in one transaction with it (all or nothing)."""
         write = version_write(change, keys, last_op=last_op)
         if write.body is not None:
             self._keep_body_until(write.body, change.message.created_at, change.message.due_at)
-        self._put_version(change, write.item)
+        self._put_version(change, write.item, fence)
         return write.message
 
     def _keep_body_until(self, body: BodyVersion, created_at: datetime, finished_at: datetime) -> None:
@@ -460,17 +468,21 @@ class MessageStorage(Table):
             ExpressionAttributeValues=values,
         )
 
-    def _put_version(self, change: Change, item: Item) -> None:
-        """Write the new version's item over the stored one if that one still has the expected version and status."""
-        self._conditional(
-            "put_item",
-            f"message {change.message.id} changed",
-            TableName=self.table,
-            Item=item,
-            ConditionExpression="version = :v AND #st = :st",
-            ExpressionAttributeNames={"#st": "status"},
-            ExpressionAttributeValues={":v": n(change.expected_version), ":st": s(change.expected_status.value)},
-        )
+    def _put_version(self, change: Change, item: Item, fence: dict[str, Any] | None = None) -> None:
+        """Write the new version's item over the stored one if that one still has the expected version and status
+        (and, with a `fence`, that update's condition holds too: one transaction)."""
+        put = {
+            "TableName": self.table,
+            "Item": item,
+            "ConditionExpression": "version = :v AND #st = :st",
+            "ExpressionAttributeNames": {"#st": "status"},
+            "ExpressionAttributeValues": {":v": n(change.expected_version), ":st": s(change.expected_status.value)},
+        }
+        stale = f"message {change.message.id} changed"
+        if fence is None:
+            self._conditional("put_item", stale, **put)
+        else:
+            self._conditional("transact_write_items", stale, TransactItems=[{"Put": put}, {"Update": fence}])
         self._count([(change.message, change.expected_status)])
 
     def begin_delivery(self, queue: str, message_id: str, start: DeliveryStart) -> Message:

@@ -4,16 +4,30 @@ writes."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from botocore.exceptions import ClientError
 
 from hourglass.adapters.items import n, s
 from hourglass.adapters.table import Table, code_of
 from hourglass.core.keys import PACE_SK, pace_sk, pace_window_prefix
+from hourglass.core.pacing import PaceState
 from hourglass.errors import StoreError
 
 # A flow key's pacing item outlives its last slot by this much, then DynamoDB's TTL removes it: an idle key
 # costs nothing, and one back after that starts afresh (its last start is long past, so the bound holds).
 KEY_IDLE_TTL_S = 3600
+# An item's size in write units is rounded up to 1 KB; the record keeps a pacing item within one.
+ITEM_BYTES = 1024
+# "pk", "sk", "next_us" and a number, "expire_at" and a number, "held": names and values at their largest.
+OTHER_ATTRIBUTES_BYTES = 2 + 2 + 7 + 21 + 9 + 21 + 4 + 8
+
+
+def _state(item: dict[str, Any] | None) -> PaceState:
+    if not item:
+        return PaceState()
+    next_us = int(item["next_us"]["N"]) if "next_us" in item else None
+    return PaceState(next_us, item["held"]["S"] if "held" in item else None)
 
 
 class PacingStorage(Table):
@@ -28,19 +42,49 @@ class PacingStorage(Table):
         """`next_us` = `new_us` if it is still `expected_us` (None: never written). Returns (True, new_us)
         when written, else (False, the value that won), read from the failed write itself (or consistently).
         `flow_key` / `window`: the item of that key or window (with a TTL) instead of the queue's."""
+        written, state = self._advance(queue, pace_sk(flow_key, window), expected_us, new_us, None)
+        return written, state.next_us
+
+    def advance_held(
+        self, queue: str, flow_key: str | None, expected: PaceState, new_us: int, new_held: str | None
+    ) -> tuple[bool, PaceState]:
+        """`advance_pace` of a queue's or a flow key's item that also sets its record of who holds its slots
+        (`core.holders`), if both are still as `expected`. Returns whether it was written and what the item holds."""
+        return self._advance(queue, pace_sk(flow_key), expected.next_us, new_us, (expected.held, new_held))
+
+    def _advance(
+        self,
+        queue: str,
+        sk: str,
+        expected_us: int | None,
+        new_us: int,
+        held: tuple[str | None, str | None] | None,
+    ) -> tuple[bool, PaceState]:
         condition = "attribute_not_exists(next_us)" if expected_us is None else "next_us = :old"
         values = {":new": n(new_us)} | ({} if expected_us is None else {":old": n(expected_us)})
         update = "SET next_us = :new"
-        sk = pace_sk(flow_key, window)
-        if flow_key is not None or window is not None:
+        if sk != PACE_SK:
             update += ", expire_at = :ttl"
             values[":ttl"] = n(new_us // 1_000_000 + KEY_IDLE_TTL_S)
+        removed = ""
+        if held is not None:
+            old_held, new_held = held
+            condition += " AND attribute_not_exists(held)" if old_held is None else " AND held = :oheld"
+            values |= {} if old_held is None else {":oheld": s(old_held)}
+            if new_held == old_held:
+                pass
+            elif new_held is None:
+                removed = " REMOVE held"
+            else:
+                update += ", held = :nheld"
+                values[":nheld"] = s(new_held)
+        key = {"pk": s(queue), "sk": s(sk)}
         try:
             self._call(
                 "update_item",
                 TableName=self.table,
-                Key={"pk": s(queue), "sk": s(sk)},
-                UpdateExpression=update,
+                Key=key,
+                UpdateExpression=update + removed,
                 ConditionExpression=condition,
                 ExpressionAttributeValues=values,
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
@@ -50,10 +94,32 @@ class PacingStorage(Table):
                 raise StoreError(f"DynamoDB update_item failed: {exc}") from exc
             item = exc.response.get("Item")
             if item is None:
-                key = {"pk": s(queue), "sk": s(sk)}
                 item = self._guard("get_item", TableName=self.table, Key=key, ConsistentRead=True).get("Item")
-            return False, int(item["next_us"]["N"]) if item and "next_us" in item else None
-        return True, new_us
+            return False, _state(item)
+        return True, PaceState(new_us, held[1] if held is not None else None)
+
+    def pace_state(self, queue: str, flow_key: str | None) -> PaceState:
+        """A queue's or flow key's pacing item as it is now (read consistently, after a lost give-way)."""
+        key = {"pk": s(queue), "sk": s(pace_sk(flow_key))}
+        return _state(self._guard("get_item", TableName=self.table, Key=key, ConsistentRead=True).get("Item"))
+
+    def held_fence(self, queue: str, flow_key: str | None, expected: str | None, new: str | None) -> dict[str, Any]:
+        """The record's change as one action of a transaction (`Update`), conditional on it being `expected`."""
+        values = {} if expected is None else {":oheld": s(expected)}
+        update = "REMOVE held" if new is None else "SET held = :nheld"
+        values |= {} if new is None else {":nheld": s(new)}
+        fence: dict[str, Any] = {
+            "TableName": self.table,
+            "Key": {"pk": s(queue), "sk": s(pace_sk(flow_key))},
+            "UpdateExpression": update,
+            "ConditionExpression": "attribute_not_exists(held)" if expected is None else "held = :oheld",
+        }
+        return fence | ({"ExpressionAttributeValues": values} if values else {})
+
+    def held_room(self, queue: str, flow_key: str | None) -> int:
+        """How long the record's text may be for its item to stay within one write unit (1 KB): the other
+        attributes' names and values, at their largest, taken off."""
+        return ITEM_BYTES - len(queue.encode()) - len(pace_sk(flow_key).encode()) - OTHER_ATTRIBUTES_BYTES
 
     def pace_windows(self, queue: str, width_us: int, first: int, count: int) -> dict[int, int]:
         """The `next_us` of the used windows among `first` .. `first + count - 1` (one Query of small items; an

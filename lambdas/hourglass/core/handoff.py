@@ -77,7 +77,7 @@ class DueEntry:
         return self.due_ms, self.due_ms if self.scheduled_ms is None else self.scheduled_ms, self.id
 
     def start(self) -> Start:
-        return Start(self.due_ms, self.key, self.priority)
+        return Start(self.due_ms, self.key, self.priority, (self.id, self.version))
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,7 @@ class Timer:
         return self.key or ""
 
     def start(self, due_ms: int) -> Start:
-        return Start(due_ms, self.key, self.priority)
+        return Start(due_ms, self.key, self.priority, (self.id, self.version))
 
     def extra(self) -> dict[str, int | str]:
         """The optional fields, only when set: a timer without them is exactly as before."""

@@ -52,6 +52,14 @@ class Slot:
 
 
 @dataclass(frozen=True)
+class PaceState:
+    """A pacing item's next free slot (None: never used) and its record of who holds its slots (`core.holders`)."""
+
+    next_us: int | None = None
+    held: str | None = None
+
+
+@dataclass(frozen=True)
 class Allocation:
     """Slots in the order the due times were given, and the pacing item's new `next_us`."""
 
@@ -103,11 +111,13 @@ class Rates:
 
 @dataclass(frozen=True)
 class Start:
-    """One attempt that needs a slot: when it is due, its flow key (None shares the key "") and priority."""
+    """One attempt that needs a slot: when it is due, its flow key (None shares the key "") and priority;
+    `holder`: the message version (id, version) the slot goes to, for the record of who holds it (`core.holders`)."""
 
     due_ms: int
     key: str | None = None
     priority: int = DEFAULT_PRIORITY
+    holder: tuple[str, int] | None = None
 
     @property
     def scope(self) -> str:

@@ -13,7 +13,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol, TypeVar
 
-from hourglass.core import handoff, pacing, schedule
+from hourglass.core import handoff, holders, pacing, schedule
 from hourglass.core.handoff import Claim, DueEntry, Placement, Scheduled, Timer, Timing
 from hourglass.core.model import Message
 from hourglass.core.pacing import Held, Rates, Slot, Start
@@ -31,9 +31,9 @@ Write = Callable[[Message, Placement], Stored]
 # A queue's rate limits (None: unlimited), for the claims of a hand-off whose slots went by before their send.
 RatesOf = Callable[[str], Rates | None]
 # Moves a pending message version (queue, id, version), not begun, to a later pacing slot so a higher priority
-# takes its own (`transitions.give_way`): the new version's claim, whose timer is to be sent; None when it began,
-# changed or ended meanwhile.
-GiveWayTo = Callable[[str, str, int, Slot, datetime], Claim | None]
+# takes its own (`transitions.give_way`), in one transaction with the fence (the record's change): the new
+# version's claim, whose timer is to be sent; None when it began, changed or ended, or the record changed.
+GiveWayTo = Callable[[str, str, int, Slot, datetime, dict[str, Any] | None], Claim | None]
 # Victims a start tries in turn when the one before began, changed or ended meanwhile.
 GIVE_WAY_TRIES = 3
 # A claim takes a later slot at its send only if its lease still ends at least this long after it: the recovery
@@ -155,22 +155,28 @@ class HandOff:
     def take_held(
         self, queue: str, rate: Rates, starts: Sequence[Start], slots: Sequence[Slot], now: datetime
     ) -> list[Slot]:
-        """A batch's starts take earlier slots of their scopes held by lower priorities (`pacing.give_way`): each
-        victim is moved to the start's fresh slot first (a conditional write and a new timer); where that loses,
-        the start tries the next one, a few times, and else keeps its own slot. Only with priorities that differ
-        is anything written."""
+        """A batch's starts take earlier slots of their scopes held by lower priorities (`pacing.give_way`): those
+        the scopes' records of who holds them show (`core.holders`, written with the allocations, whichever
+        process handed the slots off) and those this process handed off (`HeldSlots`). Each victim is moved to
+        the start's fresh slot in one transaction with the record's change; where that loses, the start tries
+        the next one, a few times, and else keeps its own slot. Only with priorities that differ is anything
+        written."""
         taken = list(slots)
         if self.give_way is None or self.pacer is None:
             return taken
+        tried: set[tuple[str, int]] = set()
         trying = list(range(len(starts)))
         for _ in range(GIVE_WAY_TRIES):
-            chosen = self.pacer.held.take(
-                queue, rate, [starts[i] for i in trying], [slots[i] for i in trying], to_ms(now)
+            held = [h for h in self._victims(queue, rate, starts, trying, now) if (h.id, h.version) not in tried]
+            chosen = pacing.give_way(
+                held, [starts[i] for i in trying], [slots[i] for i in trying], to_ms(now), keyed=rate.key is not None
             )
+            self.pacer.held.forget(queue, rate, [way.victim for way in chosen])
             lost = []
             for way in chosen:
                 index = trying[way.index]
-                if self._move(queue, rate, way.victim, slots[index], now):
+                tried.add((way.victim.id, way.victim.version))
+                if self._move(queue, rate, way.victim, starts[index], slots[index], now):
                     taken[index] = way.victim.slot
                 else:
                     lost.append(index)
@@ -179,19 +185,37 @@ class HandOff:
             trying = lost
         return taken
 
-    def _move(self, queue: str, rate: Rates, victim: Held, slot: Slot, now: datetime) -> bool:
-        """The victim waits for `slot` now (its new version's timer sent), or False: it keeps its own."""
-        assert self.give_way is not None
+    def _victims(
+        self, queue: str, rate: Rates, starts: Sequence[Start], trying: list[int], now: datetime
+    ) -> list[Held]:
+        """The slots held in the starts' scopes: the records', and this process's notes of slots they do not list."""
+        assert self.pacer is not None
+        recorded = self.pacer.holders(queue, rate, {starts[i].scope for i in trying})
+        listed = {h.slot.start_ms for h in recorded}
+        noted = self.pacer.held.candidates(queue, rate, to_ms(now))
+        return [*recorded, *(h for h in noted if h.slot.start_ms not in listed)]
+
+    def _move(self, queue: str, rate: Rates, victim: Held, start: Start, fresh: Slot, now: datetime) -> bool:
+        """The victim waits for `fresh` now (its new version's timer sent) and the record names the start at the
+        victim's slot, or False: it keeps its own (the record is read again)."""
+        assert self.give_way is not None and self.pacer is not None
+        taker = None
+        if start.holder is not None and holders.listed(start):
+            taker = Held(victim.slot, victim.scope, start.priority, *start.holder)
+        swap = self.pacer.swap(queue, rate, victim, taker, fresh)
         try:
-            moved = self.give_way(queue, victim.id, victim.version, slot, now)
+            moved = self.give_way(queue, victim.id, victim.version, fresh, now, swap.fence)
         except StoreError as exc:
             log("give_way_failed", id=victim.id, queue=queue, error=str(exc))
-            return False
+            moved = None
         if moved is None:
+            if swap.fence is not None:
+                self.pacer.refresh(queue, rate, victim.scope)
             return False
+        self.pacer.settle(swap)
         # Its old timer is dropped now, whether or not this one is taken (refused, its lease runs out and the
         # recovery sweep hands it off): the slot is the start's either way.
-        self.send_claimed([moved], now, give_back=False, rates=lambda _: rate)
+        self.send_claimed([moved], now, give_back=False)
         self._count("GaveWay", 1)
         return True
 
@@ -249,15 +273,25 @@ class HandOff:
         dealt = list(claims)
         if self.pacer is None:
             return dealt
-        for (queue, _), group in _paced_groups(claims, rates).items():
+        for (queue, scope), group in _paced_groups(claims, rates).items():
             rate = rates(queue)
             late = [i for i, slot in group if pacing.too_near(slot, to_ms(now))]
             if rate is None or not late:
                 continue
+            # The fresh slots name no holder, and the group's entries leave the record in the same write: dealt
+            # out again, a slot's holder is not the one the record names. Not at all if one was given away.
+            moving = [
+                Held(slot, scope, claims[i].entry.priority, claims[i].entry.id, claims[i].entry.version)
+                for i, slot in group
+            ]
+            again = [replace(claims[i].entry.start(), holder=None) for i in late]
             try:
-                fresh = self.pacer.scoped_slots(queue, rate, [claims[i].entry.start() for i in late], now)
+                fresh = self.pacer.redeal(queue, rate, moving, again, now)
             except StoreError as exc:
                 log("redeal_failed", queue=queue, count=len(late), error=str(exc))
+                continue
+            if fresh is None:
+                log("redeal_skipped", queue=queue, count=len(late))
                 continue
             new = list(zip((i for i, _ in group), pacing.dealt_again([slot for _, slot in group], fresh), strict=True))
             # A slot moves later by about the batch's claim time: this holds unless that took a minute.

@@ -166,9 +166,7 @@ class Messages:
             edit = validation.message_patch(doc, queue.settings, now)
             admission.check(replace(message, body=edit.body) if edit.has_body else message, queue)
             try:
-                return self._apply_patch(
-                    message, edit, now, delivery_control.rates(delivery_control.of(queue)), queue
-                )
+                return self._apply_patch(message, edit, now, delivery_control.rates(delivery_control.of(queue)), queue)
             except StaleVersionError:
                 continue
         raise ConflictError(f"message {message_id} keeps changing; try again")

@@ -8,18 +8,18 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from hourglass.core import delivery_control, pacing, schedule
+from hourglass.core import delivery_control, holders, pacing, schedule
 from hourglass.core.admission import MAX_PRIORITY
 from hourglass.core.deadline import ATTEMPT_BUDGET, BOOKKEEPING, attempt_deadline
 from hourglass.core.delivery_control import DeliveryControl
 from hourglass.core.handoff import Timer
 from hourglass.core.model import DEFAULT_PRIORITY, LATER_NAMESPACE, Message, Queue, Status
-from hourglass.core.pacing import GiveWay, Held, Rates, Slot, Start, Window
+from hourglass.core.pacing import Held, PaceState, Rates, Slot, Start, Window
 from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.errors import StoreError
 from hourglass.logs import log
@@ -50,19 +50,42 @@ class PaceStore(Protocol):
     def pace_windows(self, queue: str, width_us: int, first: int, count: int) -> dict[int, int]: ...
 
 
+@runtime_checkable
+class HeldStore(PaceStore, Protocol):
+    """A pacing store that also keeps the record of who holds a scope's slots (`core.holders`)."""
+
+    def advance_held(
+        self, queue: str, flow_key: str | None, expected: PaceState, new_us: int, new_held: str | None
+    ) -> tuple[bool, PaceState]: ...
+
+    def pace_state(self, queue: str, flow_key: str | None) -> PaceState: ...
+
+    def held_fence(self, queue: str, flow_key: str | None, expected: str | None, new: str | None) -> dict[str, Any]: ...
+
+    def held_room(self, queue: str, flow_key: str | None) -> int: ...
+
+
 # A pacing item: the queue's (None), a flow key's, or a window of the queue's slots.
 Scope = str | Window | None
 
 
 class _Request:
-    """One caller's starts waiting for slots; the thread that writes the pacing items fills in the answer."""
+    """One caller's starts waiting for slots; the thread that writes the pacing items fills in the answer.
+    `moving`: slots of a batch about to be dealt out again (`HandOff.in_slot_order`), with their holders: their
+    record entries go in the same write, and the request is `aborted` if a higher priority took one meanwhile."""
 
-    def __init__(self, rates: Rates, starts: Sequence[Start], floor_ms: int) -> None:
+    def __init__(self, rates: Rates, starts: Sequence[Start], floor_ms: int, moving: Sequence[Held] = ()) -> None:
         self.rates = rates
         self.starts = list(starts)
         self.floor_ms = floor_ms
+        self.moving = tuple(moving)
         self.slots: tuple[Slot, ...] | None = None
         self.error: StoreError | None = None
+        self.aborted = False
+
+    @property
+    def done(self) -> bool:
+        return self.slots is not None or self.error is not None or self.aborted
 
 
 # Pacing items' values a process remembers (a cache: a stale one costs a lost round, never the bound).
@@ -81,10 +104,14 @@ class Pacer:
     def __init__(self, store: PaceStore) -> None:
         self.store = store
         self._known: dict[tuple[str, Scope], int | None] = {}
+        # The record of who holds each scope's slots, as last written or read (`core.holders`).
+        self._held: dict[tuple[str, str | None], str | None] = {}
         self._queue_locks: dict[str, threading.Lock] = {}
         self._waiting: dict[str, list[_Request]] = {}
         self._lock = threading.Lock()
         self.held = HeldSlots()
+        # Whether the store keeps records of who holds slots (every real one; a test's fake may not).
+        self.records = isinstance(store, HeldStore)
 
     def slots(
         self,
@@ -115,14 +142,33 @@ class Pacer:
         """`slots` for starts that keep the queue's rate and their flow keys' at once (`Rates`)."""
         if not starts:
             return ()
-        request = _Request(rates, starts, to_ms(now) + lead_ms)
+        request = self._run(queue, rates, _Request(rates, starts, to_ms(now) + lead_ms), gather, lead_ms)
+        assert request.slots is not None
+        return request.slots
+
+    def redeal(
+        self, queue: str, rates: Rates, moving: Sequence[Held], starts: Sequence[Start], now: datetime
+    ) -> tuple[Slot, ...] | None:
+        """Fresh slots for `starts` while the batch's `moving` slots are dealt out again by the caller: their
+        record entries go in the same write. None (nothing written) when a higher priority took one of them."""
+        request = self._run(queue, rates, _Request(rates, starts, to_ms(now) + pacing.HANDOFF_LEAD_MS, moving))
+        return None if request.aborted else request.slots
+
+    def _run(
+        self,
+        queue: str,
+        rates: Rates,
+        request: _Request,
+        gather: Callable[[], datetime] | None = None,
+        lead_ms: int = pacing.HANDOFF_LEAD_MS,
+    ) -> _Request:
         with self._lock:
             queue_lock = self._queue_locks.setdefault(queue, threading.Lock())
             self._waiting.setdefault(queue, []).append(request)
         if gather is not None:
             request.floor_ms = max(request.floor_ms, to_ms(gather()) + lead_ms)
         with queue_lock:
-            if request.slots is None and request.error is None:
+            if not request.done:
                 with self._lock:
                     waiting = self._waiting.pop(queue, [])
                     group = [r for r in waiting if r.rates == rates]
@@ -131,17 +177,22 @@ class Pacer:
                 self._allocate(queue, rates, group)
         if request.error is not None:
             raise request.error
-        assert request.slots is not None
-        return request.slots
+        return request
 
     def _allocate(self, queue: str, rates: Rates, group: list[_Request]) -> None:
         """Slots for every request of `group` (the caller holds the queue's turn): the keys' items are written
-        first, then the queue's (or its windows', in time order), each conditionally. A lost write starts a new
-        round from the winner's value (after a window's, with the windows after it read in one Query); the
-        slots of items already written in the lost round stay unused (a gap only lowers a rate)."""
-        starts = [start for request in group for start in request.starts]
-        floor_ms = max(request.floor_ms for request in group)
+        first, then the queue's (or its windows', in time order), each conditionally, the record of who holds
+        the slots with its scope's cursor (`core.holders`). A lost write starts a new round from the winner's
+        value (after a window's, with the windows after it read in one Query); the slots of items already
+        written in the lost round stay unused (a gap only lowers a rate)."""
         for _ in range(MAX_ROUNDS):
+            for request in group:
+                request.aborted = bool(request.moving) and self._taken(queue, rates, request.moving)
+            live = [request for request in group if not request.aborted]
+            if not live:
+                return
+            starts = [start for request in live for start in request.starts]
+            floor_ms = max(request.floor_ms for request in live)
             scopes = {start.scope for start in starts} if rates.key is not None else set()
             key_next = {scope: self._known.get((queue, scope)) for scope in scopes}
             known: dict[Scope, int | None] = dict(key_next.items())
@@ -162,26 +213,93 @@ class Pacer:
                 assert allocation.queue_next is not None
                 known[None] = self._known.get((queue, None))
                 writes.append((None, allocation.queue_next))
+            records = self._records(queue, rates, live, allocation.slots, floor_ms)
             try:
                 won = True
                 for scope, new in writes:
-                    if not self._advance(queue, scope, new, known[scope]):
+                    if not self._advance(queue, scope, new, known[scope], records):
                         won = False
                         if isinstance(scope, Window):
                             self._read_ahead(queue, scope)
                         break
             except Exception as exc:  # every waiting request gets it, not only the writer's
-                for request in group:
+                for request in live:
                     request.error = exc if isinstance(exc, StoreError) else StoreError(f"pacing failed: {exc}")
                 return
             if won:
                 at = 0
-                for request in group:
+                for request in live:
                     request.slots = allocation.slots[at : at + len(request.starts)]
                     at += len(request.starts)
                 return
         for request in group:
             request.error = StoreError(f"pacing item of queue {queue} kept changing")
+
+    def _records(
+        self, queue: str, rates: Rates, live: Sequence[_Request], slots: Sequence[Slot], now_ms: int
+    ) -> dict[str | None, str | None]:
+        """The new record of each scope whose entries change: the starts that name their message version, and
+        the entries of slots dealt out again (`_Request.moving`) taken off."""
+        if not self.records:
+            return {}
+        added: dict[str | None, list[Held]] = {}
+        forget: dict[str | None, set[str]] = {}
+        starts = [start for request in live for start in request.starts]
+        for start, slot in zip(starts, slots, strict=True):
+            if holders.listed(start):
+                assert start.holder is not None
+                held = Held(slot, _held_scope(rates, start.scope), start.priority, *start.holder)
+                added.setdefault(_record_scope(rates, start.scope), []).append(held)
+        for request in live:
+            for moving in request.moving:
+                forget.setdefault(_record_scope(rates, moving.scope), set()).add(moving.id)
+        records: dict[str | None, str | None] = {}
+        for scope in {*added, *forget}:
+            old = self._held.get((queue, scope))
+            entries = holders.parse(old, _held_scope(rates, scope or ""))
+            assert isinstance(self.store, HeldStore)
+            room = self.store.held_room(queue, scope)
+            kept = holders.recorded(entries, added.get(scope, []), now_ms, room, forget=forget.get(scope, ()))
+            new = holders.render(kept)
+            if new != old:
+                records[scope] = new
+        return records
+
+    def _taken(self, queue: str, rates: Rates, moving: Sequence[Held]) -> bool:
+        by_scope: dict[str | None, list[Held]] = {}
+        for held in moving:
+            by_scope.setdefault(_record_scope(rates, held.scope), []).append(held)
+        return any(
+            holders.taken(holders.parse(self._held.get((queue, scope)), _held_scope(rates, scope or "")), group)
+            for scope, group in by_scope.items()
+        )
+
+    def holders(self, queue: str, rates: Rates, scopes: Iterable[str]) -> list[Held]:
+        """The slots recorded as held in these scopes (flow keys; "" for the queue's own scope), as last known."""
+        found = []
+        for scope in {_record_scope(rates, scope) for scope in scopes}:
+            found += holders.parse(self._held.get((queue, scope)), _held_scope(rates, scope or ""))
+        return found
+
+    def swap(self, queue: str, rates: Rates, victim: Held, taker: Held | None, fresh: Slot) -> Swap:
+        """The record's change when `taker` takes `victim`'s slot (`holders.swapped`), as a transaction's fence
+        on the record as last known; `settle` it once written, or `refresh` the record when it lost."""
+        assert isinstance(self.store, HeldStore)
+        scope = _record_scope(rates, victim.scope)
+        old = self._held.get((queue, scope))
+        new = holders.render(holders.swapped(holders.parse(old, victim.scope), victim, taker, fresh))
+        return Swap(queue, scope, new, None if new == old else self.store.held_fence(queue, scope, old, new))
+
+    def settle(self, swap: Swap) -> None:
+        self._held[(swap.queue, swap.scope)] = swap.held
+
+    def refresh(self, queue: str, rates: Rates, scope: str) -> None:
+        """The record (and cursor) of a scope read again, after a give-way lost to another writer."""
+        assert isinstance(self.store, HeldStore)
+        record = _record_scope(rates, scope)
+        state = self.store.pace_state(queue, record)
+        self._known[(queue, record)] = state.next_us
+        self._held[(queue, record)] = state.held
 
     def _read_ahead(self, queue: str, window: Window) -> None:
         """What the windows after a lost one hold now (unused ones: None); the lost one's value came with
@@ -192,8 +310,19 @@ class Pacer:
         for index in range(window.index + 1, window.index + 1 + WINDOWS_READ_AHEAD):
             self._known[(queue, Window(window.width_us, index))] = held.get(index)
 
-    def _advance(self, queue: str, scope: Scope, new_us: int, expected: int | None) -> bool:
-        """One pacing item's conditional write; remembers the value it now holds (ours or the winner's)."""
+    def _advance(
+        self, queue: str, scope: Scope, new_us: int, expected: int | None, records: dict[str | None, str | None]
+    ) -> bool:
+        """One pacing item's conditional write (with its new record, if that changes); remembers the value it
+        now holds (ours or the winner's)."""
+        if self.records and not isinstance(scope, Window):
+            # Conditional on the record too, even unchanged: the writer learns it, for giving way next.
+            assert isinstance(self.store, HeldStore)
+            before = PaceState(expected, self._held.get((queue, scope)))
+            written, state = self.store.advance_held(queue, scope, before, new_us, records.get(scope, before.held))
+            self._held[(queue, scope)] = state.held
+            self._known[(queue, scope)] = state.next_us
+            return written
         if scope is None:
             written, current = self.store.advance_pace(queue, expected, new_us)
         elif isinstance(scope, Window):
@@ -205,6 +334,27 @@ class Pacer:
             self._known.clear()
         self._known[(queue, scope)] = current
         return written
+
+
+@dataclass(frozen=True)
+class Swap:
+    """A give-way's change of a scope's record (`Pacer.swap`): `fence` makes it part of the victim's write (None:
+    the record does not change, the victim being one this process noted, `HeldSlots`)."""
+
+    queue: str
+    scope: str | None
+    held: str | None
+    fence: dict[str, Any] | None
+
+
+def _record_scope(rates: Rates, scope: str) -> str | None:
+    """The pacing item that records who holds a start's slot: its flow key's where keys are limited, else the
+    queue's (whose windows, with a queue rate too, record nothing: a give-way stays within one key)."""
+    return scope if rates.key is not None else None
+
+
+def _held_scope(rates: Rates, scope: str) -> str:
+    return scope if rates.key is not None else ""
 
 
 def _later(cursor: int | None, floor: int | None) -> int | None:
@@ -239,9 +389,10 @@ MAX_HELD = 256
 
 class HeldSlots:
     """The future slots this process handed off to messages that a higher priority may still take
-    (`pacing.give_way`), per queue and rates: memory only, so a queue that uses no priority writes nothing
-    more. A slot is noted once its timer is sent (what its message's version waits for) and taken at most
-    once; a stale note costs the victim's conditional write, never a slot (see `service.handoff`)."""
+    (`pacing.give_way`), per queue and rates, beside the scopes' records (which keep only the first few of a
+    backlog, to stay within a write unit): memory only. A slot is noted once its timer is sent (what its
+    message's version waits for, after any re-deal) and taken at most once; a stale note costs the victim's
+    conditional write, never a slot (see `service.handoff`)."""
 
     def __init__(self) -> None:
         self._held: dict[tuple[str, Rates], list[Held]] = {}
@@ -259,19 +410,18 @@ class HeldSlots:
             line.extend(kept)
             del line[: max(0, len(line) - MAX_HELD)]
 
-    def take(
-        self, queue: str, rates: Rates, starts: Sequence[Start], slots: Sequence[Slot], now_ms: int
-    ) -> list[GiveWay]:
-        """The slots a batch's starts take (`pacing.give_way`), no longer held by anyone here."""
+    def candidates(self, queue: str, rates: Rates, now_ms: int) -> list[Held]:
+        """The future slots noted here for these rates."""
         with self._lock:
-            line = self._held.get((queue, rates))
-            if not line:
-                return []
+            line = self._held.get((queue, rates), [])
             line[:] = [h for h in line if h.slot.start_ms > now_ms]
-            chosen = pacing.give_way(line, starts, slots, now_ms, keyed=rates.key is not None)
-            taken = {id(way.victim) for way in chosen}
-            line[:] = [h for h in line if id(h) not in taken]
-            return chosen
+            return list(line)
+
+    def forget(self, queue: str, rates: Rates, taken: Sequence[Held]) -> None:
+        """Slots chosen to be taken: no one here chooses them again."""
+        with self._lock:
+            line = self._held.get((queue, rates), [])
+            line[:] = [h for h in line if h not in taken]
 
 
 class QueueLimits:
@@ -517,7 +667,8 @@ class PacedStarts:
         for _ in range(MAX_REPACES):
             now = self.ctx.clock()
             if slot.missed(to_ms(now)):
-                again = timer.start(timer.due_ms)
+                # Begun: its message is not pending, so its slot is not recorded as one to give way.
+                again = replace(timer.start(timer.due_ms), holder=None)
                 (slot,) = self.ctx.pacer.scoped_slots(timer.queue, rate, [again], now, lead_ms=BEGUN_LEAD_MS)
                 self.ctx.metrics.count("Repaced", queue=timer.queue)
                 log("repaced_begun", id=timer.id, queue=timer.queue, slot_in_ms=slot.start_ms - to_ms(now))

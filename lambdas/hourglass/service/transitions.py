@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from typing import Any
 
 from hourglass.core import admission, catch_up, delivery_control, handoff, lifecycle
 from hourglass.core.attempts import Attempt
@@ -104,11 +105,20 @@ def revise(
     return leased.message
 
 
-def give_way(ctx: Context, queue: str, message_id: str, version: int, slot: Slot, now: datetime) -> Claim | None:
+def give_way(
+    ctx: Context,
+    queue: str,
+    message_id: str,
+    version: int,
+    slot: Slot,
+    now: datetime,
+    fence: dict[str, Any] | None,
+) -> Claim | None:
     """A pending message version not begun yet moved to a later pacing `slot`, so that a higher priority takes
-    its slot (`service.handoff`): a new version at the same due time, written as a PATCH writes it, whose timer
-    the caller sends (the old timer then finds a changed version and is dropped). None, and nothing written,
-    when it began, changed or ended meanwhile: it keeps its slot."""
+    its slot (`service.handoff`): a new version at the same due time, written as a PATCH writes it, in one
+    transaction with `fence` (the change of the scope's record of who holds its slots), whose timer the caller
+    sends (the old timer then finds a changed version and is dropped). None, and nothing written, when it began,
+    changed or ended meanwhile, or the record changed: it keeps its slot."""
     message = ctx.store.get_message(queue, message_id)
     if message is None or message.status is not Status.PENDING or message.version != version:
         return None
@@ -120,7 +130,7 @@ def give_way(ctx: Context, queue: str, message_id: str, version: int, slot: Slot
     if change.message.status is not Status.PENDING or placement.claim() is None:
         return None
     try:
-        ctx.store.await_retry(change.leased(placement.lease), placement.keys)
+        ctx.store.await_retry(change.leased(placement.lease), placement.keys, fence=fence)
     except StaleVersionError:
         return None
     return placement.claim()
