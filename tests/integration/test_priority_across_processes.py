@@ -96,3 +96,27 @@ def test_a_re_deal_takes_its_batchs_slots_off_the_record(harness: Harness) -> No
     fresh = pacer.redeal("q", rates, moving, [Start(to_ms(now))], now)
     pacer.refresh("q", rates, "")
     assert (fresh is not None, pacer.holders("q", rates, [""])) == (True, [])
+
+
+def test_the_process_that_handed_off_a_deep_backlog_refills_the_record_as_its_first_slots_pass(
+    harness: Harness,
+) -> None:
+    """Rate 1 (slots 1.25 s apart): forty low hold slots up to ~50 s ahead, more than the record holds. 30 s later
+    one more low goes through the same process, whose notes refill the record; three high posted to another
+    process then take the first low slots 4 s ahead, not slots at the end of the line."""
+    recorder = limits.Recorder(harness)
+    harness.ctx.post = recorder
+    limits.make_queue(harness, "deep", rate_limit=1)
+    now_ms = to_ms(harness.clock())
+    post_keyed(harness, "deep", [(None, 1)] * 40, now_ms)
+    later_ms = now_ms + 30_000
+    timers = harness.timers()
+    harness.dispatch([t for t in timers if t["json"]["due"] < later_ms - 2_000])
+    for rest in (t for t in timers if t["json"]["due"] >= later_ms - 2_000):
+        harness.sqs.send_message(QueueUrl=harness.ctx.settings.timer_queue_url, MessageBody=rest["body"])
+    harness.clock.now = from_ms(later_ms)
+    post_keyed(harness, "deep", [(None, 1)], later_ms)
+    post_keyed(another_process(harness), "deep", [(None, 9)] * 3, later_ms)
+    limits.drain(harness)
+    before = sum(1 + 1250 * k < later_ms - now_ms + 4_000 for k in range(40))  # low slots nearer than the margin
+    assert [body["p"] for _, body in recorder.starts] == [1] * before + [9] * 3 + [1] * (41 - before)

@@ -4,36 +4,55 @@ give a slot held by a lower priority to a higher one (`pacing.give_way`). Its ru
 
 from __future__ import annotations
 
+import base64
+import re
 from collections.abc import Iterable, Sequence
 
 from hourglass.core.admission import MAX_PRIORITY
 from hourglass.core.pacing import Held, Slot, Start
 
-# Entries this far past are dropped at the next write: no give-way (4 s+ ahead) nor re-deal (1 s+ ahead) looks
-# at them, and a slot must stay listed while anyone could still deal it out again.
-PAST_MS = 60_000
+# Entries this far before the writer's now are dropped at its write: no give-way takes a slot less than 4 s ahead,
+# and a re-deal deals out again only slots at least 1 s after its send (a slot must stay listed while anyone could
+# still deal it out again), with a second of clock skew between processes to spare.
+PAST_MS = 3_000
+# The ids `core.ids.new_id` makes (uuid4 hex), kept in 16 bytes of base64url.
+_RANDOM_ID = re.compile(r"[0-9a-f]{32}")
 
 
 def parse(text: str | None, scope: str) -> list[Held]:
     """The entries of a record (None or "": none), in slot order."""
     entries = []
+    start = 0
     for part in (text or "").split():
-        start, width, flags, version, holder = part.split(".", 4)
-        slot = Slot(int(start, 16), int(start, 16) + int(width, 16), flags[0] == "q")
-        entries.append(Held(slot, scope, int(flags[1:]), holder, int(version, 16)))
+        delta, width, flags, version, holder = part.split(".", 4)
+        start += int(delta, 16)
+        slot = Slot(start, start + int(width, 16), flags[0] == "q")
+        packed = flags[1:2] == "b"
+        priority = int(flags[2:] if packed else flags[1:])
+        entries.append(Held(slot, scope, priority, _unpacked(holder) if packed else holder, int(version, 16)))
     return entries
 
 
 def render(entries: Iterable[Held]) -> str | None:
-    """The record's text (None: no entry, the attribute is removed)."""
-    parts = [_entry(held) for held in entries]
+    """The record's text (None: no entry, the attribute is removed): in slot order, each start as the step from
+    the one before, a random id in 22 characters (base64url) instead of 32."""
+    parts, previous = [], 0
+    for held in sorted(entries, key=lambda h: h.slot.start_ms):
+        parts.append(_entry(held, previous))
+        previous = held.slot.start_ms
     return " ".join(parts) or None
 
 
-def _entry(held: Held) -> str:
+def _entry(held: Held, previous: int) -> str:
     slot = held.slot
-    flags = f"{'q' if slot.queue_scoped else 'n'}{held.priority}"
-    return f"{slot.start_ms:x}.{slot.latest_ms - slot.start_ms:x}.{flags}.{held.version:x}.{held.id}"
+    packed = _RANDOM_ID.fullmatch(held.id) is not None
+    holder = base64.urlsafe_b64encode(bytes.fromhex(held.id)).decode().rstrip("=") if packed else held.id
+    flags = f"{'q' if slot.queue_scoped else 'n'}{'b' if packed else ''}{held.priority}"
+    return f"{slot.start_ms - previous:x}.{slot.latest_ms - slot.start_ms:x}.{flags}.{held.version:x}.{holder}"
+
+
+def _unpacked(holder: str) -> str:
+    return base64.urlsafe_b64decode(holder + "==").hex()
 
 
 def listed(start: Start) -> bool:
@@ -55,14 +74,12 @@ def recorded(
     than every listed one, and a slot must stay listed while someone could take it."""
     leaving = {held.id for held in added} | set(forget)
     kept = [held for held in entries if held.slot.start_ms >= now_ms - PAST_MS and held.id not in leaving]
-    size = len(render(kept) or "")
     for held in sorted(added, key=lambda h: h.slot.start_ms):
-        extra = len(_entry(held)) + (1 if kept else 0)
-        if size + extra > room:
+        # Each entry's length depends on its neighbour (its start is a step), so the whole text is measured.
+        if len(render([*kept, held]) or "") > room:
             break
         kept.append(held)
-        size += extra
-    return kept
+    return sorted(kept, key=lambda h: h.slot.start_ms)
 
 
 def swapped(entries: Sequence[Held], victim: Held, taker: Held | None, fresh: Slot) -> list[Held]:

@@ -238,8 +238,9 @@ class Pacer:
     def _records(
         self, queue: str, rates: Rates, live: Sequence[_Request], slots: Sequence[Slot], now_ms: int
     ) -> dict[str | None, str | None]:
-        """The new record of each scope whose entries change: the starts that name their message version, and
-        the entries of slots dealt out again (`_Request.moving`) taken off."""
+        """The new record of each scope written: the starts that name their message version and this process's
+        notes of slots it does not list, added as room allows, and the entries of slots dealt out again
+        (`_Request.moving`) taken off."""
         if not self.records:
             return {}
         added: dict[str | None, list[Held]] = {}
@@ -254,9 +255,19 @@ class Pacer:
             for moving in request.moving:
                 forget.setdefault(_record_scope(rates, moving.scope), set()).add(moving.id)
         records: dict[str | None, str | None] = {}
+        noted = self.held.candidates(queue, rates, now_ms + pacing.GIVE_WAY_MARGIN_MS)
         for scope in {*added, *forget}:
             old = self._held.get((queue, scope))
             entries = holders.parse(old, _held_scope(rates, scope or ""))
+            # This process's notes of slots the record does not list yet (a backlog beyond its room when handed
+            # off, whose first slots have passed since) refill it: a note is exact (see `HeldSlots`).
+            listed = {held.slot.start_ms for held in entries}
+            taking = {held.id for held in added.get(scope, [])} | forget.get(scope, set())
+            added.setdefault(scope, []).extend(
+                h
+                for h in noted
+                if _record_scope(rates, h.scope) == scope and h.slot.start_ms not in listed and h.id not in taking
+            )
             assert isinstance(self.store, HeldStore)
             room = self.store.held_room(queue, scope)
             kept = holders.recorded(entries, added.get(scope, []), now_ms, room, forget=forget.get(scope, ()))
