@@ -4,7 +4,10 @@ ingest container, a sweeper) takes its slots from the scope's record of who hold
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import threading
 
+import pytest
 from hourglass.core.pacing import Held, Rates, Slot, Start
 from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.service.rest import Api
@@ -13,6 +16,7 @@ from hourglass.service.sweep import Sweeper
 from tests.integration import test_rate_limits as limits
 from tests.integration.conftest import Harness
 from tests.integration.test_flow_keys import post_keyed
+from tests.integration.test_rate_limits import atomic  # noqa: F401 (a fixture)
 
 
 def another_process(h: Harness) -> Harness:
@@ -120,3 +124,31 @@ def test_the_process_that_handed_off_a_deep_backlog_refills_the_record_as_its_fi
     limits.drain(harness)
     before = sum(1 + 1250 * k < later_ms - now_ms + 4_000 for k in range(40))  # low slots nearer than the margin
     assert [body["p"] for _, body in recorder.starts] == [1] * before + [9] * 3 + [1] * (41 - before)
+
+
+@pytest.mark.usefixtures("atomic")
+def test_processes_giving_way_at_once_never_share_a_slot(harness: Harness) -> None:
+    """Rate 2 (slots 0.5 s apart): twenty low from one process, then three processes at once each posting three
+    high of priorities 7, 8 and 9 (each gives way from the same record). Every message starts once, no two starts
+    share a slot (each a spacing from the next), and every high one starts before the fourteen low ones at least
+    the margin ahead (a high one that gave way to a higher one never goes behind them)."""
+    recorder = limits.Recorder(harness)
+    harness.ctx.post = recorder
+    limits.make_queue(harness, "contended", rate_limit=2)
+    now_ms = to_ms(harness.clock())
+    post_keyed(harness, "contended", [(None, 1)] * 20, now_ms)
+    others = [another_process(harness) for _ in range(3)]
+    threads = [
+        threading.Thread(target=post_keyed, args=(other, "contended", [(None, 7 + n)] * 3, now_ms))
+        for n, other in enumerate(others)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    limits.drain(harness, rounds=40)
+    starts = sorted(at for at, _ in recorder.starts)
+    assert (len(starts), len({(body["p"], body["i"]) for _, body in recorder.starts})) == (29, 29)
+    assert min(b - a for a, b in itertools.pairwise(starts)) >= 500
+    high_last = max(at for at, body in recorder.starts if body["p"] >= 7)
+    assert sum(at > high_last for at, body in recorder.starts if body["p"] == 1) >= 14

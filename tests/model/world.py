@@ -86,6 +86,11 @@ class World:
         self.dead: list[Timer] = []
         self.next_sweep = self.clock() + SWEEP_EVERY
         self.crashes = 0
+        # The sweeper and the dispatchers are processes of their own (Lambda containers): the same table, queues
+        # and targets, their own memory (pacing caches, notes of slots handed off, the sweeper's view of limits);
+        # one that dies comes back with none.
+        self.sweeper_ctx = replace(ctx)
+        self.dispatcher_ctx = replace(ctx)
 
     def close(self) -> None:
         self._context.__exit__(None, None, None)
@@ -209,9 +214,10 @@ class World:
         self.timers.remove(timer)
         timer.receives += 1
         try:
-            failed = Dispatcher(self.h.ctx).run_batch([(timer.record, timer.body)])
+            failed = Dispatcher(self.dispatcher_ctx).run_batch([(timer.record, timer.body)])
         except Crash:
             self.crashes += 1
+            self.dispatcher_ctx = replace(self.h.ctx)
             failed = [timer.record]
         if failed:
             timer.visible = self.clock() + VISIBILITY
@@ -234,9 +240,10 @@ class World:
         """One scheduled sweeper run, as the Lambda makes it (sweep, then the upkeep: stale operations, the
         outbox, schedule chains); a crash ends the invocation."""
         try:
-            sweeper.handle(self.h.ctx, None, None)
+            sweeper.handle(self.sweeper_ctx, None, None)
         except Crash:
             self.crashes += 1
+            self.sweeper_ctx = replace(self.h.ctx)
         self.collect()
 
     def run_for(self, seconds: float, *, step_limit: int = 400) -> None:

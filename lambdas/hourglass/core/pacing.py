@@ -310,7 +310,8 @@ def give_way(
 ) -> list[GiveWay]:
     """Which starts of a batch just allocated `slots` (same order) take an earlier slot of their scope held by
     a lower priority: the highest priority first (then due order), each the earliest such slot at or after
-    both its due time and GIVE_WAY_MARGIN_MS from now and before its own. The victim takes the start's slot,
+    both its due time and GIVE_WAY_MARGIN_MS from now and before its own, whose holder passes no lower
+    priority on its way to the end of the line (`_goes_last`). The victim takes the start's slot,
     allocated as if it arrived now: each scope keeps its set of slots (so every rate bound), nobody starts
     before its due time, and the victim is delayed to one fresh slot, never dropped. `keyed`: scopes are flow
     keys (else the whole queue is one)."""
@@ -321,13 +322,19 @@ def give_way(
         start = starts[index]
         scope = start.scope if keyed else ""
         floor = max(start.due_ms, now_ms + GIVE_WAY_MARGIN_MS)
-        for at, victim in enumerate(free):
-            if victim.slot.start_ms >= slots[index].start_ms:
-                break
-            if victim.scope == scope and victim.priority < start.priority and victim.slot.start_ms >= floor:
-                chosen.append(GiveWay(index, free.pop(at)))
+        line = [h for h in free if h.scope == scope and h.slot.start_ms < slots[index].start_ms]
+        for at, victim in enumerate(line):
+            if victim.priority < start.priority and victim.slot.start_ms >= floor and _goes_last(victim, line[at:]):
+                free.remove(victim)
+                chosen.append(GiveWay(index, victim))
                 break
     return chosen
+
+
+def _goes_last(victim: Held, after: Sequence[Held]) -> bool:
+    """Whether moving `victim` behind every slot of `after` (its scope's held slots from its own on) passes no
+    lower priority than its own: a message of priority 7 that gave way must not then wait behind a backlog of 1."""
+    return all(h.priority >= victim.priority for h in after)
 
 
 def too_near(slot: Slot, sent_ms: int) -> bool:

@@ -8,6 +8,7 @@ the safety margin is handed off by its writer (`catch_up`).
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -34,8 +35,20 @@ RatesOf = Callable[[str], Rates | None]
 # takes its own (`transitions.give_way`), in one transaction with the fence (the record's change): the new
 # version's claim, whose timer is to be sent; None when it began, changed or ended, or the record changed.
 GiveWayTo = Callable[[str, str, int, Slot, datetime, dict[str, Any] | None], Claim | None]
-# Victims a start tries in turn when the one before began, changed or ended meanwhile.
+# Victims a start tries in turn when the one before began, changed or ended meanwhile ...
 GIVE_WAY_TRIES = 3
+# ... and how often a batch looks again when another process changed the record meanwhile.
+RECORD_CHANGES = 8
+
+
+class Moved(enum.Enum):
+    """How a give-way went (`HandOff._move`)."""
+
+    YES = "yes"
+    VICTIM_LOST = "victim_lost"
+    RECORD_CHANGED = "record_changed"
+
+
 # A claim takes a later slot at its send only if its lease still ends at least this long after it: the recovery
 # sweep must not take the message over before its dispatcher begins the attempt.
 LEASE_LEFT = timedelta(seconds=schedule.LEASE_AFTER_DUE / 2)
@@ -166,23 +179,32 @@ class HandOff:
             return taken
         tried: set[tuple[str, int]] = set()
         trying = list(range(len(starts)))
-        for _ in range(GIVE_WAY_TRIES):
+        tries = changes = 0
+        while tries < GIVE_WAY_TRIES:
             held = [h for h in self._victims(queue, rate, starts, trying, now) if (h.id, h.version) not in tried]
             chosen = pacing.give_way(
                 held, [starts[i] for i in trying], [slots[i] for i in trying], to_ms(now), keyed=rate.key is not None
             )
             self.pacer.held.forget(queue, rate, [way.victim for way in chosen])
-            lost = []
+            lost, changed = [], False
             for way in chosen:
                 index = trying[way.index]
-                tried.add((way.victim.id, way.victim.version))
-                if self._move(queue, rate, way.victim, starts[index], slots[index], now):
+                outcome = self._move(queue, rate, way.victim, starts[index], slots[index], now)
+                if outcome is Moved.YES:
                     taken[index] = way.victim.slot
-                else:
-                    lost.append(index)
+                    continue
+                lost.append(index)
+                if outcome is Moved.VICTIM_LOST:
+                    tried.add((way.victim.id, way.victim.version))
+                changed = True if outcome is Moved.RECORD_CHANGED else changed
             if not lost:
                 break
             trying = lost
+            # Another process changed the record meanwhile (it gave way too): look again, without using up a try.
+            if changed and changes < RECORD_CHANGES:
+                changes += 1
+                continue
+            tries += 1
         return taken
 
     def _victims(
@@ -195,9 +217,10 @@ class HandOff:
         noted = self.pacer.held.candidates(queue, rate, to_ms(now))
         return [*recorded, *(h for h in noted if h.slot.start_ms not in listed)]
 
-    def _move(self, queue: str, rate: Rates, victim: Held, start: Start, fresh: Slot, now: datetime) -> bool:
+    def _move(self, queue: str, rate: Rates, victim: Held, start: Start, fresh: Slot, now: datetime) -> Moved:
         """The victim waits for `fresh` now (its new version's timer sent) and the record names the start at the
-        victim's slot, or False: it keeps its own (the record is read again)."""
+        victim's slot; or it keeps its own: its write lost (it began, changed or ended), or the record changed
+        meanwhile (read again)."""
         assert self.give_way is not None and self.pacer is not None
         taker = None
         if start.holder is not None and holders.listed(start):
@@ -209,15 +232,15 @@ class HandOff:
             log("give_way_failed", id=victim.id, queue=queue, error=str(exc))
             moved = None
         if moved is None:
-            if swap.fence is not None:
-                self.pacer.refresh(queue, rate, victim.scope)
-            return False
+            if swap.fence is not None and self.pacer.refresh(queue, rate, victim.scope) != swap.before:
+                return Moved.RECORD_CHANGED
+            return Moved.VICTIM_LOST
         self.pacer.settle(swap)
         # Its old timer is dropped now, whether or not this one is taken (refused, its lease runs out and the
         # recovery sweep hands it off): the slot is the start's either way.
         self.send_claimed([moved], now, give_back=False)
         self._count("GaveWay", 1)
-        return True
+        return Moved.YES
 
     def send_first(self, timers: Sequence[Scheduled], rate: Rates | None = None) -> bool:
         """Timers of items not written yet, all or none; False: SQS refused, the items go to the due index."""

@@ -299,18 +299,19 @@ class Pacer:
         scope = _record_scope(rates, victim.scope)
         old = self._held.get((queue, scope))
         new = holders.render(holders.swapped(holders.parse(old, victim.scope), victim, taker, fresh))
-        return Swap(queue, scope, new, None if new == old else self.store.held_fence(queue, scope, old, new))
+        return Swap(queue, scope, old, new, None if new == old else self.store.held_fence(queue, scope, old, new))
 
     def settle(self, swap: Swap) -> None:
         self._held[(swap.queue, swap.scope)] = swap.held
 
-    def refresh(self, queue: str, rates: Rates, scope: str) -> None:
-        """The record (and cursor) of a scope read again, after a give-way lost to another writer."""
+    def refresh(self, queue: str, rates: Rates, scope: str) -> str | None:
+        """The record (and cursor) of a scope read again, after a give-way lost: the record as it is now."""
         assert isinstance(self.store, HeldStore)
         record = _record_scope(rates, scope)
         state = self.store.pace_state(queue, record)
         self._known[(queue, record)] = state.next_us
         self._held[(queue, record)] = state.held
+        return state.held
 
     def _read_ahead(self, queue: str, window: Window) -> None:
         """What the windows after a lost one hold now (unused ones: None); the lost one's value came with
@@ -354,6 +355,7 @@ class Swap:
 
     queue: str
     scope: str | None
+    before: str | None
     held: str | None
     fence: dict[str, Any] | None
 
