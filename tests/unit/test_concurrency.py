@@ -66,6 +66,11 @@ def test_refused_attempts_wait_longer_each_time_up_to_the_cap():
     assert busy_wait(50, jitter=1.0) <= MAX_WAIT * 1.25
 
 
+def test_a_higher_priority_asks_for_a_busy_slot_more_often():
+    waits = [[busy_wait(n, priority=p) for n in range(6)] for p in (9, 7, 5, 0)]
+    assert waits == [[0.25, 0.5, 1, 2, 2, 2], [0.5, 1, 2, 4, 4, 4], [1, 2, 4, 8, 8, 8], [1, 2, 4, 8, 8, 8]]
+
+
 def test_the_lease_outlasts_the_longest_attempt_and_its_bookkeeping():
     begin = T0
     started = begin + timedelta(seconds=deadline.BEGIN_TO_START)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass
 
-from hourglass.core.model import Status
+from hourglass.core.model import DEFAULT_PRIORITY, Status
 
 # Conditional writes tried per start: each failed one costs a write unit, so few, then wait.
 PROBES = 3
@@ -72,7 +72,10 @@ def is_free(until_ms: int | None, now_ms: int) -> bool:
     return until_ms is None or until_ms < now_ms
 
 
-def busy_wait(waits: int, jitter: float = 0.0) -> float:
-    """Seconds before a refused attempt tries again (it stays pending); doubles per refusal, up to 8 s."""
+def busy_wait(waits: int, jitter: float = 0.0, priority: int = DEFAULT_PRIORITY) -> float:
+    """Seconds before a refused attempt tries again (it stays pending); doubles per refusal, up to 8 s. Above
+    the default priority it halves every two steps (a 9 waits up to 2 s): a slot freed by an outcome goes to
+    whoever asks first, so a higher priority asks more often; the default and below wait as they always did."""
     base = min(MAX_WAIT, FIRST_WAIT * 2.0 ** min(max(waits, 0), 16))
-    return base * (1.0 + MAX_JITTER * min(max(jitter, 0.0), 1.0))
+    sooner = 2.0 ** (-max(0, priority - DEFAULT_PRIORITY) / 2)
+    return base * sooner * (1.0 + MAX_JITTER * min(max(jitter, 0.0), 1.0))

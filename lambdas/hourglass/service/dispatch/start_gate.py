@@ -217,7 +217,7 @@ class StartGate:
 
     def _busy(self, timer: Timer) -> Result:
         """Every probed concurrency slot is held: the message stays pending, its timer comes back later."""
-        wait = concurrency.busy_wait(timer.waits, random.random())
+        wait = concurrency.busy_wait(timer.waits, random.random(), timer.priority)
         self.ctx.handoff.resend([Scheduled(replace(timer, waits=timer.waits + 1), math.ceil(wait))])
         self.ctx.metrics.count("Busy", queue=timer.queue)
         return Result(True, "busy")
