@@ -197,11 +197,12 @@ def test_held_back_messages_start_by_priority(harness: Harness) -> None:
     assert [body["p"] for _, body in recorder.starts] == [9, 9, 1, 1, 1, 1]
 
 
-def post_low_then_high(h: Harness, name: str, key: str | None) -> None:
-    """10 low-priority messages due now in one request, then 3 high-priority ones in the next."""
+def post_low_then_high(h: Harness, name: str, key: str | None, high_via: Harness | None = None) -> None:
+    """10 low-priority messages due now in one request, then 3 high-priority ones in the next (through the
+    process `high_via`, if given)."""
     now_ms = to_ms(h.clock())
     post_keyed(h, name, [(key, 1)] * 10, now_ms)
-    post_keyed(h, name, [(key, 9)] * 3, now_ms)
+    post_keyed(high_via or h, name, [(key, 9)] * 3, now_ms)
 
 
 def test_high_priority_handed_off_after_a_backlog_starts_before_its_far_slots(harness: Harness) -> None:

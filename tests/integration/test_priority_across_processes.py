@@ -15,7 +15,7 @@ from hourglass.service.sweep import Sweeper
 
 from tests.integration import test_rate_limits as limits
 from tests.integration.conftest import Harness
-from tests.integration.test_flow_keys import post_keyed
+from tests.integration.test_flow_keys import post_keyed, post_low_then_high
 from tests.integration.test_rate_limits import atomic  # noqa: F401 (a fixture)
 
 
@@ -31,9 +31,7 @@ def test_a_high_priority_posted_to_another_process_starts_before_the_backlogs_fa
     recorder = limits.Recorder(harness)
     harness.ctx.post = recorder
     limits.make_queue(harness, "ranked", rate_limit=1)
-    now_ms = to_ms(harness.clock())
-    post_keyed(harness, "ranked", [(None, 1)] * 10, now_ms)
-    post_keyed(another_process(harness), "ranked", [(None, 9)] * 3, now_ms)
+    post_low_then_high(harness, "ranked", None, another_process(harness))
     limits.drain(harness)
     assert [body["p"] for _, body in recorder.starts] == [1] * 3 + [9] * 3 + [1] * 7
     assert limits.over_bound([at for at, _ in recorder.starts], 1) == []
@@ -43,9 +41,7 @@ def test_a_keys_high_priority_posted_to_another_process_starts_next(harness: Har
     recorder = limits.Recorder(harness)
     harness.ctx.post = recorder
     limits.make_queue(harness, "keyed", flow_control={"key_rate_limit": 1, "key_max_concurrency": 1})
-    now_ms = to_ms(harness.clock())
-    post_keyed(harness, "keyed", [("t", 1)] * 10, now_ms)
-    post_keyed(another_process(harness), "keyed", [("t", 9)] * 3, now_ms)
+    post_low_then_high(harness, "keyed", "t", another_process(harness))
     limits.drain(harness)
     assert [body["p"] for _, body in recorder.starts] == [1] * 3 + [9] * 3 + [1] * 7
     assert limits.over_bound([at for at, _ in recorder.starts], 1) == []

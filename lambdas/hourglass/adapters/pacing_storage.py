@@ -4,6 +4,7 @@ writes."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -21,6 +22,27 @@ KEY_IDLE_TTL_S = 3600
 ITEM_BYTES = 1024
 # "pk", "sk", "next_us" and a number, "expire_at" and a number, "held": names and values at their largest.
 OTHER_ATTRIBUTES_BYTES = 2 + 2 + 7 + 21 + 9 + 21 + 4 + 8
+
+
+@dataclass(frozen=True)
+class _HeldChange:
+    """A record's change from `expected` to `new` as parts of an UpdateItem: its condition, its SET clause or
+    REMOVE (neither when unchanged) and their values. The one place the record's writes are spelled out."""
+
+    condition: str
+    set: str | None
+    remove: str | None
+    values: dict[str, Any]
+
+
+def _held_change(expected: str | None, new: str | None) -> _HeldChange:
+    condition = "attribute_not_exists(held)" if expected is None else "held = :oheld"
+    values = {} if expected is None else {":oheld": s(expected)}
+    if new == expected:
+        return _HeldChange(condition, None, None, values)
+    if new is None:
+        return _HeldChange(condition, None, "REMOVE held", values)
+    return _HeldChange(condition, "held = :nheld", None, values | {":nheld": s(new)})
 
 
 def _state(item: dict[str, Any] | None) -> PaceState:
@@ -68,16 +90,11 @@ class PacingStorage(Table):
             values[":ttl"] = n(new_us // 1_000_000 + KEY_IDLE_TTL_S)
         removed = ""
         if held is not None:
-            old_held, new_held = held
-            condition += " AND attribute_not_exists(held)" if old_held is None else " AND held = :oheld"
-            values |= {} if old_held is None else {":oheld": s(old_held)}
-            if new_held == old_held:
-                pass
-            elif new_held is None:
-                removed = " REMOVE held"
-            else:
-                update += ", held = :nheld"
-                values[":nheld"] = s(new_held)
+            change = _held_change(*held)
+            condition += f" AND {change.condition}"
+            values |= change.values
+            update += f", {change.set}" if change.set else ""
+            removed = f" {change.remove}" if change.remove else ""
         key = {"pk": s(queue), "sk": s(sk)}
         try:
             self._call(
@@ -104,17 +121,16 @@ class PacingStorage(Table):
         return _state(self._guard("get_item", TableName=self.table, Key=key, ConsistentRead=True).get("Item"))
 
     def held_fence(self, queue: str, flow_key: str | None, expected: str | None, new: str | None) -> dict[str, Any]:
-        """The record's change as one action of a transaction (`Update`), conditional on it being `expected`."""
-        values = {} if expected is None else {":oheld": s(expected)}
-        update = "REMOVE held" if new is None else "SET held = :nheld"
-        values |= {} if new is None else {":nheld": s(new)}
+        """The record's change as one action of a transaction (`Update`), conditional on it being `expected`
+        (a changed record: the caller gives no fence for an unchanged one)."""
+        change = _held_change(expected, new)
         fence: dict[str, Any] = {
             "TableName": self.table,
             "Key": {"pk": s(queue), "sk": s(pace_sk(flow_key))},
-            "UpdateExpression": update,
-            "ConditionExpression": "attribute_not_exists(held)" if expected is None else "held = :oheld",
+            "UpdateExpression": f"SET {change.set}" if change.set else change.remove,
+            "ConditionExpression": change.condition,
         }
-        return fence | ({"ExpressionAttributeValues": values} if values else {})
+        return fence | ({"ExpressionAttributeValues": change.values} if change.values else {})
 
     def held_room(self, queue: str, flow_key: str | None) -> int:
         """How long the record's text may be for its item to stay within one write unit (1 KB): the other

@@ -70,8 +70,8 @@ def recorded(
 ) -> list[Held]:
     """The record after an allocation: entries well past dropped, and those of a message that now takes another
     slot (it leaves its old one) or gives its slot up (`forget`: a re-deal); then the new ones, in slot order, as
-    long as the text stays within `room` characters. An entry is never dropped to make room: new slots are later
-    than every listed one, and a slot must stay listed while someone could take it."""
+    long as the text stays within `room` characters. An entry is never dropped to make room: a slot must stay
+    listed while someone could take it or deal it out again."""
     leaving = {held.id for held in added} | set(forget)
     kept = [held for held in entries if held.slot.start_ms >= now_ms - PAST_MS and held.id not in leaving]
     for held in sorted(added, key=lambda h: h.slot.start_ms):

@@ -196,7 +196,7 @@ class HandOff:
                 lost.append(index)
                 if outcome is Moved.VICTIM_LOST:
                     tried.add((way.victim.id, way.victim.version))
-                changed = True if outcome is Moved.RECORD_CHANGED else changed
+                changed |= outcome is Moved.RECORD_CHANGED
             if not lost:
                 break
             trying = lost

@@ -110,8 +110,8 @@ class Pacer:
         self._waiting: dict[str, list[_Request]] = {}
         self._lock = threading.Lock()
         self.held = HeldSlots()
-        # Whether the store keeps records of who holds slots (every real one; a test's fake may not).
-        self.records = isinstance(store, HeldStore)
+        # The store's side of the records of who holds slots (every real store has one; a test's fake may not).
+        self._records_store: HeldStore | None = store if isinstance(store, HeldStore) else None
 
     def slots(
         self,
@@ -241,7 +241,7 @@ class Pacer:
         """The new record of each scope written: the starts that name their message version and this process's
         notes of slots it does not list, added as room allows, and the entries of slots dealt out again
         (`_Request.moving`) taken off."""
-        if not self.records:
+        if self._records_store is None:
             return {}
         added: dict[str | None, list[Held]] = {}
         forget: dict[str | None, set[str]] = {}
@@ -268,8 +268,7 @@ class Pacer:
                 for h in noted
                 if _record_scope(rates, h.scope) == scope and h.slot.start_ms not in listed and h.id not in taking
             )
-            assert isinstance(self.store, HeldStore)
-            room = self.store.held_room(queue, scope)
+            room = self._records_store.held_room(queue, scope)
             kept = holders.recorded(entries, added.get(scope, []), now_ms, room, forget=forget.get(scope, ()))
             new = holders.render(kept)
             if new != old:
@@ -294,21 +293,23 @@ class Pacer:
 
     def swap(self, queue: str, rates: Rates, victim: Held, taker: Held | None, fresh: Slot) -> Swap:
         """The record's change when `taker` takes `victim`'s slot (`holders.swapped`), as a transaction's fence
-        on the record as last known; `settle` it once written, or `refresh` the record when it lost."""
-        assert isinstance(self.store, HeldStore)
+        on the record as last known (None when it does not change, or the store keeps no records); `settle` it
+        once written, or `refresh` the record when it lost."""
         scope = _record_scope(rates, victim.scope)
         old = self._held.get((queue, scope))
         new = holders.render(holders.swapped(holders.parse(old, victim.scope), victim, taker, fresh))
-        return Swap(queue, scope, old, new, None if new == old else self.store.held_fence(queue, scope, old, new))
+        store = self._records_store
+        fence = None if new == old or store is None else store.held_fence(queue, scope, old, new)
+        return Swap(queue, scope, old, new, fence)
 
     def settle(self, swap: Swap) -> None:
         self._held[(swap.queue, swap.scope)] = swap.held
 
     def refresh(self, queue: str, rates: Rates, scope: str) -> str | None:
-        """The record (and cursor) of a scope read again, after a give-way lost: the record as it is now."""
-        assert isinstance(self.store, HeldStore)
+        """The record (and cursor) of a scope read again, after a give-way whose fence lost: the record now."""
+        assert self._records_store is not None  # a fence comes only from a store that keeps records
         record = _record_scope(rates, scope)
-        state = self.store.pace_state(queue, record)
+        state = self._records_store.pace_state(queue, record)
         self._known[(queue, record)] = state.next_us
         self._held[(queue, record)] = state.held
         return state.held
@@ -327,11 +328,11 @@ class Pacer:
     ) -> bool:
         """One pacing item's conditional write (with its new record, if that changes); remembers the value it
         now holds (ours or the winner's)."""
-        if self.records and not isinstance(scope, Window):
+        if self._records_store is not None and not isinstance(scope, Window):
             # Conditional on the record too, even unchanged: the writer learns it, for giving way next.
-            assert isinstance(self.store, HeldStore)
             before = PaceState(expected, self._held.get((queue, scope)))
-            written, state = self.store.advance_held(queue, scope, before, new_us, records.get(scope, before.held))
+            record = records.get(scope, before.held)
+            written, state = self._records_store.advance_held(queue, scope, before, new_us, record)
             self._held[(queue, scope)] = state.held
             self._known[(queue, scope)] = state.next_us
             return written
