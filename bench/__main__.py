@@ -36,6 +36,7 @@ from bench import (
     loaded,
     log_bytes,
     memory,
+    pacing_order,
     precision,
     schedules,
     sweep_scaling,
@@ -53,6 +54,7 @@ ORDER = (
     "body_cost",
     "history_cost",
     "delivery_limits",
+    "pacing_order",
     "flow_keys",
     "windows",
     "circuit_breaker",
@@ -105,6 +107,8 @@ def run_all(
         sections["history_cost"] = _timed("history_cost", timings, history_cost.section)
     if "delivery_limits" in only:
         sections["delivery_limits"] = _timed("delivery_limits", timings, lambda: delivery_limits.section(quick=quick))
+    if "pacing_order" in only:
+        sections["pacing_order"] = _timed("pacing_order", timings, lambda: pacing_order.run(rounds=1 if quick else 5))
     if "flow_keys" in only:
         sections["flow_keys"] = _timed("flow_keys", timings, lambda: flow_keys.section(quick=quick))
     if "windows" in only:
@@ -148,8 +152,11 @@ def run_all(
     path = write(ordered, meta, out)
     for section in ordered:
         print(f"bench: {'met   ' if section.passed else 'MISSED'} {section.key}", flush=True)
-    print(f"bench: {'all budgets met' if meta['passed'] else 'SOME BUDGETS MISSED'} in {meta['seconds']:.0f} s; "
-          f"results in {path}", flush=True)
+    print(
+        f"bench: {'all budgets met' if meta['passed'] else 'SOME BUDGETS MISSED'} in {meta['seconds']:.0f} s; "
+        f"results in {path}",
+        flush=True,
+    )
     return json.loads(path.read_text())
 
 

@@ -13,7 +13,7 @@ import time
 import tracemalloc
 from typing import Any
 
-from hourglass.core.pacing import Rates, Start, Window, allocate_scoped
+from hourglass.core.pacing import Item, Rates, Start, allocate_scoped
 
 from bench.delivery_limits import WINDOWS, units_per_message, window_ratio
 from bench.report import Section
@@ -46,9 +46,7 @@ def isolation(seconds: int, overload: float, queue_rate: float | None = None) ->
     ingest would) from the same pacing state; `queue_rate`: the queue's own rate_limit as well."""
 
     def run(noisy: bool) -> float:
-        queue_next: int | None = None
-        key_next: dict[str, int | None] = {}
-        windows: dict[Window, int] = {}
+        calendar: dict[Item, tuple[int, ...]] = {}
         lateness = []
         for second in range(seconds):
             now = T0_MS + second * 1000
@@ -56,10 +54,8 @@ def isolation(seconds: int, overload: float, queue_rate: float | None = None) ->
             if noisy:
                 batch += [Start(now + i, "noisy") for i in range(int(KEY_RATE * overload))]
             rates = Rates(queue_rate, KEY_RATE)
-            got = allocate_scoped(rates, queue_next, key_next, batch, now, windows=windows.get)
-            key_next = {**key_next, **got.key_next}
-            windows.update(got.window_next)
-            queue_next = got.queue_next
+            got = allocate_scoped(rates, batch, now, known=calendar.get)
+            calendar.update(got.moved)
             # The quiet key's attempt may start as late as its slot allows: count its latest start.
             lateness.append((got.slots[0].latest_ms - batch[0].due_ms) / 1000)
         lateness.sort()
@@ -76,7 +72,7 @@ def many_keys(keys: int) -> dict[str, float]:
     written = 0
     for first in range(0, keys, 500):
         starts = [Start(T0_MS, f"tenant-{i}") for i in range(first, min(keys, first + 500))]
-        written += len(allocate_scoped(Rates(None, KEY_RATE), None, {}, starts, T0_MS).key_next)
+        written += len(allocate_scoped(Rates(None, KEY_RATE), starts, T0_MS, known=lambda item: None).moved)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     return {"peak_kib": peak / 1024, "pacing_items_written": written, "seconds": time.perf_counter() - started}

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from hourglass import contract
+from hourglass.core.pacing import Item, PaceState, Window
 from hourglass.core.timestamps import format_rfc3339, from_ms, to_ms
 from hourglass.service.dispatch import Dispatcher
 
@@ -177,14 +178,15 @@ def test_a_saturated_key_does_not_hold_back_another_key_under_a_queue_rate(harne
 
 def test_the_windows_of_a_queue_are_read_back_in_one_range(harness: Harness) -> None:
     """Windows 9, 10 and 11 of width 1 s written (the zero-padded index keeps 9 before 10); windows 10-12 hold
-    10 and 11's values, and other widths or queues' windows are not among them."""
+    10 and 11's slots, and other widths, keys or queues' windows are not among them."""
     store = harness.ctx.store
     for index in (9, 10, 11):
-        store.advance_pace("shared", None, index * 1_000_000 + 5, window=(1_000_000, index))
-    store.advance_pace("shared", None, 7, window=(2_000_000, 10))
-    store.advance_pace("other", None, 7, window=(1_000_000, 10))
-    held = store.pace_windows("shared", 1_000_000, 10, 3)
-    assert held == {10: 10_000_005, 11: 11_000_005}
+        store.advance_pace("shared", Item(None, Window(1_000_000, index)), PaceState(), (index,), None)
+    store.advance_pace("shared", Item(None, Window(2_000_000, 10)), PaceState(), (7,), None)
+    store.advance_pace("shared", Item("a", Window(1_000_000, 10)), PaceState(), (7,), None)
+    store.advance_pace("other", Item(None, Window(1_000_000, 10)), PaceState(), (7,), None)
+    held = store.pace_windows("shared", None, 1_000_000, 10, 3)
+    assert held == {10: PaceState((10,)), 11: PaceState((11,))}
 
 
 def test_held_back_messages_start_by_priority(harness: Harness) -> None:
@@ -294,8 +296,8 @@ def test_a_key_limited_queue_writes_pacing_items_per_key_with_a_ttl(harness: Har
     limits.make_queue(harness, "ttl", flow_control={"key_rate_limit": 5})
     post_keyed(harness, "ttl", [("a", 5), ("b", 5)], to_ms(harness.clock() + timedelta(seconds=3)))
     items = harness.ddb.scan(TableName=harness.ctx.settings.table)["Items"]
-    paced = {i["sk"]["S"]: "expire_at" in i for i in items if i["sk"]["S"].startswith("#pace")}
-    assert paced == {"#pace#k#a": True, "#pace#k#b": True}
+    paced = {i["sk"]["S"].split("#w#")[0]: "expire_at" in i for i in items if i["sk"]["S"].startswith("#pace")}
+    assert paced == {"#pace#k#1:a": True, "#pace#k#1:b": True}
 
 
 def test_a_key_concurrency_its_key_rate_cannot_reach_writes_no_slot_items(harness: Harness) -> None:

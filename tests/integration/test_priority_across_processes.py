@@ -8,7 +8,7 @@ import itertools
 import threading
 
 import pytest
-from hourglass.core.pacing import Held, Rates, Slot, Start
+from hourglass.core.pacing import Held, Rates, Slot, Start, item_at
 from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.service.rest import Api
 from hourglass.service.sweep import Sweeper
@@ -80,11 +80,14 @@ def test_a_batch_is_not_dealt_again_once_a_higher_priority_took_one_of_its_slots
     starts = [Start(to_ms(now), None, 1, ("x", 1)), Start(to_ms(now), None, 1, ("y", 1))]
     slots = mine.scoped_slots("q", rates, starts, now)
     moving = [Held(slot, "", 1, name, 1) for slot, name in zip(slots, "xy", strict=True)]
-    theirs.refresh("q", rates, "")
+    fresh = Slot(to_ms(now) + 60_000, to_ms(now) + 60_250)
+    for at in (slots[1].start_ms, fresh.start_ms):
+        theirs.read("q", item_at(None, 1.0, at * 1000))
     high = Held(slots[1], "", 9, "high", 1)
-    swap = theirs.swap("q", rates, moving[1], high, Slot(to_ms(now) + 60_000, to_ms(now) + 60_250))
-    assert swap.fence is not None
-    harness.ddb.update_item(**swap.fence)
+    swap = theirs.swap("q", rates, moving[1], high, fresh)
+    assert swap.fences
+    for fence in swap.fences:
+        harness.ddb.update_item(**fence)
     assert mine.redeal("q", rates, moving, [Start(to_ms(now))], now) is None
 
 
@@ -94,8 +97,9 @@ def test_a_re_deal_takes_its_batchs_slots_off_the_record(harness: Harness) -> No
     slots = pacer.scoped_slots("q", rates, starts, now)
     moving = [Held(slot, "", 1, name, 1) for slot, name in zip(slots, "xy", strict=True)]
     fresh = pacer.redeal("q", rates, moving, [Start(to_ms(now))], now)
-    pacer.refresh("q", rates, "")
-    assert (fresh is not None, pacer.holders("q", rates, [""])) == (True, [])
+    for slot in slots:
+        pacer.read("q", item_at(None, 1.0, slot.start_ms * 1000))
+    assert (fresh is not None, pacer.holders("q", rates, [""], now)) == (True, [])
 
 
 def test_the_process_that_handed_off_a_deep_backlog_refills_the_record_as_its_first_slots_pass(
@@ -118,7 +122,8 @@ def test_the_process_that_handed_off_a_deep_backlog_refills_the_record_as_its_fi
     post_keyed(harness, "deep", [(None, 1)], later_ms)
     post_keyed(another_process(harness), "deep", [(None, 9)] * 3, later_ms)
     limits.drain(harness)
-    before = sum(1 + 1250 * k < later_ms - now_ms + 4_000 for k in range(40))  # low slots nearer than the margin
+    # The low slots nearer than the margin (the first one a hand-off lead after the post, then 1.25 s apart).
+    before = sum(1_000 + 1250 * k < later_ms - now_ms + 4_000 for k in range(40))
     assert [body["p"] for _, body in recorder.starts] == [1] * before + [9] * 3 + [1] * (41 - before)
 
 

@@ -13,46 +13,11 @@ from hourglass.service.pacing import Pacer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.unit.pacing_items import PacingItems
 from tests.unit.test_pacing import NOW, RATES, worst_window_excess
 
 NOW_DT = datetime.fromtimestamp(NOW / 1000, UTC)
 KEYS = st.sampled_from(["a", "b", "c", None])
-
-
-class SharedItems:
-    """The pacing items of one queue (the queue's and each key's) in memory, written conditionally by many
-    pacers at once as DynamoDB would (one write at a time per item)."""
-
-    def __init__(self) -> None:
-        self.items: dict[tuple[str | None, tuple[int, int] | None], int] = {}
-        self.lock = threading.Lock()
-        self.writes = 0
-        self.tries = 0
-
-    def advance_pace(
-        self,
-        queue: str,
-        expected_us: int | None,
-        new_us: int,
-        flow_key: str | None = None,
-        window: tuple[int, int] | None = None,
-    ) -> tuple[bool, int | None]:
-        with self.lock:
-            self.tries += 1
-            current = self.items.get((flow_key, window))
-            if current != expected_us:
-                return False, current
-            self.items[(flow_key, window)] = new_us
-            self.writes += 1
-            return True, new_us
-
-    def pace_windows(self, queue: str, width_us: int, first: int, count: int) -> dict[int, int]:
-        with self.lock:
-            return {
-                w[1]: value
-                for (key, w), value in self.items.items()
-                if w is not None and w[0] == width_us and first <= w[1] < first + count
-            }
 
 
 def by_scope(starts: list[Start], chosen: list[int]) -> dict[str, list[int]]:
@@ -73,14 +38,14 @@ def test_every_bound_holds_with_concurrent_pacers(queue_rate, key_rate, data):
 @settings(max_examples=60, deadline=None)
 @given(queue_rate=RATES, key_rate=RATES, data=st.data())
 def test_both_bounds_hold_with_queue_windows_and_concurrent_pacers(queue_rate, key_rate, data):
-    """The same with both a queue rate and a key rate, always: the queue's slots come from its windows' items,
-    which the pacers move concurrently, in any order (a key held far ahead writes a far window first)."""
+    """The same with both a queue rate and a key rate, always: the slots come from the windows' items, which the
+    pacers change concurrently, in any order (a key held far ahead writes a far window first)."""
     check_concurrent_pacers(queue_rate, key_rate, data)
 
 
 def check_concurrent_pacers(queue_rate, key_rate, data):
     rates = Rates(queue_rate, key_rate)
-    items = SharedItems()
+    items = PacingItems()
     batches = [
         [
             Start(NOW + offset, key, priority)
@@ -122,14 +87,14 @@ def check_concurrent_pacers(queue_rate, key_rate, data):
 def test_a_saturated_key_does_not_delay_another_key():
     """Key "a" has 100 due at once at 2 a second; key "b"'s one message starts at its due time."""
     starts = [Start(NOW, "a")] * 100 + [Start(NOW + 5_000, "b")]
-    allocation = allocate_scoped(Rates(None, 2.0), None, {}, starts, NOW, lead_ms=0)
+    allocation = allocate_scoped(Rates(None, 2.0), starts, NOW, known=lambda item: None, lead_ms=0)
     assert allocation.slots[-1].start_ms == NOW + 5_000
 
 
 def test_a_key_held_far_ahead_leaves_the_near_queue_slots_to_another_key():
     """Queue rate 10 and key rate 2: key "a"'s 40 due at once reach 20 s ahead; key "b"'s message, allocated
     after them from the same items, still starts within a window (1 s) of its due time."""
-    pacer, rates = Pacer(SharedItems()), Rates(10.0, 2.0)
+    pacer, rates = Pacer(PacingItems()), Rates(10.0, 2.0)
     pacer.scoped_slots("q", rates, [Start(NOW, "a")] * 40, NOW_DT, lead_ms=0)
     (slot,) = pacer.scoped_slots("q", rates, [Start(NOW + 3_000, "b")], NOW_DT, lead_ms=0)
     assert NOW + 3_000 <= slot.start_ms <= NOW + 4_000
@@ -138,7 +103,7 @@ def test_a_key_held_far_ahead_leaves_the_near_queue_slots_to_another_key():
 def test_a_process_new_to_a_backlogged_queue_finds_the_first_free_window_in_a_few_tries():
     """Another process filled the queue's windows for 150 s (rate 10, key rate 10); a new one allocates a start
     due now after the backlog, and learns where it ends from a read of the windows, not one lost write each."""
-    items, rates = SharedItems(), Rates(10.0, 10.0)
+    items, rates = PacingItems(), Rates(10.0, 10.0)
     keys = [Start(NOW, f"k{i}") for i in range(1_500)]
     Pacer(items).scoped_slots("q", rates, keys, NOW_DT, lead_ms=0)
     items.tries = 0
@@ -148,7 +113,7 @@ def test_a_process_new_to_a_backlogged_queue_finds_the_first_free_window_in_a_fe
 
 def test_held_back_starts_go_by_priority_then_due():
     starts = [Start(NOW, "k", 1), Start(NOW + 1, "k", 1), Start(NOW + 2, "k", 9), Start(NOW + 3, "k", 9)]
-    allocation = allocate_scoped(Rates(None, 1.0), None, {}, starts, NOW, lead_ms=0)
+    allocation = allocate_scoped(Rates(None, 1.0), starts, NOW, known=lambda item: None, lead_ms=0)
     order = sorted(range(4), key=lambda i: allocation.slots[i].start_ms)
     assert order == [0, 2, 3, 1]
 
@@ -156,18 +121,20 @@ def test_held_back_starts_go_by_priority_then_due():
 def test_priority_never_makes_a_start_early():
     """The low one is due now, the high one later: the low one goes first, the high one at its due time."""
     starts = [Start(NOW, "k", 0), Start(NOW + 10_000, "k", 9)]
-    allocation = allocate_scoped(Rates(1.0, 1.0), None, {}, starts, NOW, lead_ms=0)
+    allocation = allocate_scoped(Rates(1.0, 1.0), starts, NOW, known=lambda item: None, lead_ms=0)
     assert [slot.start_ms for slot in allocation.slots] == [NOW, NOW + 10_000]
 
 
-def test_only_the_keys_of_the_batch_move():
-    allocation = allocate_scoped(Rates(None, 2.0), None, {"z": 5}, [Start(NOW, "a"), Start(NOW)], NOW, lead_ms=0)
-    assert set(allocation.key_next) == {"a", ""}
+def test_only_the_windows_of_the_keys_of_the_batch_move():
+    allocation = allocate_scoped(
+        Rates(None, 2.0), [Start(NOW, "a"), Start(NOW)], NOW, known=lambda item: None, lead_ms=0
+    )
+    assert {item.scope for item in allocation.moved} == {"a", ""}
 
 
 @pytest.mark.parametrize("rates", [Rates(3.0, 2.0), Rates(None, 2.0), Rates(1.0, 5.0)])
 def test_a_slot_is_inside_the_window_of_every_scope(rates):
-    allocation = allocate_scoped(rates, None, {}, [Start(NOW, "a")] * 50, NOW, lead_ms=0)
+    allocation = allocate_scoped(rates, [Start(NOW, "a")] * 50, NOW, known=lambda item: None, lead_ms=0)
     tightest = min(pace(rate).tolerance_us // 1000 for rate in (rates.queue, rates.key) if rate is not None)
     assert max(slot.latest_ms - slot.start_ms for slot in allocation.slots) <= tightest
 
@@ -175,6 +142,6 @@ def test_a_slot_is_inside_the_window_of_every_scope(rates):
 def test_the_two_keys_of_the_issue_finish_together():
     """Two keys at key_rate_limit 2, 20 due at once each: both end within one spacing of each other."""
     starts = [Start(NOW, "a")] * 20 + [Start(NOW, "b")] * 20
-    slots = allocate_scoped(Rates(None, 2.0), None, {}, starts, NOW, lead_ms=0).slots
+    slots = allocate_scoped(Rates(None, 2.0), starts, NOW, known=lambda item: None, lead_ms=0).slots
     last_a, last_b = slots[19].start_ms, slots[39].start_ms
     assert abs(last_a - last_b) <= int(timedelta(seconds=0.5).total_seconds() * 1000)

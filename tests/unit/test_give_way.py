@@ -7,10 +7,10 @@ from collections import Counter, defaultdict
 
 from hourglass.core.pacing import (
     Held,
+    Item,
     Rates,
     Slot,
     Start,
-    Window,
     allocate_scoped,
     give_way,
 )
@@ -25,20 +25,15 @@ KEYS = st.sampled_from(["a", "b", None])
 
 
 class Line:
-    """One process allocating batches in turn from its pacing items (the queue's, its windows', each key's)."""
+    """One process allocating batches in turn from its pacing items (the windows of the queue and of each key)."""
 
     def __init__(self, rates: Rates) -> None:
         self.rates = rates
-        self.queue_next: int | None = None
-        self.key_next: dict[str, int] = {}
-        self.windows: dict[Window, int] = {}
+        self.calendar: dict[Item, tuple[int, ...]] = {}
 
     def allocate(self, starts: list[Start], now_ms: int) -> tuple[Slot, ...]:
-        scopes = {start.scope: self.key_next.get(start.scope) for start in starts}
-        got = allocate_scoped(self.rates, self.queue_next, scopes, starts, now_ms, lead_ms=0, windows=self.windows.get)
-        self.queue_next = got.queue_next
-        self.key_next.update(got.key_next)
-        self.windows.update(got.window_next)
+        got = allocate_scoped(self.rates, starts, now_ms, lead_ms=0, known=self.calendar.get)
+        self.calendar.update(got.moved)
         return got.slots
 
 

@@ -6,35 +6,36 @@ from __future__ import annotations
 import threading
 from datetime import UTC, datetime
 
-from hourglass.core.pacing import Slot, pace
+from hourglass.core.pacing import Item, PaceState, Slot, pace
 from hourglass.errors import StoreError
 from hourglass.service.pacing import SWAP_MARGIN_MS, Pacer, StartBoard, Waiting
+
+from tests.unit.pacing_items import PacingItems
 
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
 NOW_MS = int(NOW.timestamp() * 1000)
 
 
-class GatedStore:
-    """A pacing item in memory whose first write waits until the test opens the gate."""
+class GatedStore(PacingItems):
+    """Pacing items in memory whose first write waits until the test opens the gate."""
 
     def __init__(self, fail: bool = False) -> None:
-        self.next_us: int | None = None
-        self.writes = 0
+        super().__init__()
         self.entered = threading.Event()
         self.gate = threading.Event()
         self.fail = fail
+        self.calls = 0
 
-    def advance_pace(self, queue: str, expected_us: int | None, new_us: int) -> tuple[bool, int | None]:
-        self.writes += 1
-        if self.writes == 1:
+    def advance_pace(
+        self, queue: str, item: Item, expected: PaceState, taken: tuple[int, ...], new_held: str | None
+    ) -> tuple[bool, PaceState]:
+        self.calls += 1
+        if self.calls == 1:
             self.entered.set()
             self.gate.wait(5)
         if self.fail:
             raise StoreError("throttled")
-        if self.next_us != expected_us:
-            return False, self.next_us
-        self.next_us = new_us
-        return True, new_us
+        return super().advance_pace(queue, item, expected, taken, new_held)
 
 
 def run_while_first_write_waits(store: GatedStore, later: list[list[int]]) -> tuple[list[object], list[object]]:
@@ -68,7 +69,7 @@ def test_requests_waiting_for_the_turn_share_one_write_in_due_order() -> None:
     store = GatedStore()
     _, (late, early) = run_while_first_write_waits(store, [[NOW_MS + 5], [NOW_MS + 1]])
     spacing_ms = pace(100.0).spacing_us // 1000
-    assert store.writes == 2  # the leader's, then one for both waiting requests
+    assert store.calls == 2  # the leader's, then one for both waiting requests (one window)
     assert early[0].start_ms + spacing_ms == late[0].start_ms  # type: ignore[index,attr-defined]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -398,14 +398,14 @@ class MessageStorage(Table):
         keys: SweepKeys | None,
         *,
         last_op: str | None = None,
-        fence: dict[str, Any] | None = None,
+        fences: Sequence[dict[str, Any]] = (),
     ) -> Message:
         """Pending again (a retry, a new due time, a redelivery): a body that would go first is kept longer.
-        `fence`: a conditional update of another item written in one transaction with it (all or nothing)."""
+        `fences`: conditional updates of other items written in one transaction with it (all or nothing)."""
         write = version_write(change, keys, last_op=last_op)
         if write.body is not None:
             self._keep_body_until(write.body, change.message.created_at, change.message.due_at)
-        self._put_version(change, write.item, fence)
+        self._put_version(change, write.item, fences)
         return write.message
 
     def _keep_body_until(self, body: BodyVersion, created_at: datetime, finished_at: datetime) -> None:
@@ -468,9 +468,9 @@ class MessageStorage(Table):
             ExpressionAttributeValues=values,
         )
 
-    def _put_version(self, change: Change, item: Item, fence: dict[str, Any] | None = None) -> None:
+    def _put_version(self, change: Change, item: Item, fences: Sequence[dict[str, Any]] = ()) -> None:
         """Write the new version's item over the stored one if that one still has the expected version and status
-        (and, with a `fence`, that update's condition holds too: one transaction)."""
+        (and, with `fences`, their updates' conditions hold too: one transaction)."""
         put = {
             "TableName": self.table,
             "Item": item,
@@ -479,10 +479,11 @@ class MessageStorage(Table):
             "ExpressionAttributeValues": {":v": n(change.expected_version), ":st": s(change.expected_status.value)},
         }
         stale = f"message {change.message.id} changed"
-        if fence is None:
+        if not fences:
             self._conditional("put_item", stale, **put)
         else:
-            self._conditional("transact_write_items", stale, TransactItems=[{"Put": put}, {"Update": fence}])
+            actions = [{"Put": put}, *({"Update": fence} for fence in fences)]
+            self._conditional("transact_write_items", stale, TransactItems=actions)
         self._count([(change.message, change.expected_status)])
 
     def begin_delivery(self, queue: str, message_id: str, start: DeliveryStart) -> Message:

@@ -101,17 +101,18 @@ def running_operation_sk(queue: str, operation_id: str) -> str:
     return f"{queue}/{operation_id}"
 
 
-def pace_sk(flow_key: str | None = None, window: tuple[int, int] | None = None) -> str:
-    """The pacing item of a queue (None), of one of its flow keys (v1.2; messages without one share ""), or of
-    one window (width and index, µs) of the queue's slots when it has flow keys too."""
-    if window is not None:  # the index zero-padded, so a window range is one Query
-        return f"{pace_window_prefix(window[0])}{window[1]:015d}"
-    return PACE_SK if flow_key is None else f"{PACE_SK}#k#{flow_key}"
+def pace_sk(flow_key: str | None, window: tuple[int, int]) -> str:
+    """The pacing item of one window (width and index, µs) of a queue's own slots (`flow_key` None) or of one of
+    its flow keys' (v1.2; messages without one share ""). The index is zero-padded, so a range of one scope's
+    windows is one Query; the key's length goes first, so no key's prefix is another's."""
+    return f"{pace_window_prefix(flow_key, window[0])}{window[1]:015d}"
 
 
-def pace_window_prefix(width_us: int | None = None) -> str:
-    """`begins_with` prefix of a queue's windows of one width (None: of every width)."""
-    return f"{PACE_SK}#w#" if width_us is None else f"{PACE_SK}#w#{width_us}#"
+def pace_window_prefix(flow_key: str | None = None, width_us: int | None = None) -> str:
+    """`begins_with` prefix of a scope's windows of one width (None: of every width; the queue's own windows
+    with `flow_key` None)."""
+    scope = f"{PACE_SK}#w#" if flow_key is None else f"{PACE_SK}#k#{len(flow_key)}:{flow_key}#w#"
+    return scope if width_us is None else f"{scope}{width_us}#"
 
 
 def count_prefix(epoch_ms: int) -> str:

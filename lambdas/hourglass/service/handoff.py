@@ -34,7 +34,7 @@ RatesOf = Callable[[str], Rates | None]
 # Moves a pending message version (queue, id, version), not begun, to a later pacing slot so a higher priority
 # takes its own (`transitions.give_way`), in one transaction with the fence (the record's change): the new
 # version's claim, whose timer is to be sent; None when it began, changed or ended, or the record changed.
-GiveWayTo = Callable[[str, str, int, Slot, datetime, dict[str, Any] | None], Claim | None]
+GiveWayTo = Callable[[str, str, int, Slot, datetime, Sequence[dict[str, Any]]], Claim | None]
 # Victims a start tries in turn when the one before began, changed or ended meanwhile ...
 GIVE_WAY_TRIES = 3
 # ... and how often a batch looks again when another process changed the record meanwhile.
@@ -212,7 +212,7 @@ class HandOff:
     ) -> list[Held]:
         """The slots held in the starts' scopes: the records', and this process's notes of slots they do not list."""
         assert self.pacer is not None
-        recorded = self.pacer.holders(queue, rate, {starts[i].scope for i in trying})
+        recorded = self.pacer.holders(queue, rate, {starts[i].scope for i in trying}, now)
         listed = {h.slot.start_ms for h in recorded}
         noted = self.pacer.held.candidates(queue, rate, to_ms(now))
         return [*recorded, *(h for h in noted if h.slot.start_ms not in listed)]
@@ -227,12 +227,12 @@ class HandOff:
             taker = Held(victim.slot, victim.scope, start.priority, *start.holder)
         swap = self.pacer.swap(queue, rate, victim, taker, fresh)
         try:
-            moved = self.give_way(queue, victim.id, victim.version, fresh, now, swap.fence)
+            moved = self.give_way(queue, victim.id, victim.version, fresh, now, swap.fences)
         except StoreError as exc:
             log("give_way_failed", id=victim.id, queue=queue, error=str(exc))
             moved = None
         if moved is None:
-            if swap.fence is not None and self.pacer.refresh(queue, rate, victim.scope) != swap.before:
+            if self.pacer.refresh(swap):
                 return Moved.RECORD_CHANGED
             return Moved.VICTIM_LOST
         self.pacer.settle(swap)

@@ -1,5 +1,5 @@
-"""Pacing: start slots from a rate-limited queue's `#pace` item (one conditional write per batch), and the
-dispatcher's side of it (new slots for late timers, a begun attempt waiting for its slot).
+"""Pacing: start slots from the calendar of a rate-limited queue's windows (one conditional write per window a batch
+touches), and the dispatcher's side of it (new slots for late timers, a begun attempt waiting for its slot).
 
 See docs/delivery-control.md ("Rate limit: pacing at hand-off"); the slot rules are `core.pacing`.
 """
@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hourglass.core import delivery_control, holders, pacing, schedule
 from hourglass.core.admission import MAX_PRIORITY
@@ -19,7 +19,7 @@ from hourglass.core.deadline import ATTEMPT_BUDGET, BOOKKEEPING, attempt_deadlin
 from hourglass.core.delivery_control import DeliveryControl
 from hourglass.core.handoff import Timer
 from hourglass.core.model import DEFAULT_PRIORITY, LATER_NAMESPACE, Message, Queue, Status
-from hourglass.core.pacing import Held, PaceState, Rates, Slot, Start, Window
+from hourglass.core.pacing import Held, Item, PaceState, Rates, Slot, Start
 from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.errors import StoreError
 from hourglass.logs import log
@@ -38,41 +38,27 @@ CONTROL_TTL = timedelta(seconds=30)
 
 
 class PaceStore(Protocol):
+    """The pacing items (`adapters.pacing_storage`): one per window of a scope's calendar (`core.pacing.Item`)."""
+
     def advance_pace(
-        self,
-        queue: str,
-        expected_us: int | None,
-        new_us: int,
-        flow_key: str | None = None,
-        window: tuple[int, int] | None = None,
-    ) -> tuple[bool, int | None]: ...
-
-    def pace_windows(self, queue: str, width_us: int, first: int, count: int) -> dict[int, int]: ...
-
-
-@runtime_checkable
-class HeldStore(PaceStore, Protocol):
-    """A pacing store that also keeps the record of who holds a scope's slots (`core.holders`)."""
-
-    def advance_held(
-        self, queue: str, flow_key: str | None, expected: PaceState, new_us: int, new_held: str | None
+        self, queue: str, item: Item, expected: PaceState, taken: tuple[int, ...], new_held: str | None
     ) -> tuple[bool, PaceState]: ...
 
-    def pace_state(self, queue: str, flow_key: str | None) -> PaceState: ...
+    def pace_windows(
+        self, queue: str, scope: str | None, width_us: int, first: int, count: int
+    ) -> dict[int, PaceState]: ...
 
-    def held_fence(self, queue: str, flow_key: str | None, expected: str | None, new: str | None) -> dict[str, Any]: ...
+    def pace_state(self, queue: str, item: Item) -> PaceState: ...
 
-    def held_room(self, queue: str, flow_key: str | None) -> int: ...
+    def held_fence(self, queue: str, item: Item, expected: str | None, new: str | None) -> dict[str, Any]: ...
 
-
-# A pacing item: the queue's (None), a flow key's, or a window of the queue's slots.
-Scope = str | Window | None
+    def held_room(self, queue: str, item: Item, taken: tuple[int, ...]) -> int: ...
 
 
 class _Request:
     """One caller's starts waiting for slots; the thread that writes the pacing items fills in the answer.
     `moving`: slots of a batch about to be dealt out again (`HandOff.in_slot_order`), with their holders: their
-    record entries go in the same write, and the request is `aborted` if a higher priority took one meanwhile."""
+    record entries go in the same round of writes, and the request is `aborted` if a higher priority took one."""
 
     def __init__(self, rates: Rates, starts: Sequence[Start], floor_ms: int, moving: Sequence[Held] = ()) -> None:
         self.rates = rates
@@ -88,30 +74,27 @@ class _Request:
         return self.slots is not None or self.error is not None or self.aborted
 
 
-# Pacing items' values a process remembers (a cache: a stale one costs a lost round, never the bound).
+# Pacing items a process remembers per queue (a cache: a stale one costs a lost round, never the bound).
 MAX_KNOWN = 10_000
 
 
 class Pacer:
-    """Allocates slots for one queue's hand-off batches; remembers each pacing item's last `next_us` so the
-    first try of a warm process needs no read (a lost race returns the winner's value).
+    """Allocates slots for one queue's hand-off batches from the calendar of its windows; remembers each window's
+    last state so the first try of a warm process needs no read (a lost race returns the winner's value).
 
     The threads of one process take turns per queue, and the one whose turn it is allocates for every
-    request of that queue waiting meanwhile, in due order, with one write per pacing item (a group commit):
-    a dispatcher's many missed slots cost one pacing write, and the earliest-due of them goes first. With
-    flow keys (v1.2) the same rule runs per scope: each key's item and the queue's (`pacing.allocate_scoped`)."""
+    request of that queue waiting meanwhile, in due order, with one write per window (a group commit):
+    a dispatcher's many missed slots cost one pacing write per window, and the earliest-due of them goes first.
+    With flow keys (v1.2) the same rule runs per scope: each key's windows and the queue's
+    (`pacing.allocate_scoped`). Each window also records who holds its slots (`core.holders`), in the same write."""
 
     def __init__(self, store: PaceStore) -> None:
         self.store = store
-        self._known: dict[tuple[str, Scope], int | None] = {}
-        # The record of who holds each scope's slots, as last written or read (`core.holders`).
-        self._held: dict[tuple[str, str | None], str | None] = {}
+        self._known: dict[str, dict[Item, PaceState]] = {}
         self._queue_locks: dict[str, threading.Lock] = {}
         self._waiting: dict[str, list[_Request]] = {}
         self._lock = threading.Lock()
         self.held = HeldSlots()
-        # The store's side of the records of who holds slots (every real store has one; a test's fake may not).
-        self._records_store: HeldStore | None = store if isinstance(store, HeldStore) else None
 
     def slots(
         self,
@@ -150,7 +133,7 @@ class Pacer:
         self, queue: str, rates: Rates, moving: Sequence[Held], starts: Sequence[Start], now: datetime
     ) -> tuple[Slot, ...] | None:
         """Fresh slots for `starts` while the batch's `moving` slots are dealt out again by the caller: their
-        record entries go in the same write. None (nothing written) when a higher priority took one of them."""
+        record entries go in the same round. None (nothing written) when a higher priority took one of them."""
         request = self._run(queue, rates, _Request(rates, starts, to_ms(now) + pacing.HANDOFF_LEAD_MS, moving))
         return None if request.aborted else request.slots
 
@@ -180,11 +163,12 @@ class Pacer:
         return request
 
     def _allocate(self, queue: str, rates: Rates, group: list[_Request]) -> None:
-        """Slots for every request of `group` (the caller holds the queue's turn): the keys' items are written
-        first, then the queue's (or its windows', in time order), each conditionally, the record of who holds
-        the slots with its scope's cursor (`core.holders`). A lost write starts a new round from the winner's
-        value (after a window's, with the windows after it read in one Query); the slots of items already
-        written in the lost round stay unused (a gap only lowers a rate)."""
+        """Slots for every request of `group` (the caller holds the queue's turn): each window that changes is
+        written conditionally, with its record of who holds its slots (`core.holders`). A lost write starts a new
+        round from the winner's value (with the scope's windows after it read in one Query); the slots this group
+        wrote in a lost round are its own to deal again (nobody else was given them), and those it does not deal
+        again stay unused (a gap only lowers a rate)."""
+        mine: dict[Item, set[int]] = {}
         for _ in range(MAX_ROUNDS):
             for request in group:
                 request.aborted = bool(request.moving) and self._taken(queue, rates, request.moving)
@@ -193,208 +177,238 @@ class Pacer:
                 return
             starts = [start for request in live for start in request.starts]
             floor_ms = max(request.floor_ms for request in live)
-            scopes = {start.scope for start in starts} if rates.key is not None else set()
-            key_next = {scope: self._known.get((queue, scope)) for scope in scopes}
-            known: dict[Scope, int | None] = dict(key_next.items())
-            allocation = pacing.allocate_scoped(
-                rates,
-                _later(self._known.get((queue, None)), rates.floor_us),
-                key_next,
-                starts,
-                floor_ms,
-                lead_ms=0,
-                windows=lambda window: self._known.get((queue, window)),
-            )
-            writes: list[tuple[Scope, int]] = [*sorted(allocation.key_next.items())]
-            for window, new in sorted(allocation.window_next.items(), key=lambda item: item[0].index):
-                known[window] = self._known.get((queue, window))
-                writes.append((window, new))
-            if rates.queue is not None and rates.key is None:
-                assert allocation.queue_next is not None
-                known[None] = self._known.get((queue, None))
-                writes.append((None, allocation.queue_next))
-            records = self._records(queue, rates, live, allocation.slots, floor_ms)
+            allocation = pacing.allocate_scoped(rates, starts, floor_ms, lead_ms=0, known=self._cursor(queue, mine))
             try:
-                won = True
-                for scope, new in writes:
-                    if not self._advance(queue, scope, new, known[scope], records):
-                        won = False
-                        if isinstance(scope, Window):
-                            self._read_ahead(queue, scope)
-                        break
+                records = self._records(queue, rates, live, allocation, floor_ms)
+                writes = self._writes(queue, allocation.moved, records)
+                if writes is not None and self._written(queue, writes, mine):
+                    at = 0
+                    for request in live:
+                        request.slots = allocation.slots[at : at + len(request.starts)]
+                        at += len(request.starts)
+                    return
             except Exception as exc:  # every waiting request gets it, not only the writer's
                 for request in live:
                     request.error = exc if isinstance(exc, StoreError) else StoreError(f"pacing failed: {exc}")
                 return
-            if won:
-                at = 0
-                for request in live:
-                    request.slots = allocation.slots[at : at + len(request.starts)]
-                    at += len(request.starts)
-                return
         for request in group:
             request.error = StoreError(f"pacing item of queue {queue} kept changing")
 
+    def _cursor(self, queue: str, mine: dict[Item, set[int]]) -> Callable[[Item], tuple[int, ...] | None]:
+        """What the allocation sees of a window: the slots taken, but those the group took in a lost round."""
+        known = self._known.setdefault(queue, {})
+
+        def taken(item: Item) -> tuple[int, ...] | None:
+            got = known.get(item, PaceState()).taken
+            ours = mine.get(item)
+            return got if got is None or not ours else tuple(offset for offset in got if offset not in ours)
+
+        return taken
+
+    def _writes(
+        self, queue: str, moved: dict[Item, tuple[int, ...]], records: dict[Item, str | None]
+    ) -> dict[Item, tuple[tuple[int, ...], str | None]] | None:
+        """Each window's new slots and record. A window no fresh slot moves keeps its slots (a re-deal's entries
+        leave it, or a slot rounded up to its first millisecond is listed there); None when such a window's state
+        was not known: it is read now, and the round is done again."""
+        writes = {item: (new, records.get(item, self._state(queue, item).held)) for item, new in moved.items()}
+        for item, record in records.items():
+            if item not in writes:
+                taken = self._state(queue, item).taken
+                if taken is None:
+                    self.read(queue, item)
+                    return None
+                writes[item] = (taken, record)
+        return writes
+
+    def _written(
+        self, queue: str, writes: dict[Item, tuple[tuple[int, ...], str | None]], mine: dict[Item, set[int]]
+    ) -> bool:
+        """The windows' conditional writes, the latest first (a guard goes before the slot it guards: where the
+        slot's write then loses, the guard only leaves a gap), until one loses (the windows after it are read).
+        A window already as wanted (the group's own slots of a lost round, dealt again) needs no write. The
+        slots each write adds are noted in `mine` (a guard is not: another's may be equal to it)."""
+        for item in sorted(writes, key=Item.order, reverse=True):
+            before = self._state(queue, item)
+            taken, record = writes[item]
+            if before.taken == taken and before.held == record:
+                continue
+            if not self._advance(queue, item, taken, record):
+                self._read_ahead(queue, item)
+                return False
+            added = set(taken) - set(before.taken or ())
+            mine.setdefault(item, set()).update(offset for offset in added if offset >= 0)
+        return True
+
     def _records(
-        self, queue: str, rates: Rates, live: Sequence[_Request], slots: Sequence[Slot], now_ms: int
-    ) -> dict[str | None, str | None]:
-        """The new record of each scope written: the starts that name their message version and this process's
+        self, queue: str, rates: Rates, live: Sequence[_Request], allocation: pacing.ScopedAllocation, now_ms: int
+    ) -> dict[Item, str | None]:
+        """The new record of each window written: the starts that name their message version and this process's
         notes of slots it does not list, added as room allows, and the entries of slots dealt out again
         (`_Request.moving`) taken off."""
-        if self._records_store is None:
-            return {}
-        added: dict[str | None, list[Held]] = {}
-        forget: dict[str | None, set[str]] = {}
+        added: dict[Item, list[Held]] = {}
+        forget: dict[Item, set[str]] = {}
         starts = [start for request in live for start in request.starts]
-        for start, slot in zip(starts, slots, strict=True):
+        for start, slot in zip(starts, allocation.slots, strict=True):
             if holders.listed(start):
                 assert start.holder is not None
                 held = Held(slot, _held_scope(rates, start.scope), start.priority, *start.holder)
-                added.setdefault(_record_scope(rates, start.scope), []).append(held)
+                added.setdefault(_record_item(rates, held), []).append(held)
         for request in live:
             for moving in request.moving:
-                forget.setdefault(_record_scope(rates, moving.scope), set()).add(moving.id)
-        records: dict[str | None, str | None] = {}
+                forget.setdefault(_record_item(rates, moving), set()).add(moving.id)
+        records: dict[Item, str | None] = {}
         noted = self.held.candidates(queue, rates, now_ms + pacing.GIVE_WAY_MARGIN_MS)
-        for scope in {*added, *forget}:
-            old = self._held.get((queue, scope))
-            entries = holders.parse(old, _held_scope(rates, scope or ""))
+        for item in {*added, *forget}:
+            old = self._state(queue, item).held
+            entries = holders.parse(old, _held_scope(rates, item.scope or ""))
             # This process's notes of slots the record does not list yet (a backlog beyond its room when handed
             # off, whose first slots have passed since) refill it: a note is exact (see `HeldSlots`).
             listed = {held.slot.start_ms for held in entries}
-            taking = {held.id for held in added.get(scope, [])} | forget.get(scope, set())
-            added.setdefault(scope, []).extend(
+            taking = {held.id for held in added.get(item, [])} | forget.get(item, set())
+            added.setdefault(item, []).extend(
                 h
                 for h in noted
-                if _record_scope(rates, h.scope) == scope and h.slot.start_ms not in listed and h.id not in taking
+                if _record_item(rates, h) == item and h.slot.start_ms not in listed and h.id not in taking
             )
-            room = self._records_store.held_room(queue, scope)
-            kept = holders.recorded(entries, added.get(scope, []), now_ms, room, forget=forget.get(scope, ()))
+            taken = allocation.moved.get(item, self._state(queue, item).taken or ())
+            room = self.store.held_room(queue, item, taken)
+            kept = holders.recorded(entries, added.get(item, []), now_ms, room, forget=forget.get(item, ()))
             new = holders.render(kept)
             if new != old:
-                records[scope] = new
+                records[item] = new
         return records
 
     def _taken(self, queue: str, rates: Rates, moving: Sequence[Held]) -> bool:
-        by_scope: dict[str | None, list[Held]] = {}
+        by_item: dict[Item, list[Held]] = {}
         for held in moving:
-            by_scope.setdefault(_record_scope(rates, held.scope), []).append(held)
+            by_item.setdefault(_record_item(rates, held), []).append(held)
         return any(
-            holders.taken(holders.parse(self._held.get((queue, scope)), _held_scope(rates, scope or "")), group)
-            for scope, group in by_scope.items()
+            holders.taken(holders.parse(self._state(queue, item).held, _held_scope(rates, item.scope or "")), group)
+            for item, group in by_item.items()
         )
 
-    def holders(self, queue: str, rates: Rates, scopes: Iterable[str]) -> list[Held]:
-        """The slots recorded as held in these scopes (flow keys; "" for the queue's own scope), as last known."""
+    def holders(self, queue: str, rates: Rates, scopes: Iterable[str], now: datetime) -> list[Held]:
+        """The future slots recorded as held in these scopes (flow keys; "" for the queue's own), as last known:
+        in the windows this process has written or read."""
+        wanted = {_held_scope(rates, scope) for scope in scopes}
+        now_us = to_ms(now) * 1000
         found = []
-        for scope in {_record_scope(rates, scope) for scope in scopes}:
-            found += holders.parse(self._held.get((queue, scope)), _held_scope(rates, scope or ""))
+        for item, state in list(self._known.get(queue, {}).items()):
+            if state.held is None or (item.window.index + 1) * item.window.width_us <= now_us:
+                continue
+            scope = _held_scope(rates, item.scope or "")
+            if scope in wanted and item == _record_item_at(rates, scope, item.window.index * item.window.width_us):
+                found += holders.parse(state.held, scope)
         return found
 
     def swap(self, queue: str, rates: Rates, victim: Held, taker: Held | None, fresh: Slot) -> Swap:
-        """The record's change when `taker` takes `victim`'s slot (`holders.swapped`), as a transaction's fence
-        on the record as last known (None when it does not change, or the store keeps no records); `settle` it
-        once written, or `refresh` the record when it lost."""
-        scope = _record_scope(rates, victim.scope)
-        old = self._held.get((queue, scope))
-        new = holders.render(holders.swapped(holders.parse(old, victim.scope), victim, taker, fresh))
-        store = self._records_store
-        fence = None if new == old or store is None else store.held_fence(queue, scope, old, new)
-        return Swap(queue, scope, old, new, fence)
+        """The records' change when `taker` takes `victim`'s slot (`holders.swapped`), in the windows of both
+        slots, as a transaction's fences on the records as last known (none when they do not change); `settle`
+        it once written, or `refresh` the records when it lost."""
+        fresh_held = Held(fresh, victim.scope, victim.priority, victim.id, victim.version)
+        items = list(dict.fromkeys([_record_item(rates, victim), _record_item(rates, fresh_held)]))
+        before = {item: self._state(queue, item).held for item in items}
+        entries = [h for item in items for h in holders.parse(before[item], victim.scope)]
+        after_all = holders.swapped(entries, victim, taker, fresh)
+        after = {item: holders.render(h for h in after_all if _record_item(rates, h) == item) for item in items}
+        changed = {item: (before[item], after[item]) for item in items if before[item] != after[item]}
+        fences = [self.store.held_fence(queue, item, old, new) for item, (old, new) in changed.items()]
+        return Swap(queue, changed, fences)
 
     def settle(self, swap: Swap) -> None:
-        self._held[(swap.queue, swap.scope)] = swap.held
+        known = self._known.setdefault(swap.queue, {})
+        for item, (_, new) in swap.changes.items():
+            known[item] = replace(known.get(item, PaceState()), held=new)
 
-    def refresh(self, queue: str, rates: Rates, scope: str) -> str | None:
-        """The record (and cursor) of a scope read again, after a give-way whose fence lost: the record now."""
-        assert self._records_store is not None  # a fence comes only from a store that keeps records
-        record = _record_scope(rates, scope)
-        state = self._records_store.pace_state(queue, record)
-        self._known[(queue, record)] = state.next_us
-        self._held[(queue, record)] = state.held
-        return state.held
+    def refresh(self, swap: Swap) -> bool:
+        """The records of a give-way whose fences lost, read again: whether any changed since (else its victim
+        moved on)."""
+        return any(self.read(swap.queue, item).held != old for item, (old, _) in swap.changes.items())
 
-    def _read_ahead(self, queue: str, window: Window) -> None:
-        """What the windows after a lost one hold now (unused ones: None); the lost one's value came with
+    def _state(self, queue: str, item: Item) -> PaceState:
+        return self._known.get(queue, {}).get(item, PaceState())
+
+    def _remember(self, queue: str, item: Item, state: PaceState) -> None:
+        known = self._known.setdefault(queue, {})
+        if len(known) >= MAX_KNOWN:
+            known.clear()
+        known[item] = state
+
+    def read(self, queue: str, item: Item) -> PaceState:
+        """One pacing item read consistently, and remembered."""
+        state = self.store.pace_state(queue, item)
+        self._remember(queue, item, state)
+        return state
+
+    def _read_ahead(self, queue: str, item: Item) -> None:
+        """What the windows after a lost one hold now (unused ones: none); the lost one's value came with
         the failed write."""
-        held = self.store.pace_windows(queue, window.width_us, window.index + 1, WINDOWS_READ_AHEAD)
-        if len(self._known) + WINDOWS_READ_AHEAD >= MAX_KNOWN:
-            self._known.clear()
-        for index in range(window.index + 1, window.index + 1 + WINDOWS_READ_AHEAD):
-            self._known[(queue, Window(window.width_us, index))] = held.get(index)
+        width, first = item.window.width_us, item.window.index + 1
+        held = self.store.pace_windows(queue, item.scope, width, first, WINDOWS_READ_AHEAD)
+        for index in range(first, first + WINDOWS_READ_AHEAD):
+            self._remember(queue, Item(item.scope, pacing.Window(width, index)), held.get(index, PaceState()))
 
-    def _advance(
-        self, queue: str, scope: Scope, new_us: int, expected: int | None, records: dict[str | None, str | None]
-    ) -> bool:
-        """One pacing item's conditional write (with its new record, if that changes); remembers the value it
-        now holds (ours or the winner's)."""
-        if self._records_store is not None and not isinstance(scope, Window):
-            # Conditional on the record too, even unchanged: the writer learns it, for giving way next.
-            before = PaceState(expected, self._held.get((queue, scope)))
-            record = records.get(scope, before.held)
-            written, state = self._records_store.advance_held(queue, scope, before, new_us, record)
-            self._held[(queue, scope)] = state.held
-            self._known[(queue, scope)] = state.next_us
-            return written
-        if scope is None:
-            written, current = self.store.advance_pace(queue, expected, new_us)
-        elif isinstance(scope, Window):
-            window = (scope.width_us, scope.index)
-            written, current = self.store.advance_pace(queue, expected, new_us, window=window)
-        else:
-            written, current = self.store.advance_pace(queue, expected, new_us, scope)
-        if len(self._known) >= MAX_KNOWN:
-            self._known.clear()
-        self._known[(queue, scope)] = current
+    def _advance(self, queue: str, item: Item, taken: tuple[int, ...], record: str | None) -> bool:
+        """One window's conditional write, on its slots and its record as last known (the writer learns the
+        record even when it does not change it, for giving way next); remembers what the item now holds."""
+        written, state = self.store.advance_pace(queue, item, self._state(queue, item), taken, record)
+        self._remember(queue, item, state)
         return written
 
 
 @dataclass(frozen=True)
 class Swap:
-    """A give-way's change of a scope's record (`Pacer.swap`): `fence` makes it part of the victim's write (None:
-    the record does not change, the victim being one this process noted, `HeldSlots`)."""
+    """A give-way's change of the records of the windows involved (`Pacer.swap`): `fences` make it part of the
+    victim's write (none: no record changes, the victim being one this process noted, `HeldSlots`)."""
 
     queue: str
-    scope: str | None
-    before: str | None
-    held: str | None
-    fence: dict[str, Any] | None
-
-
-def _record_scope(rates: Rates, scope: str) -> str | None:
-    """The pacing item that records who holds a start's slot: its flow key's where keys are limited, else the
-    queue's (whose windows, with a queue rate too, record nothing: a give-way stays within one key)."""
-    return scope if rates.key is not None else None
+    changes: dict[Item, tuple[str | None, str | None]]
+    fences: list[dict[str, Any]]
 
 
 def _held_scope(rates: Rates, scope: str) -> str:
     return scope if rates.key is not None else ""
 
 
-def _later(cursor: int | None, floor: int | None) -> int | None:
-    return cursor if floor is None else max(cursor or 0, floor)
+def _record_item_at(rates: Rates, scope: str, at_us: int) -> Item:
+    """The pacing item that records who holds a slot starting at `at_us`: the window of its flow key's where keys
+    are limited, else of the queue's (a give-way stays within one key)."""
+    if rates.key is not None:
+        return pacing.item_at(scope, rates.key, at_us)
+    assert rates.queue is not None
+    return pacing.item_at(None, rates.queue, at_us)
+
+
+def _record_item(rates: Rates, held: Held) -> Item:
+    return _record_item_at(rates, held.scope, held.slot.start_ms * 1000)
 
 
 class PaceStates(Protocol):
-    def pace_cursor(self, queue: str) -> int | None: ...
-
     def last_window(self, queue: str, width_us: int) -> int | None: ...
 
 
 def floor_after(store: PaceStates, queue: str, before: DeliveryControl, after: DeliveryControl) -> int | None:
     """Where a queue's slots start after a PUT from `before` to `after` (`DeliveryControl.pace_floor_us`). When it
-    moves them to other pacing items (`pacing.queue_state`: `#pace` and windows, or windows of another width) the
-    new ones start at the old ones' next free slot, read here, so every slot of before and after is a spacing
-    apart; it also tells the dispatcher until when a key's attempts may have started outside a key pacing slot.
-    None once the queue has no rate limit (its slots no longer hold anything back)."""
+    moves them to windows of another width (`pacing.queue_state`) the new ones start after the old ones' last slot,
+    read here, so every slot of before and after is a spacing apart. It also tells the dispatcher until when a
+    key's attempts may have started outside a key pacing slot, so a PUT adding a key rate to a queue rate sets it
+    too (`pacing.key_paced_since`). None once the queue has no rate limit (its slots hold nothing back)."""
     old, new = delivery_control.rates(before), delivery_control.rates(after)
     if new is None:
         return None
     was = pacing.queue_state(old)
-    if was is None or was == pacing.queue_state(new):
+    if old is None or old.queue is None or was is None:
         return before.pace_floor_us
-    left = store.pace_cursor(queue) if was == 0 else store.last_window(queue, was)
-    return _later(left, before.pace_floor_us)
+    key_added = old.key is None and new.key is not None
+    if was == pacing.queue_state(new) and not key_added:
+        return before.pace_floor_us
+    last = store.last_window(queue, was)
+    return _later(None if last is None else last + pacing.pace(old.queue).spacing_us, before.pace_floor_us)
+
+
+def _later(cursor: int | None, floor: int | None) -> int | None:
+    return cursor if floor is None else max(cursor or 0, floor)
 
 
 # Slots a process remembers per queue and rates for giving way to a higher priority (the latest noted).

@@ -7,7 +7,7 @@ The dispatcher, the DLQ consumer, admission, PATCH, cancel, redeliver and bulk o
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -112,11 +112,11 @@ def give_way(
     version: int,
     slot: Slot,
     now: datetime,
-    fence: dict[str, Any] | None,
+    fences: Sequence[dict[str, Any]],
 ) -> Claim | None:
     """A pending message version not begun yet moved to a later pacing `slot`, so that a higher priority takes
     its slot (`service.handoff`): a new version at the same due time, written as a PATCH writes it, in one
-    transaction with `fence` (the change of the scope's record of who holds its slots), whose timer the caller
+    transaction with `fences` (the changes of the records of who holds the slots), whose timer the caller
     sends (the old timer then finds a changed version and is dropped). None, and nothing written, when it began,
     changed or ended meanwhile, or the record changed: it keeps its slot."""
     message = ctx.store.get_message(queue, message_id)
@@ -130,7 +130,7 @@ def give_way(
     if change.message.status is not Status.PENDING or placement.claim() is None:
         return None
     try:
-        ctx.store.await_retry(change.leased(placement.lease), placement.keys, fence=fence)
+        ctx.store.await_retry(change.leased(placement.lease), placement.keys, fences=fences)
     except StaleVersionError:
         return None
     return placement.claim()
