@@ -2,7 +2,8 @@
 history's TTL, and its schedule's next occurrence (chaining: at the sweep's claim of an occurrence, else after
 its first outcome or its end; a sweep-time repair is the safety net).
 
-The dispatcher, the DLQ consumer, admission, PATCH, cancel, redeliver and bulk operations all go through here.
+The dispatcher, the DLQ consumer, admission, PATCH, cancel, redeliver and bulk operations all go through here;
+the hand-off's giving way, which sits below `Context`, is `service.give_way`.
 """
 
 from __future__ import annotations
@@ -10,14 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any
 
-from hourglass.core import admission, catch_up, delivery_control, handoff, lifecycle
+from hourglass.core import admission, catch_up, delivery_control, lifecycle
 from hourglass.core.attempts import Attempt
-from hourglass.core.handoff import Claim, Placement
+from hourglass.core.handoff import Placement
 from hourglass.core.lifecycle import Change
 from hourglass.core.model import Message, Queue, Status
-from hourglass.core.pacing import Rates, Slot
+from hourglass.core.pacing import Rates
 from hourglass.core.recurrence import Schedule
 from hourglass.core.schedule import SweepKeys
 from hourglass.errors import StaleVersionError, StoreError, TimerQueueError
@@ -103,37 +103,6 @@ def revise(
     leased = change.leased(placement.lease)
     ctx.store.reschedule(leased, placement.keys, new_body=new_body, last_op=operation)
     return leased.message
-
-
-def give_way(
-    ctx: Context,
-    queue: str,
-    message_id: str,
-    version: int,
-    slot: Slot,
-    now: datetime,
-    fence: dict[str, Any] | None,
-) -> Claim | None:
-    """A pending message version not begun yet moved to a later pacing `slot`, so that a higher priority takes
-    its slot (`service.handoff`): a new version at the same due time, written as a PATCH writes it, in one
-    transaction with `fence` (the change of the scope's record of who holds its slots), whose timer the caller
-    sends (the old timer then finds a changed version and is dropped). None, and nothing written, when it began,
-    changed or ended meanwhile, or the record changed: it keeps its slot."""
-    message = ctx.store.get_message(queue, message_id)
-    if message is None or message.status is not Status.PENDING or message.version != version:
-        return None
-    change = lifecycle.reschedule(
-        message, due=message.due_at, body=message.body, now=now, retention=retention(ctx), scheduled=message.scheduled
-    )
-    timing = ctx.settings.timing
-    placement = handoff.paced(handoff.place(change.message, now, timing, written_first=True), slot, now, timing)
-    if change.message.status is not Status.PENDING or placement.claim() is None:
-        return None
-    try:
-        ctx.store.await_retry(change.leased(placement.lease), placement.keys, fence=fence)
-    except StaleVersionError:
-        return None
-    return placement.claim()
 
 
 def _end(
