@@ -6,7 +6,7 @@ import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from hourglass import logs
@@ -67,8 +67,7 @@ class Context:
         # Bodies above the body-item threshold go to S3; its client is built on first use.
         configure = getattr(self.store, "configure_bodies", None)
         if configure is not None:
-            retention = timedelta(days=self.settings.retention_days)
-            configure(retention=retention, bucket=self.settings.body_bucket, body_store=self.body_store)
+            configure(retention=self.settings.retention, bucket=self.settings.body_bucket, body_store=self.body_store)
 
     def __setattr__(self, name: str, value: object) -> None:
         super().__setattr__(name, value)

@@ -6,7 +6,7 @@ builds the hand-off (`service.transitions` holds every other change of a message
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from hourglass.adapters.store import Store
@@ -36,9 +36,13 @@ def give_way(
     message = store.get_message(queue, message_id)
     if message is None or message.status is not Status.PENDING or message.version != version:
         return None
-    retention = timedelta(days=settings.retention_days)
     change = lifecycle.reschedule(
-        message, due=message.due_at, body=message.body, now=now, retention=retention, scheduled=message.scheduled
+        message,
+        due=message.due_at,
+        body=message.body,
+        now=now,
+        retention=settings.retention,
+        scheduled=message.scheduled,
     )
     timing = settings.timing
     placement = handoff.paced(handoff.place(change.message, now, timing, written_first=True), slot, now, timing)

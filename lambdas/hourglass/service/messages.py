@@ -167,7 +167,7 @@ class Messages:
             asked = schedule.due_time(now, delay=edit.delay, deliver_at=edit.deliver_at, default_delay=0)
             due = admission.opening(message, queue, asked)
         body = edit.body if edit.has_body else message.body
-        retention = transitions.retention(self.ctx)
+        retention = self.ctx.settings.retention
         change = lifecycle.reschedule(message, due=due, body=body, now=now, retention=retention, scheduled=asked)
         return self.ctx.handoff.hand_off(
             change.message,

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from hourglass.core import admission, catch_up, delivery_control, lifecycle
+from hourglass.core import admission, catch_up, delivery_control, epoch, lifecycle
 from hourglass.core.attempts import Attempt
 from hourglass.core.handoff import Placement
 from hourglass.core.lifecycle import Change
@@ -47,10 +47,6 @@ METRICS = {
 REPAIR_BATCH = 100
 
 
-def retention(ctx: Context) -> timedelta:
-    return timedelta(days=ctx.settings.retention_days)
-
-
 # endings ------------------------------------------------------------------------------------
 def finish(
     ctx: Context,
@@ -66,7 +62,7 @@ def finish(
     """The message ends in `status`; `attempt`, the attempt that ended it, rides on the same write. Raises
     StaleVersionError when another version won (the attempt, which happened, then joins the history)."""
     change = lifecycle.finish(
-        message, status, now, retention(ctx), error=error, delivered_at=delivered_at, attempt=attempt
+        message, status, now, ctx.settings.retention, error=error, delivered_at=delivered_at, attempt=attempt
     )
     try:
         return _end(ctx, message, change, now, lambda outbox: ctx.store.finish(change, outbox), read)
@@ -78,7 +74,7 @@ def finish(
 
 def cancel(ctx: Context, message: Message, now: datetime, *, operation: str | None = None) -> Message:
     """pending -> cancelled (DELETE message, bulk cancel, a stale occurrence, a deleted queue's message)."""
-    change = lifecycle.cancel(message, now, retention(ctx))
+    change = lifecycle.cancel(message, now, ctx.settings.retention)
     return _end(ctx, message, change, now, lambda _: ctx.store.cancel(change, last_op=operation))
 
 
@@ -254,7 +250,7 @@ def _read(ctx: Context, message: Message) -> Chained | None:
 def _chain(ctx: Context, message: Message, now: datetime, read: Chained | None) -> Message | None:
     """The next occurrence, from what was read of the schedule and queue (None: one of them is gone)."""
     assert message.occurrence_at is not None
-    if read is None or not is_current(read.schedule, message) or read.queue.created_at != message.queue_epoch:
+    if read is None or not is_current(read.schedule, message) or not epoch.belongs(read.queue, message.queue_epoch):
         return None
     return materialize(ctx, read.schedule, read.queue, message.occurrence_at, now)
 
