@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 
 from hourglass import contract
 from hourglass.core.aws_targets import KINDS, ArnRule
@@ -50,6 +51,11 @@ class Settings:
     @property
     def timing(self) -> Timing:
         return Timing(self.shards, self.bucket_seconds, self.lookahead, self.handoff_safety)
+
+    @property
+    def retention(self) -> timedelta:
+        """How long a finished message is kept."""
+        return timedelta(days=self.retention_days)
 
     # Allowed SQS targets (core.sqs_targets): ARNs, names, `prefix*`; empty allows none.
     sqs_targets: str = ""

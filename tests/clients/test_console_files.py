@@ -54,5 +54,5 @@ def test_the_consoles_checks_use_the_apis_bounds() -> None:
         "circuit_breaker.failure_ratio": (circuit.MIN_RATIO, circuit.MAX_RATIO, False),
         "circuit_breaker.min_attempts": (circuit.MIN_ATTEMPTS, circuit.MAX_ATTEMPTS, True),
         "circuit_breaker.window": (circuit.MIN_WINDOW, circuit.MAX_WINDOW, True),
-        "jitter": (0, validation.MAX_JITTER, True),
+        "jitter": (0, validation.MAX_SCHEDULE_JITTER_S, True),
     }

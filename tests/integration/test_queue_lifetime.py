@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from hourglass.adapters.timer_queue import read_timers
-from hourglass.core import handoff
+from hourglass.core import handoff, keys
 from hourglass.core.concurrency import holder
 from hourglass.core.handoff import Timer
 from hourglass.core.timestamps import from_ms, to_ms
@@ -22,6 +22,8 @@ from tests.integration.test_rate_limits import Recorder, drain, make_queue, post
 from tests.integration.test_schedules import run_until
 
 TARGET = {"type": "http", "url": "http://127.0.0.1:9/x"}
+# Items that go with their message (or carry its queue's epoch), not with the queue.
+MESSAGE_SCOPED = (keys.MESSAGE_PREFIX, keys.HISTORY_PREFIX, keys.DEDUP_PREFIX, keys.BODY_PREFIX)
 
 
 def recreate(h: Harness, name: str, **settings: Any) -> None:
@@ -56,6 +58,36 @@ def run_as_sqs(h: Harness, rounds: int = 50) -> None:
         for timer in sorted(timers, key=visible_at):
             h.clock.now = max(h.clock.now, from_ms(visible_at(timer)))
             Dispatcher(h.ctx).run_batch([("r", timer.to_json())])
+
+
+# DELETE ---------------------------------------------------------------------------------------
+def items_of(h: Harness, name: str) -> list[dict[str, Any]]:
+    """Every item in the queue's partition, and every entry elsewhere in the table that names the queue."""
+    items: list[dict[str, Any]] = []
+    for page in h.ddb.get_paginator("scan").paginate(TableName=h.ctx.settings.table):
+        items += [item for item in page["Items"] if name in (item["pk"]["S"], item["sk"]["S"].split("/")[0])]
+    return items
+
+
+def test_delete_leaves_nothing_the_queue_owned_but_its_ended_messages(harness: Harness) -> None:
+    harness.ctx.invoke_fanout = lambda event: None  # the operation stays running, with its running entry
+    make_queue(harness, "orders", rate_limit=5, max_concurrency=2, flow_control={"key_rate_limit": 2})
+    assert harness.call("PUT", "/v1/queues/orders/schedules/tick", {"every": 60, "body": 1})[0] == 201
+    post_one(harness, "orders", flow_key="a", dedup_id="once")
+    post_one(harness, "orders", flow_key="b", priority=9)
+    drain(harness, rounds=3)  # delivered: counters, history, a concurrency slot released
+    waiting = [post_one(harness, "orders", flow_key="a", delay=600) for _ in range(3)]
+    assert harness.call("POST", "/v1/queues/orders/operations", {"action": "cancel"})[0] == 202
+
+    assert harness.call("DELETE", "/v1/queues/orders")[0] == 204
+
+    left = items_of(harness, "orders")
+    in_partition = [item["sk"]["S"] for item in left if item["pk"]["S"] == "orders"]
+    assert [sk for sk in in_partition if not sk.startswith(MESSAGE_SCOPED)] == [keys.ENDED_SK]
+    assert [item for item in left if item["pk"]["S"] != "orders"] == []  # its list and running-operation entries
+    messages = harness.ctx.store.list_messages("orders", status=None, limit=100, cursor=None)[0]
+    assert {m.id: m.status.value for m in messages if m.id in waiting} == dict.fromkeys(waiting, "cancelled")
+    assert all(m.status.finished for m in messages)
 
 
 # pacing ---------------------------------------------------------------------------------------
@@ -192,7 +224,6 @@ def test_a_pause_answered_during_a_settings_put_is_not_undone(harness: Harness) 
     queue, _ = racing.put("orders", {"target": TARGET, "timeout": 30})
     status, doc = harness.call("GET", "/v1/queues/orders")
     assert (status, doc["paused"], doc["timeout"], queue.control and queue.control.paused) == (200, True, 30, True)
-
 
 
 def test_a_failure_notice_of_the_deleted_queue_goes_to_no_destination_of_the_queue_created_again(

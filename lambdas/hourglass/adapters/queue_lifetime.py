@@ -3,6 +3,7 @@ schedules, operations), removed when it ends, and when its name's last life ende
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -25,11 +26,11 @@ class QueueLifetime(Table):
         item = got.get("Item")
         return None if item is None else from_ms(int(item["ended_at"]["N"]))
 
-    def clear_queue_items(self, name: str) -> None:
-        """Deletes the items of QUEUE_SCOPED_PREFIXES under the queue's name (and running operations' list entries):
+    def clear_queue_items(self, name: str, prefixes: Sequence[str] = QUEUE_SCOPED_PREFIXES) -> None:
+        """Deletes the items of `prefixes` under the queue's name (and running operations' list entries):
         a deleted operation's worker stops at its next page, an occurrence of a deleted schedule is cancelled."""
         deletes: list[dict[str, Any]] = []
-        for prefix in QUEUE_SCOPED_PREFIXES:
+        for prefix in prefixes:
             request: dict[str, Any] = {
                 "TableName": self.table,
                 "KeyConditionExpression": "pk = :q AND begins_with(sk, :p)",

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 
 from hourglass.core import delivery_control, lifecycle, limits, schedule
 from hourglass.core import window as windows
-from hourglass.core.model import Message, NewMessage, Queue, Status
+from hourglass.core.model import Message, NewMessage, Queue, Status, past_expiry
 from hourglass.core.recurrence import Schedule
 from hourglass.errors import ValidationError
 
@@ -110,7 +110,7 @@ def _new(queue: Queue, request: NewMessage, now: datetime, message_id: str) -> M
         id=message_id,
         queue=queue.name,
         body=request.body,
-        status=Status.EXPIRED if expires is not None and due > expires else Status.PENDING,
+        status=Status.EXPIRED if past_expiry(expires, due) else Status.PENDING,
         created_at=now,
         due_at=due,
         scheduled_at=lifecycle.scheduled_at(asked, due),

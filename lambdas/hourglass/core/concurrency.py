@@ -5,13 +5,15 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass
 
+from hourglass.core import retry
 from hourglass.core.model import DEFAULT_PRIORITY, Status
 
 # Conditional writes tried per start: each failed one costs a write unit, so few, then wait.
 PROBES = 3
 FIRST_WAIT = 1.0
 MAX_WAIT = 8.0
-MAX_JITTER = 0.25
+# A refused attempt's wait is lengthened by up to this share of itself, so that refused attempts spread out.
+MAX_BUSY_WAIT_STRETCH = 0.25
 
 
 @dataclass(frozen=True)
@@ -78,4 +80,4 @@ def busy_wait(waits: int, jitter: float = 0.0, priority: int = DEFAULT_PRIORITY)
     whoever asks first, so a higher priority asks more often; the default and below wait as they always did."""
     base = min(MAX_WAIT, FIRST_WAIT * 2.0 ** min(max(waits, 0), 16))
     sooner = 2.0 ** (-max(0, priority - DEFAULT_PRIORITY) / 2)
-    return base * sooner * (1.0 + MAX_JITTER * min(max(jitter, 0.0), 1.0))
+    return retry.stretched(base * sooner, jitter, MAX_BUSY_WAIT_STRETCH)

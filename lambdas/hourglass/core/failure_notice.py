@@ -25,6 +25,8 @@ OUTBOX_GRACE = timedelta(minutes=1)
 # the MAX_TRIES-th failed try (about 4 hours after the first) gives the notice up.
 BACKOFF_MAX = timedelta(hours=1)
 MAX_TRIES = 10
+# A notice's backoff is lengthened by up to this share of itself (fixed per message and try).
+MAX_NOTICE_STRETCH = 0.25
 
 
 def outbox_keys(message_id: str, finished_at: datetime) -> SweepKeys:
@@ -52,8 +54,8 @@ def backoff(message_id: str, tries: int) -> timedelta:
     """The wait after the `tries`-th failed try; the jitter is fixed per message and try, so that
     the notices of one outage spread out without a random source."""
     doubled = min(BACKOFF_MAX, OUTBOX_GRACE * 2 ** min(tries - 1, 20))
-    jitter = zlib.crc32(f"{message_id}#{tries}".encode()) % 1000 / 4000
-    return doubled * (1 + jitter)
+    jitter = zlib.crc32(f"{message_id}#{tries}".encode()) % 1000 / 1000
+    return doubled * (1 + MAX_NOTICE_STRETCH * jitter)
 
 
 def fair_order(entries: Iterable[DueEntry]) -> Iterator[DueEntry]:

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from hourglass.core.attempts import Attempt
-from hourglass.core.model import Message, Status
+from hourglass.core.model import Message, Status, past_expiry
 from hourglass.errors import ConflictError
 
 S = Status
@@ -92,8 +92,7 @@ def reschedule(
     """A pending message with a new due time or body; due after its expiry, it expires instead (and is
     kept for `retention` from `now`). `scheduled`: the time asked for, when its delivery window moved
     `due` to an opening."""
-    expired = message.expires_at is not None and due > message.expires_at
-    status = S.EXPIRED if expired else S.PENDING
+    status = S.EXPIRED if past_expiry(message.expires_at, due) else S.PENDING
     kept = scheduled_at(scheduled, due)
     return _change(message, retention, now, body=body, due_at=due, scheduled_at=kept, status=status, claimed_until=None)
 

@@ -237,6 +237,11 @@ class NewMessage:
     priority: int = DEFAULT_PRIORITY
 
 
+def past_expiry(expires_at: datetime | None, at: datetime) -> bool:
+    """Whether `at` is after the expiry `expires_at` (None: it never expires); at the expiry itself it is in time."""
+    return expires_at is not None and at > expires_at
+
+
 @dataclass(frozen=True)
 class Message:
     id: str

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from hourglass.core import retry
 from hourglass.core import window as windows
 from hourglass.core.attempts import AttemptOutcome
-from hourglass.core.model import RetryPolicy
+from hourglass.core.model import RetryPolicy, past_expiry
 
 MAX_RETRY_AFTER = 86400.0
 
@@ -45,6 +45,6 @@ def after_failure(
         return AfterFailure(AttemptOutcome.FAILED)
     wait = timedelta(seconds=retry_wait(policy, attempt, jitter=jitter, retry_after=retry_after))
     retry_at = windows.opening(window, now + wait)
-    if expires_at is not None and retry_at > expires_at:
+    if past_expiry(expires_at, retry_at):
         return AfterFailure(AttemptOutcome.EXPIRED)
     return AfterFailure(AttemptOutcome.RETRY, retry_at)

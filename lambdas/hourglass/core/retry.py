@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from hourglass.core.model import RetryPolicy
 
-MAX_JITTER = 0.10
+# A retry's backoff is lengthened by up to this share of itself, so that the retries of one outage spread out.
+MAX_BACKOFF_STRETCH = 0.10
 
 
 def backoff(policy: RetryPolicy, attempt: int, *, jitter: float = 0.0) -> float:
-    """Seconds to wait after failed attempt `attempt` (1-based); `jitter` in [0, 1) scales the +10% allowance.
+    """Seconds to wait after failed attempt `attempt` (1-based); `jitter` in [0, 1) scales the stretch (up to +10%).
 
     A target's Retry-After is `next_attempt.retry_wait`'s to apply.
     """
@@ -16,8 +17,12 @@ def backoff(policy: RetryPolicy, attempt: int, *, jitter: float = 0.0) -> float:
         raise ValueError("attempt is 1-based")
     exponent = min(attempt - 1, 64)
     wait = min(policy.backoff_max, policy.backoff_base * 2.0**exponent)
-    wait *= 1.0 + MAX_JITTER * min(max(jitter, 0.0), 1.0)
-    return wait
+    return stretched(wait, jitter, MAX_BACKOFF_STRETCH)
+
+
+def stretched(wait: float, jitter: float, most: float) -> float:
+    """`wait` lengthened by `jitter` (clamped to [0, 1]) times `most` of itself."""
+    return wait * (1.0 + most * min(max(jitter, 0.0), 1.0))
 
 
 def has_attempts_left(policy: RetryPolicy, attempts_made: int) -> bool:

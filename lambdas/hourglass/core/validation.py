@@ -599,7 +599,8 @@ SCHEDULE_FIELDS = frozenset(
         "priority",
     }
 )
-MAX_JITTER = 3600
+# The most seconds a schedule's occurrences may be spread after their times (`jitter`).
+MAX_SCHEDULE_JITTER_S = 3600
 
 
 def schedule_name(value: object) -> str:
@@ -647,7 +648,7 @@ def schedule_request(doc: object, now: datetime) -> ScheduleRequest:
         start_at=start_at,
         end_at=end_at,
         catch_up=_catch_up(schedule.get("catch_up", CatchUp.SKIP.value)),
-        jitter=integer(schedule.get("jitter", 0), "jitter", low=0, high=MAX_JITTER),
+        jitter=integer(schedule.get("jitter", 0), "jitter", low=0, high=MAX_SCHEDULE_JITTER_S),
     )
     return ScheduleRequest(
         recurrence=recurrence,

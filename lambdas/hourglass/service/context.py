@@ -6,7 +6,7 @@ import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from hourglass import logs
@@ -19,6 +19,10 @@ from hourglass.adapters.sqs_target import SqsTargets
 from hourglass.adapters.store import Store
 from hourglass.adapters.timer_queue import TimerQueue
 from hourglass.core.charts import SeriesReader
+from hourglass.core.handoff import Claim, DueEntry
+from hourglass.core.model import Message
+from hourglass.core.schedule import SweepKeys
+from hourglass.service.give_way import give_way
 from hourglass.service.handoff import HandOff
 from hourglass.service.pacing import Pacer, QueueLimits
 from hourglass.settings import Settings
@@ -26,6 +30,10 @@ from hourglass.settings import Settings
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+# The parts the hand-off is built from: replacing one (tests change settings on a running context) builds it again.
+HANDOFF_PARTS = frozenset({"settings", "store", "timers", "metrics", "pacer"})
 
 
 @dataclass
@@ -59,23 +67,35 @@ class Context:
         # Bodies above the body-item threshold go to S3; its client is built on first use.
         configure = getattr(self.store, "configure_bodies", None)
         if configure is not None:
-            retention = timedelta(days=self.settings.retention_days)
-            configure(retention=retention, bucket=self.settings.body_bucket, body_store=self.body_store)
+            configure(retention=self.settings.retention, bucket=self.settings.body_bucket, body_store=self.body_store)
 
-    @property
+    def __setattr__(self, name: str, value: object) -> None:
+        super().__setattr__(name, value)
+        if name in HANDOFF_PARTS:
+            self.__dict__.pop("handoff", None)
+
+    @functools.cached_property
     def handoff(self) -> HandOff:
-        from hourglass.service import transitions  # it imports this module
-
+        """This process's hand-off, built on first use (and again after a part of it is replaced)."""
         return HandOff(
             self.timers,
             self.settings.timing,
-            release=self.store.release,
-            claim=self.store.claim,
+            release=self._release,
+            claim=self._claim,
             metrics=self.metrics,
             pacer=self.pacer,
             clock=lambda: self.clock(),
-            give_way=functools.partial(transitions.give_way, self),
+            give_way=functools.partial(give_way, self.store, self.settings),
         )
+
+    # The store's claim and release as they are at each call (tests wrap them on a running context).
+    def _release(self, claim: Claim) -> None:
+        self.store.release(claim)
+
+    def _claim(
+        self, entry: DueEntry, *, now: datetime, lease_until: datetime, move_to: SweepKeys | None = None
+    ) -> Message | None:
+        return self.store.claim(entry, now=now, lease_until=lease_until, move_to=move_to)
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: object) -> Context:

@@ -32,7 +32,7 @@ Write = Callable[[Message, Placement], Stored]
 # A queue's rate limits (None: unlimited), for the claims of a hand-off whose slots went by before their send.
 RatesOf = Callable[[str], Rates | None]
 # Moves a pending message version (queue, id, version), not begun, to a later pacing slot so a higher priority
-# takes its own (`transitions.give_way`), in one transaction with the fence (the record's change): the new
+# takes its own (`service.give_way`), in one transaction with the fences (the records' change): the new
 # version's claim, whose timer is to be sent; None when it began, changed or ended, or the record changed.
 GiveWayTo = Callable[[str, str, int, Slot, datetime, Sequence[dict[str, Any]]], Claim | None]
 # Victims a start tries in turn when the one before began, changed or ended meanwhile ...

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -19,7 +18,6 @@ from hourglass.core.pacing import Rates
 from hourglass.core.schedule import SweepKeys
 from hourglass.core.validation import ListOrder
 from hourglass.errors import ConflictError, NotFoundError, StaleVersionError, ValidationError
-from hourglass.logs import log
 from hourglass.service import targets, transitions
 from hourglass.service.context import Context
 from hourglass.service.failure_notices import Owed
@@ -27,8 +25,6 @@ from hourglass.service.queues import Queues
 
 DEDUP_WINDOW = timedelta(hours=24)
 EDIT_ATTEMPTS = 3
-# DELETE queue cancels pending messages for at most this long (API Gateway answers within 29 s).
-DELETE_QUEUE_BUDGET = timedelta(seconds=15)
 
 
 class Messages:
@@ -36,23 +32,6 @@ class Messages:
         self.ctx = ctx
         self.store = ctx.store
         self.queues = Queues(ctx)
-
-    def cancel_pending(self, queue_name: str) -> None:
-        """Cancels a deleted queue's pending messages for as long as the request budget allows
-        (`Queues.delete` says why what is left is never delivered)."""
-        started = self.ctx.clock()
-        cursor = None
-        while self.ctx.clock() - started < DELETE_QUEUE_BUDGET:
-            pending, cursor = self.store.list_messages(queue_name, status=Status.PENDING, limit=100, cursor=cursor)
-            for message in pending:
-                self._try_cancel(message)
-            if cursor is None:
-                return
-        log("delete_queue_incomplete", queue=queue_name)
-
-    def _try_cancel(self, message: Message) -> None:
-        with contextlib.suppress(StaleVersionError):
-            self._cancel_version(message)
 
     # messages -----------------------------------------------------------------------------
     def create(self, queue_name: str, doc: Any) -> list[tuple[Message, bool]]:
@@ -188,7 +167,7 @@ class Messages:
             asked = schedule.due_time(now, delay=edit.delay, deliver_at=edit.deliver_at, default_delay=0)
             due = admission.opening(message, queue, asked)
         body = edit.body if edit.has_body else message.body
-        retention = transitions.retention(self.ctx)
+        retention = self.ctx.settings.retention
         change = lifecycle.reschedule(message, due=due, body=body, now=now, retention=retention, scheduled=asked)
         return self.ctx.handoff.hand_off(
             change.message,

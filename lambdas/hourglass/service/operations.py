@@ -191,7 +191,7 @@ class Operations:
         if action is Action.SHIFT:
             assert operation.request.seconds is not None
             asked = operations.shifted_due(message.due_at, operation.request.seconds, now)
-            retention = transitions.retention(self.ctx)
+            retention = self.ctx.settings.retention
             due = admission.opening(message, queue, asked)
             return lifecycle.reschedule(
                 message, due=due, body=message.body, now=now, retention=retention, scheduled=asked

@@ -11,8 +11,10 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
+from hourglass.adapters.metrics import Metrics
+from hourglass.adapters.store import Store
 from hourglass.core import delivery_control, holders, pacing, schedule
 from hourglass.core.admission import MAX_PRIORITY
 from hourglass.core.deadline import ATTEMPT_BUDGET, BOOKKEEPING, attempt_deadline
@@ -24,8 +26,21 @@ from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.errors import StoreError
 from hourglass.logs import log
 
-if TYPE_CHECKING:
-    from hourglass.service.context import Context
+
+class Context(Protocol):
+    """The parts of `service.context.Context` the dispatcher's pacing uses (pacing sits below the context)."""
+
+    @property
+    def store(self) -> Store: ...
+    @property
+    def metrics(self) -> Metrics: ...
+    @property
+    def pacer(self) -> Pacer: ...
+    @property
+    def clock(self) -> Callable[[], datetime]: ...
+    @property
+    def sleep(self) -> Callable[[float], None]: ...
+
 
 # Allocation rounds before giving up (each lost round means another allocator just won).
 MAX_ROUNDS = 64

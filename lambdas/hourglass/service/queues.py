@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from hourglass.core import delivery_control, epoch, validation
-from hourglass.core.model import Queue
+from hourglass.core import delivery_control, epoch, keys, validation
+from hourglass.core.model import Queue, Status
+from hourglass.core.timestamps import to_ms
 from hourglass.errors import ConflictError, NotFoundError, StaleVersionError, ValidationError
-from hourglass.service import pacing, targets
+from hourglass.logs import log
+from hourglass.service import pacing, targets, transitions
 from hourglass.service.context import Context
 
 WRITE_ATTEMPTS = 3
+# DELETE cancels pending messages for at most this long (API Gateway answers within 29 s).
+DELETE_QUEUE_BUDGET = timedelta(seconds=15)
 
 
 class Queues:
@@ -74,15 +79,36 @@ class Queues:
         return queue
 
     def delete(self, name: str) -> None:
-        """Deletes the queue item (and its list entry) and ends its life: its pacing cursor, concurrency
-        slots, schedules and operations go; `Messages.cancel_pending` then cancels what waits.
+        """DELETE of a queue, the one way a queue ends (404 when there is none). It ends, in this order:
 
-        The queue item's absence is the tombstone: the dispatcher reads it strongly consistently
-        (once per batch and queue) and cancels, never delivers, a message of a deleted queue or of
-        an earlier queue of the same name (its epoch differs), so nothing the cancel pass leaves
-        is delivered after the 204.
+        - the queue item, this life of it only (its `created_at`, the epoch): its absence is the tombstone, so a
+          dispatcher (which reads it strongly consistently, once per batch and queue) cancels, never delivers, a
+          message of a deleted queue or of an earlier life of the name; nothing left pending below is delivered;
+        - its entry in the list of queues;
+        - its life: the time it ended is noted (a queue created again starts a later epoch), and what it owned
+          besides its messages is removed (`keys.QUEUE_SCOPED_PREFIXES`: pacing cursor, windows and key items,
+          concurrency slots, schedules, operations and their running entries, status counters, breaker
+          windows, owed queue notices);
+        - its pending messages, cancelled for as long as the request budget allows (`DELETE_QUEUE_BUDGET`); then
+          what the cancels counted (the status counters of this life, never a later one's) is removed.
+
+        A DELETE that dies half-way leaves the rest to a queue created again (`_new_epoch`) and the dispatcher.
         """
         queue = self.get(name)
         self.store.delete_queue(name, queue.created_at)
         self.store.unregister_queue(name)
         self.store.end_queue(name, self.ctx.clock())
+        self._cancel_pending(name)
+        self.store.clear_queue_items(name, [keys.count_prefix(to_ms(queue.created_at))])
+
+    def _cancel_pending(self, name: str) -> None:
+        started = self.ctx.clock()
+        cursor = None
+        while self.ctx.clock() - started < DELETE_QUEUE_BUDGET:
+            pending, cursor = self.store.list_messages(name, status=Status.PENDING, limit=100, cursor=cursor)
+            for message in pending:
+                with contextlib.suppress(StaleVersionError):
+                    transitions.cancel(self.ctx, message, self.ctx.clock())
+            if cursor is None:
+                return
+        log("delete_queue_incomplete", queue=name)

@@ -189,7 +189,6 @@ class Api:
 
     def delete_queue(self, request: Request, name: str) -> Response:
         self.queues.delete(name)
-        self.messages.cancel_pending(name)
         return respond(204)
 
     def create_messages(self, request: Request, name: str) -> Response:

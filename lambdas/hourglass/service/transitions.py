@@ -2,22 +2,22 @@
 history's TTL, and its schedule's next occurrence (chaining: at the sweep's claim of an occurrence, else after
 its first outcome or its end; a sweep-time repair is the safety net).
 
-The dispatcher, the DLQ consumer, admission, PATCH, cancel, redeliver and bulk operations all go through here.
+The dispatcher, the DLQ consumer, admission, PATCH, cancel, redeliver and bulk operations all go through here;
+the hand-off's giving way, which sits below `Context`, is `service.give_way`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
-from typing import Any
+from datetime import datetime
 
-from hourglass.core import admission, catch_up, delivery_control, handoff, lifecycle
+from hourglass.core import admission, catch_up, delivery_control, epoch, lifecycle
 from hourglass.core.attempts import Attempt
-from hourglass.core.handoff import Claim, Placement
+from hourglass.core.handoff import Placement
 from hourglass.core.lifecycle import Change
 from hourglass.core.model import Message, Queue, Status
-from hourglass.core.pacing import Rates, Slot
+from hourglass.core.pacing import Rates
 from hourglass.core.recurrence import Schedule
 from hourglass.core.schedule import SweepKeys
 from hourglass.errors import StaleVersionError, StoreError, TimerQueueError
@@ -47,10 +47,6 @@ METRICS = {
 REPAIR_BATCH = 100
 
 
-def retention(ctx: Context) -> timedelta:
-    return timedelta(days=ctx.settings.retention_days)
-
-
 # endings ------------------------------------------------------------------------------------
 def finish(
     ctx: Context,
@@ -66,7 +62,7 @@ def finish(
     """The message ends in `status`; `attempt`, the attempt that ended it, rides on the same write. Raises
     StaleVersionError when another version won (the attempt, which happened, then joins the history)."""
     change = lifecycle.finish(
-        message, status, now, retention(ctx), error=error, delivered_at=delivered_at, attempt=attempt
+        message, status, now, ctx.settings.retention, error=error, delivered_at=delivered_at, attempt=attempt
     )
     try:
         return _end(ctx, message, change, now, lambda outbox: ctx.store.finish(change, outbox), read)
@@ -78,7 +74,7 @@ def finish(
 
 def cancel(ctx: Context, message: Message, now: datetime, *, operation: str | None = None) -> Message:
     """pending -> cancelled (DELETE message, bulk cancel, a stale occurrence, a deleted queue's message)."""
-    change = lifecycle.cancel(message, now, retention(ctx))
+    change = lifecycle.cancel(message, now, ctx.settings.retention)
     return _end(ctx, message, change, now, lambda _: ctx.store.cancel(change, last_op=operation))
 
 
@@ -103,37 +99,6 @@ def revise(
     leased = change.leased(placement.lease)
     ctx.store.reschedule(leased, placement.keys, new_body=new_body, last_op=operation)
     return leased.message
-
-
-def give_way(
-    ctx: Context,
-    queue: str,
-    message_id: str,
-    version: int,
-    slot: Slot,
-    now: datetime,
-    fences: Sequence[dict[str, Any]],
-) -> Claim | None:
-    """A pending message version not begun yet moved to a later pacing `slot`, so that a higher priority takes
-    its slot (`service.handoff`): a new version at the same due time, written as a PATCH writes it, in one
-    transaction with `fences` (the changes of the records of who holds the slots), whose timer the caller
-    sends (the old timer then finds a changed version and is dropped). None, and nothing written, when it began,
-    changed or ended meanwhile, or the record changed: it keeps its slot."""
-    message = ctx.store.get_message(queue, message_id)
-    if message is None or message.status is not Status.PENDING or message.version != version:
-        return None
-    change = lifecycle.reschedule(
-        message, due=message.due_at, body=message.body, now=now, retention=retention(ctx), scheduled=message.scheduled
-    )
-    timing = ctx.settings.timing
-    placement = handoff.paced(handoff.place(change.message, now, timing, written_first=True), slot, now, timing)
-    if change.message.status is not Status.PENDING or placement.claim() is None:
-        return None
-    try:
-        ctx.store.await_retry(change.leased(placement.lease), placement.keys, fences=fences)
-    except StaleVersionError:
-        return None
-    return placement.claim()
 
 
 def _end(
@@ -285,7 +250,7 @@ def _read(ctx: Context, message: Message) -> Chained | None:
 def _chain(ctx: Context, message: Message, now: datetime, read: Chained | None) -> Message | None:
     """The next occurrence, from what was read of the schedule and queue (None: one of them is gone)."""
     assert message.occurrence_at is not None
-    if read is None or not is_current(read.schedule, message) or read.queue.created_at != message.queue_epoch:
+    if read is None or not is_current(read.schedule, message) or not epoch.belongs(read.queue, message.queue_epoch):
         return None
     return materialize(ctx, read.schedule, read.queue, message.occurrence_at, now)
 

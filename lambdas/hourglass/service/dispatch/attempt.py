@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from hourglass.core import admission, catch_up, delivery, delivery_control, epoch, lifecycle, schedule
 from hourglass.core.delivery_control import DeliveryControl
 from hourglass.core.handoff import Scheduled, Timer
-from hourglass.core.model import LATER_NAMESPACE, Message, Queue, Status
+from hourglass.core.model import LATER_NAMESPACE, Message, Queue, Status, past_expiry
 from hourglass.core.timestamps import from_ms
 from hourglass.errors import StaleVersionError
 from hourglass.logs import log
@@ -70,7 +70,7 @@ class Attempts:
         else:
             self.ctx.sleep(schedule.seconds_until(due, self.ctx.clock()))
             now = self.ctx.clock()
-        if message.expires_at is not None and now > message.expires_at:
+        if past_expiry(message.expires_at, now):
             return self.outcomes.end(message, Status.EXPIRED, now, "expired before delivery", read=current)
         opens = admission.opening(message, queue, now)
         if opens > now:

@@ -9,7 +9,7 @@ from datetime import datetime
 
 from hourglass.core import admission, delivery, delivery_control, next_attempt
 from hourglass.core.attempts import Attempt, AttemptOutcome
-from hourglass.core.model import Message, Queue, RetryPolicy, Status
+from hourglass.core.model import Message, Queue, RetryPolicy, Status, past_expiry
 from hourglass.core.pacing import Rates
 from hourglass.errors import StaleVersionError
 from hourglass.logs import log
@@ -103,7 +103,7 @@ class Outcomes:
     ) -> Result:
         """Begun, but its delivery window closed while it waited (for a pacing slot, a resume): pending again, due
         at the next opening, its attempt given back; expired if that is after its expiry."""
-        if message.expires_at is not None and opens > message.expires_at:
+        if past_expiry(message.expires_at, opens):
             return self.end(message, Status.EXPIRED, now, "expired before its delivery window opened", read=read)
         rates = delivery_control.rates(delivery_control.of(queue))
         if not transitions.put_back(self.ctx, message, rates, now, due=opens):
