@@ -72,7 +72,7 @@ def _signature(build: Callable[..., Any], bound: Callable[..., Any]) -> None:
     del bound.__wrapped__  # type: ignore[attr-defined]
     signature = inspect.signature(build)
     bound.__signature__ = signature.replace(  # type: ignore[attr-defined]
-        parameters=list(signature.parameters.values())[1:]
+        parameters=list(signature.parameters.values())[1:], return_annotation=inspect.Signature.empty
     )
 
 
@@ -250,20 +250,38 @@ def _attempts(doc: Any) -> list[Attempt]:
     return [Attempt.from_doc(a) for a in doc.get("attempts", [])]
 
 
+def _documented(method: Callable[..., Any], build: Callable[..., Any]) -> None:
+    """`method(client, first, /, *args, **kwargs)` shown with `build`'s parameters after `first`."""
+    signature = inspect.signature(method)
+    first = list(signature.parameters.values())[:2]
+    method.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[*first, *inspect.signature(build).parameters.values()]
+    )
+
+
 def _put_queue(build: Callable[P, QueuePut]) -> endpoint[Concatenate[str, P], Queue]:
     """`put_queue(name, **settings)`, its keyword arguments those of `QueuePut` (declared once there)."""
 
-    def put_queue(client: Any, name: str, /, *args: P.args, **kwargs: P.kwargs) -> Call[Queue]:
+    def put_queue(client: Endpoints, name: str, /, *args: P.args, **kwargs: P.kwargs) -> Call[Queue]:
         """Creates or replaces a queue; settings left None take the server's defaults (`QueueSettings` says
         what each means). `settings` is merged last (a raw document, for fields this SDK does not know yet)."""
         return Call("PUT", path("v1", "queues", name), _queue, body=build(*args, **kwargs).doc())
 
-    signature = inspect.signature(put_queue)
-    first = list(signature.parameters.values())[:2]
-    put_queue.__signature__ = signature.replace(  # type: ignore[attr-defined]
-        parameters=[*first, *inspect.signature(build).parameters.values()]
-    )
+    _documented(put_queue, build)
     return endpoint(put_queue)
+
+
+def _send(build: Callable[P, dict[str, Any]]) -> endpoint[Concatenate[str, P], Created]:
+    """`send(queue, body, **fields)`, its arguments those of `message` (declared once there)."""
+
+    def send(client: Endpoints, queue: str, /, *args: P.args, **kwargs: P.kwargs) -> Call[Created]:
+        """Schedules one message (the arguments of `message`); `flow_key` and `priority` for a queue's flow
+        control (v1.2)."""
+        entry = client._with_dedup(build(*args, **kwargs))
+        return client._create(queue, [entry], lambda doc: _created(doc)[0])
+
+    _documented(send, build)
+    return endpoint(send)
 
 
 class Endpoints:
@@ -341,36 +359,7 @@ class Endpoints:
 
     # --- messages -----------------------------------------------------------------------------
 
-    @endpoint
-    def send(
-        self,
-        queue: str,
-        body: Any,
-        *,
-        delay: float | None = None,
-        deliver_at: datetime | str | None = None,
-        timezone: str | None = None,
-        ttl: float | None = None,
-        dedup_id: str | None = None,
-        target: Mapping[str, Any] | None = None,
-        flow_key: str | None = None,
-        priority: int | None = None,
-        window: Mapping[str, Any] | None = None,
-    ) -> Call[Created]:
-        """Schedules one message; `flow_key` and `priority` for a queue's flow control (v1.2)."""
-        entry = message(
-            body,
-            delay=delay,
-            deliver_at=deliver_at,
-            timezone=timezone,
-            ttl=ttl,
-            dedup_id=dedup_id,
-            target=target,
-            window=window,
-            flow_key=flow_key,
-            priority=priority,
-        )
-        return self._create(queue, [self._with_dedup(entry)], lambda doc: _created(doc)[0])
+    send = _send(message)
 
     def _creates(self, queue: str, messages: Iterable[Mapping[str, Any]]) -> Iterator[Call[list[Created]]]:
         """The create requests of `send_batch`: at most 100 messages each, within the API's size limit."""

@@ -7,12 +7,12 @@ from collections.abc import Iterable
 from typing import Any
 
 import click
-from rich.table import Table
+from rich.table import Column, Table
 from rich.text import Text
 
 from hourglass_client.cli.options import chosen_settings, chosen_target, setting_options, target_options
 from hourglass_client.cli.state import Group, State, add_switch, pass_state
-from hourglass_client.cli.text import limits_text, target_text, window_text
+from hourglass_client.cli.text import limits_text, number, target_text, window_text
 from hourglass_client.client import Client
 from hourglass_client.models import Queue
 from hourglass_client.terminal import styled
@@ -38,18 +38,28 @@ def retry_text(q: Queue) -> str:
 
 def queue_table(found: Iterable[Queue]) -> Table:
     """One row per queue: its target with its type, retry, limits (queue-wide and per flow key), window."""
-    table = Table("name", "target", "default delay", "ttl", "retry", "limits", "per key", "window", "paused")
+    table = Table(
+        "name",
+        Column("target", overflow="fold"),  # wrapped on a narrow terminal, never cut
+        "default delay",
+        "ttl",
+        "retry",
+        "limits",
+        "per key",
+        Column("window", overflow="fold"),
+        "paused",
+    )
     for q in found:
         flow = q.flow_control or {}
         limits = limits_text(q.rate_limit, q.max_concurrency)
-        timeout = f"timeout {q.timeout}s" if q.timeout is not None else ""
+        timeout = number(q.timeout, "s")
         table.add_row(
             q.name,
             target_text(q.target),
-            f"{q.default_delay}s" if q.default_delay is not None else "",
-            f"{q.ttl}s" if q.ttl is not None else "",
+            number(q.default_delay, "s"),
+            number(q.ttl, "s"),
             retry_text(q),
-            ", ".join(p for p in (limits, timeout) if p),
+            ", ".join(p for p in (limits, f"timeout {timeout}" if timeout else "") if p),
             limits_text(flow.get("key_rate_limit"), flow.get("key_max_concurrency")),
             window_text(q.window),
             paused_text(q),

@@ -49,7 +49,9 @@ def _source(ctx: click.Context, param: str, flag: str, variable: str, profile: s
 
 @click.group(cls=Group, epilog=COMPLETION_HELP)
 @click.version_option(_version(), "--version", prog_name="hourglass", message="%(prog)s %(version)s")
-@click.option("--profile", envvar="HOURGLASS_PROFILE", metavar="NAME", help="profile of the config file [env HOURGLASS_PROFILE]")
+@click.option(
+    "--profile", envvar="HOURGLASS_PROFILE", metavar="NAME", help="profile of the config file [env HOURGLASS_PROFILE]"
+)
 @click.option("--url", envvar="HOURGLASS_URL", metavar="URL", help="API base URL [env HOURGLASS_URL]")
 @click.option("--api-key", envvar="HOURGLASS_API_KEY", metavar="KEY", help="x-api-key value [env HOURGLASS_API_KEY]")
 @click.option(
@@ -58,7 +60,9 @@ def _source(ctx: click.Context, param: str, flag: str, variable: str, profile: s
     envvar="HOURGLASS_AUTH",
     help="iam: sign requests with AWS SigV4 (standard credential chain) [env HOURGLASS_AUTH]",
 )
-@click.option("--region", metavar="REGION", help="AWS region for --auth iam [default: the URL's, then the AWS configuration's]")
+@click.option(
+    "--region", metavar="REGION", help="AWS region for --auth iam [default: the URL's, then the AWS configuration's]"
+)
 @click.option("--json", "as_json", is_flag=True, hidden=True, help="the same as --output jsonl")
 @click.pass_context
 def main(

@@ -47,7 +47,14 @@ def window_text(window: Mapping[str, Any] | None) -> str:
     return " ".join(parts)
 
 
+def number(value: Any, unit: str = "") -> str:
+    """A number as short as it reads (`10`, not `10.0`) with its unit; "" for None."""
+    if value is None:
+        return ""
+    return f"{value:g}{unit}" if isinstance(value, int | float) else f"{value}{unit}"
+
+
 def limits_text(rate: Any, concurrency: Any) -> str:
     """`20/s, 5 at once`: a rate and a concurrency limit, each left out when unlimited."""
-    parts = [f"{rate}/s" if rate is not None else "", f"{concurrency} at once" if concurrency is not None else ""]
+    parts = [number(rate, "/s"), number(concurrency, " at once")]
     return ", ".join(p for p in parts if p)
