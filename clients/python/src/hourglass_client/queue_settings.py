@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, TypedDict
 
-from hourglass_client.windows import parse_window
+from hourglass_client.windows import WINDOW_HELP, parse_window
 
 
 class RetryDoc(TypedDict, total=False):
@@ -193,7 +193,7 @@ class QueueSettings:
             Flag(
                 "window",
                 parse_window,
-                "delivery window: '09:00-18:00 mon-fri Europe/Paris except=2026-12-25' or a JSON object",
+                WINDOW_HELP,
                 "SPEC",
             ),
         ),

@@ -12,13 +12,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from hourglass_client import files
-from hourglass_client.cli.options import WINDOW_HELP, parse_body, window_option
+from hourglass_client.cli.options import parse_body, window_option
 from hourglass_client.cli.queues import STATUSES
 from hourglass_client.cli.state import Command, State, pass_state
 from hourglass_client.cli.text import short, time_text
 from hourglass_client.errors import HourglassError
 from hourglass_client.models import Attempt, Created, Message
 from hourglass_client.terminal import styled
+from hourglass_client.windows import WINDOW_HELP
 
 ORDERS = ["due", "created"]
 

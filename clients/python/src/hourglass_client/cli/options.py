@@ -23,7 +23,6 @@ TARGET_OPTIONS: dict[str, tuple[str, Callable[[str], dict[str, Any]]]] = {
     "target_eventbridge": ("EventBridge event bus ARN to put events on", targets.event_bus),
     "target_sfn": ("Step Functions state machine ARN to start", targets.state_machine),
 }
-WINDOW_HELP = "delivery window: '09:00-18:00 mon-fri Europe/Paris except=2026-12-25' or a JSON object"
 
 
 def apply(command: F, *decorators: Callable[[Any], Any]) -> F:

@@ -10,10 +10,11 @@ from typing import Any
 import click
 from rich.table import Table
 
-from hourglass_client.cli.options import WINDOW_HELP, chosen_target, parse_body, target_options, window_option
+from hourglass_client.cli.options import chosen_target, parse_body, target_options, window_option
 from hourglass_client.cli.state import Group, State, add_switch, pass_state
 from hourglass_client.cli.text import short, time_text
 from hourglass_client.models import Schedule
+from hourglass_client.windows import WINDOW_HELP
 
 
 @click.group(cls=Group)
