@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -56,50 +56,31 @@ def schedules_put(
     state: State,
     queue: str,
     name: str,
-    cron: str | None,
-    every: float | None,
-    timezone: str | None,
     body: str | None,
     body_text: str | None,
-    start_at: str | None,
-    end_at: str | None,
     window_spec: str | None,
-    catch_up: str | None,
-    jitter: int | None,
-    **target_given: Any,
+    **given: Any,
 ) -> None:
     """Create or replace schedule NAME of QUEUE (a `--target-*` overrides the queue's target)."""
-    problems = schedule_problems(cron, every, timezone, body, body_text, start_at, end_at)
+    target = chosen_target(given)  # the rest of `given` are `put_schedule`'s keywords, as named
+    problems = schedule_problems(given, body, body_text)
     if problems:
         raise click.UsageError("the schedule is not valid:\n" + "\n".join(f"  {p}" for p in problems))
     s = state.client.put_schedule(
         queue,
         name,
-        cron=cron,
-        every=every,
-        timezone=timezone,
         body=parse_body(body, body_text, "--body"),
-        target=chosen_target(target_given),
-        start_at=start_at,
-        end_at=end_at,
+        target=target,
         window=window_option(window_spec),
-        catch_up=catch_up,
-        jitter=jitter,
+        **given,
     )
     state.emit(s.raw, lambda: state.out.print(schedule_table([s])))
 
 
-def schedule_problems(
-    cron: str | None,
-    every: float | None,
-    timezone: str | None,
-    body: str | None,
-    body_text: str | None,
-    start_at: str | None,
-    end_at: str | None,
-) -> list[str]:
+def schedule_problems(given: Mapping[str, Any], body: str | None, body_text: str | None) -> list[str]:
     """Every bad field of a `schedules put` the CLI can see before asking the server (which names only one)."""
     problems = []
+    cron, every, timezone = given["cron"], given["every"], given["timezone"]
     if (cron is None) == (every is None):
         problems.append("--cron / --every: give exactly one")
     if every is not None and every < 60:
@@ -115,7 +96,7 @@ def schedule_problems(
             problems.append(f"--body: is not valid JSON ({exc}); send text with --body-text")
     if timezone is not None and not known_zone(timezone):
         problems.append(f"--timezone: {timezone!r} is not an IANA time zone")
-    for flag, value in (("--start-at", start_at), ("--end-at", end_at)):
+    for flag, value in (("--start-at", given["start_at"]), ("--end-at", given["end_at"])):
         if value is not None and not rfc3339(value):
             problems.append(f"{flag}: {value!r} is not an RFC 3339 time")
     return problems
