@@ -236,3 +236,12 @@ def test_the_key_from_a_flag_is_named_when_refused(api_url: str) -> None:
     result = invoke("--url", api_url, "--api-key", "wrong", "queues", "list")
     assert "the key from --api-key was refused" in result.output
     assert API_KEY not in result.output
+
+
+def test_a_file_send_without_an_answer_gives_the_next_step_too(tmp_path: Path) -> None:
+    path = tmp_path / "one.jsonl"
+    path.write_text('{"body": 1}\n')
+    url = closed_port_url()
+    result = invoke("send", "q", "--file", str(path), HOURGLASS_URL=url)
+    assert result.exit_code == 1
+    assert "stored 0 of 1 messages" in result.output and f"{url} (from HOURGLASS_URL)" in result.output

@@ -110,6 +110,7 @@ def send_file(state: State, queue: str, file: Path, fmt: str | None) -> None:
     except HourglassError as exc:
         state.err.print(styled(("error", "red"), " ", files.refusal(file, rows, len(stored), exc)))
         state.err.print(files.progress_note(rows, len(stored), exc))
+        state.hint(exc)
         sys.exit(1)
     if not state.as_json:
         before = sum(one.duplicate for one in stored)

@@ -109,6 +109,10 @@ class State:
     def fail(self, exc: HourglassError) -> None:
         """An API error as one red line, and the next step when there is one."""
         self.err.print(styled(("error", "red"), f" {exc.label}: {exc.message}"))
+        self.hint(exc)
+
+    def hint(self, exc: HourglassError) -> None:
+        """The next step after `exc`, when there is one."""
         step = next_step(exc, url=self.url, url_source=self.url_source, key_source=self.key_source)
         if step:
             self.err.print(styled(("hint", "yellow"), f" {step}"))
