@@ -48,3 +48,15 @@ def test_async_order_due_and_deliver_now(api_url: str, queue: str) -> None:
 
     expected, listed, status = asyncio.run(scenario())
     assert listed == expected and status == "pending"
+
+
+def test_async_with_closes_the_client(api_url: str, queue: str) -> None:
+    async def scenario() -> tuple[str, AsyncClient]:
+        async with AsyncClient(api_url, API_KEY) as hg:
+            name = (await hg.get_queue(queue)).name
+        return name, hg
+
+    name, closed = asyncio.run(scenario())
+    assert (name, closed.transport.closed) == (queue, True)
+    with pytest.raises(RuntimeError, match="closed"):
+        asyncio.run(closed.get_queue(queue))

@@ -322,7 +322,7 @@ def test_a_rerun_of_the_corrected_file_stores_each_row_once(
     write_rows(path, small_rows())
     again = run("send", queue, "--file", str(path))
     assert again.exit_code == 0, again.output
-    assert "sent 150 messages" in again.stdout and "(100 duplicates)" in again.stdout
+    assert "sent 150 messages" in again.stdout and "100 already stored, 50 new" in again.stdout
     pending = [m.body["n"] for m in client.iter_messages(queue, status="pending", page_size=1000)]
     assert sorted(pending) == list(range(150))
 

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from hourglass_client import BadRequest, Client, Conflict, NotFound, Unauthorized, message, targets, verify
 
-from tests.clients.conftest import RawReceiver, eventually
+from tests.clients.conftest import API_KEY, RawReceiver, eventually
 
 
 def test_put_queue_creates_a_queue_that_get_returns(client: Client) -> None:
@@ -204,3 +204,10 @@ def test_order_due_counts_and_deliver_now(client: Client, queue: str) -> None:
     assert client.get_queue(queue).counts["pending"] == 2
     moved = client.deliver_now(queue, late.id)
     assert moved.due_at is not None and late.due_at is not None and moved.due_at < late.due_at
+
+
+def test_with_closes_the_client(api_url: str, queue: str) -> None:
+    with Client(api_url, API_KEY) as hg:
+        assert hg.get_queue(queue).name == queue
+    with pytest.raises(RuntimeError, match="closed"):
+        hg.get_queue(queue)

@@ -14,6 +14,7 @@ from hourglass_client.errors import (
     Unavailable,
 )
 from hourglass_client.models import Attempt, Created, Message, Operation, Page, Queue, Schedule
+from hourglass_client.queue_settings import QueueSettings
 from hourglass_client.signing import sign, verify
 from hourglass_client.transport import RetryPolicy
 from hourglass_client.windows import parse_window, window
@@ -31,6 +32,7 @@ __all__ = [
     "Operation",
     "Page",
     "Queue",
+    "QueueSettings",
     "RateLimited",
     "RetryPolicy",
     "Schedule",

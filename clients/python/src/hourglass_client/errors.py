@@ -65,10 +65,27 @@ _BY_STATUS: dict[int, type[HourglassError]] = {
 }
 
 
-def from_response(status: int, body: Any) -> HourglassError:
-    """The exception for an error response; `code`/`message` from `{"error": {...}}` when present."""
+class NotJson(str):
+    """The text of an answer that is not JSON."""
+
+
+def from_response(status: int, body: Any, content_type: str | None = None) -> HourglassError:
+    """The exception for an error response; `code`/`message` from `{"error": {...}}` when present. An answer
+    that is not JSON (a web page from another server) is summed up in one line, never quoted whole."""
     error = body.get("error") if isinstance(body, dict) else None
     code = str(error.get("code")) if isinstance(error, dict) and error.get("code") else f"http_{status}"
-    message = str(error.get("message")) if isinstance(error, dict) and error.get("message") else str(body or "")
+    if isinstance(error, dict) and error.get("message"):
+        message = str(error.get("message"))
+    elif isinstance(body, NotJson):
+        message = not_json(body, content_type)
+    else:
+        message = str(body or "")
     kind = _BY_STATUS.get(status) or (Unavailable if status >= 500 else HourglassError)
     return kind(status, code, message, body)
+
+
+def not_json(text: str, content_type: str | None) -> str:
+    """An answer that is not JSON in one line: its content type and its first line (cut at 100 characters)."""
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    first = first if len(first) <= 100 else first[:99] + "…"
+    return f"not a JSON answer ({content_type or 'no content type'}), first line: {first!r}"

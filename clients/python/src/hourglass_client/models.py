@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
+from hourglass_client.queue_settings import QueueSettings, settings_of
+
 T = TypeVar("T")
 
 
@@ -26,41 +28,28 @@ def format_time(value: datetime | str) -> str:
     return value.isoformat()
 
 
-@dataclass(frozen=True)
-class Queue:
+@dataclass(frozen=True, kw_only=True)
+class Queue(QueueSettings):
+    """A queue document: its settings (each field of `QueueSettings`, as the server filled them in) and state."""
+
     name: str
-    default_delay: float
-    max_delay: float
-    ttl: float | None
-    target: dict[str, Any] | None
-    retry: dict[str, Any]
     paused: bool
     created_at: datetime | None
     raw: dict[str, Any] = field(repr=False, compare=False)
     # Messages by status (v1.2); empty from a server without counts.
     counts: dict[str, int] = field(default_factory=dict, compare=False)
-    # Its delivery window ({"timezone", "days", "from", "to", "exclude_dates"}), None when it has none.
-    window: dict[str, Any] | None = None
-    # {"failure_ratio", "min_attempts", "window"}, None when it has none (v1.2).
-    circuit_breaker: dict[str, Any] | None = None
     # Why it is paused when it paused itself ("circuit_breaker"); None when running or paused by hand.
     paused_reason: str | None = None
 
     @classmethod
     def from_doc(cls, doc: Mapping[str, Any]) -> Queue:
         return cls(
+            **settings_of(doc),
             name=str(doc.get("name", "")),
-            default_delay=doc.get("default_delay") or 0,
-            max_delay=doc.get("max_delay") or 0,
-            ttl=doc.get("ttl"),
-            target=doc.get("target"),
-            retry=dict(doc.get("retry") or {}),
             paused=bool(doc.get("paused", False)),
             created_at=parse_time(doc.get("created_at")),
             raw=dict(doc),
             counts={str(k): int(v) for k, v in (doc.get("counts") or {}).items()},
-            window=doc.get("window"),
-            circuit_breaker=doc.get("circuit_breaker"),
             paused_reason=doc.get("paused_reason"),
         )
 

@@ -74,6 +74,11 @@ class Transport:
     rng: Callable[[], float] = random.random
     # Signs a request: (method, url, body, headers) -> the headers to send (SigV4 under auth="iam").
     sign: Callable[[str, str, bytes | None, Mapping[str, str]], dict[str, str]] | None = None
+    closed: bool = False
+
+    def close(self) -> None:
+        """No request is sent after this (each request opens and closes its own connection)."""
+        self.closed = True
 
     def request(
         self,
@@ -87,6 +92,8 @@ class Transport:
     ) -> tuple[int, Any]:
         """Sends one call (with retries on `retry_on` statuses, and on transport errors when
         `retry_transport`); returns (status, decoded JSON or None) or raises an HourglassError."""
+        if self.closed:
+            raise RuntimeError("the client is closed")
         query = {
             k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in (params or {}).items() if v is not None
         }
@@ -102,11 +109,14 @@ class Transport:
                 self.sleep(self.retry.wait(retry, None, self.rng))
                 continue
             if status < 400:
+                if isinstance(payload, errors.NotJson):  # every answer of the API is JSON: this is another server
+                    message = errors.not_json(payload, headers.get("Content-Type"))
+                    raise errors.HourglassError(status, "not_json", message, payload)
                 return status, payload
             if status in retry_on and not last:
                 self.sleep(self.retry.wait(retry, retry_after_seconds(headers.get("Retry-After")), self.rng))
                 continue
-            raise errors.from_response(status, payload)
+            raise errors.from_response(status, payload, headers.get("Content-Type"))
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _send(self, method: str, url: str, data: bytes | None) -> tuple[int, Any, Any]:
@@ -132,4 +142,4 @@ def _decode(raw: bytes) -> Any:
     try:
         return json.loads(raw)
     except ValueError:
-        return raw.decode("utf-8", "replace")
+        return errors.NotJson(raw.decode("utf-8", "replace"))

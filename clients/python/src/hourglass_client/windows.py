@@ -8,6 +8,8 @@ from collections.abc import Iterable
 from typing import Any
 
 DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+# What the short form looks like, for help texts.
+WINDOW_HELP = "delivery window: '09:00-18:00 mon-fri Europe/Paris except=2026-12-25' or a JSON object"
 _TIMES = re.compile(r"^(\d\d:\d\d)-(\d\d:\d\d)$")
 
 
