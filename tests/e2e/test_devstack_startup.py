@@ -1,15 +1,18 @@
 """`make dev` keeps its queues and messages across a restart (the emulator's state in a file), and
-`--fresh` or HOURGLASS_STATE=off start empty."""
+`--fresh` or HOURGLASS_STATE=off start empty; its start-up lines stay short and say where the state is."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hourglass_client import Client
 
-from devstack.__main__ import STATE_FILE, with_state
+from devstack import deploy
+from devstack.__main__ import STATE_FILE, state_line, with_state
 from devstack.config import RuntimeConfig
 from devstack.emulator import free_port
 from devstack.runtime import Runtime
@@ -57,3 +60,28 @@ def test_fresh_forgets_the_saved_state(tmp_path: Path) -> None:
 )
 def test_where_the_state_is_kept(env: dict[str, str], endpoint: str | None, expected: Path | None) -> None:
     assert with_state(RuntimeConfig(endpoint_url=endpoint), env, fresh=False).state_file == expected
+
+
+def test_the_state_line_says_where_it_is_kept_and_how_to_start_empty(tmp_path: Path) -> None:
+    kept = RuntimeConfig(state_file=tmp_path / "emulator.pickle")
+    assert "make dev FRESH=1" in state_line(kept, fresh=False) and "emulator.pickle" in state_line(kept, fresh=False)
+    assert "in memory only" in state_line(RuntimeConfig(), fresh=False)
+
+
+class NoResources:
+    """A CloudFormation client whose stack has no resource the emulator created."""
+
+    def get_paginator(self, name: str) -> Any:
+        return self
+
+    def paginate(self, **_: Any) -> list[dict[str, Any]]:
+        return [{"StackResourceSummaries": []}]
+
+
+def test_the_emulators_stand_ins_are_reported_one_per_short_line(caplog: pytest.LogCaptureFixture) -> None:
+    template = {"Resources": {f"R{n}": {"Type": kind} for n, kind in enumerate(deploy.STAND_INS)}}
+    with caplog.at_level(logging.WARNING, logger=deploy.log.name):
+        deploy._warn_skipped(NoResources(), "Hourglass", template)
+    lines = caplog.records[0].getMessage().splitlines()
+    assert len(lines) == 1 + len(deploy.STAND_INS)
+    assert max(len(line) for line in lines) <= 120
