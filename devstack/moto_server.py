@@ -55,6 +55,9 @@ def main(argv: list[str]) -> int:
     from moto.server import ThreadedMotoServer
 
     logging.disable(logging.WARNING)
+    # Ctrl-C reaches the whole process group: the runtime stops first, then stops this with SIGTERM (and
+    # the kernel does when the runtime dies), so a Ctrl-C must not end it half-way, before its state is saved.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     state = Path(os.environ[STATE_VARIABLE]) if os.environ.get(STATE_VARIABLE) else None
     if state is not None:
         from devstack import moto_state
@@ -74,6 +77,7 @@ def main(argv: list[str]) -> int:
 
         # The runtime sends SIGTERM once nothing of it calls here any more.
         signal.signal(signal.SIGTERM, save_and_exit)
+        signal.signal(signal.SIGHUP, save_and_exit)  # its terminal closed
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     threading.Event().wait()
