@@ -66,8 +66,9 @@ check-chromium:
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 \
 		|| echo "note: Chromium is missing: the console's browser tests will be skipped. Install it with: apt-get update && apt-get install -y chromium"
 
+# `make dev` keeps its queues and messages in .hourglass/state across restarts; `make dev FRESH=1` starts empty.
 dev: $(STAMP) check-node $(if $(filter cdk ministack,$(DEPLOY)),tools)
-	HOURGLASS_DEPLOY=$(DEPLOY) $(BIN)/python -m devstack
+	HOURGLASS_DEPLOY=$(DEPLOY) $(BIN)/python -m devstack $(if $(FRESH),--fresh)
 
 # One process: every fixture stops the runtime, servers and threads it started, and moto's in-process
 # state is emptied between modules (tests/conftest.py), so no suite runs behind another's leftovers.

@@ -9,6 +9,10 @@ from pathlib import Path
 from typing import Any
 
 RESULTS = Path(__file__).resolve().parent / "results"
+README = Path(__file__).resolve().parent / "README.md"
+# bench/README.md's "Latest figures" lie between these two lines; a full `make bench` rewrites them.
+FIGURES_START = "<!-- latest figures: written by `make bench` from bench/results/latest.json -->"
+FIGURES_END = "<!-- end of latest figures -->"
 
 
 @dataclass(frozen=True)
@@ -85,6 +89,39 @@ def write(sections: list[Section], meta: dict[str, Any], path: Path | None = Non
     tmp.write_text(json.dumps(doc, indent=2, sort_keys=False, default=_plain) + "\n")
     tmp.replace(path)
     return path
+
+
+def figures_markdown(doc: dict[str, Any]) -> str:
+    """One line per target of a results document: its budgets met, and when and where it ran."""
+    meta = doc["meta"]
+    load = ", ".join(f"{v:g}" for v in meta.get("load_average", []))
+    lines = [
+        f"From `bench/results/latest.json`: started {meta['started']}, {meta['seconds']:.0f} s on "
+        f"{meta.get('cpus', '?')} CPUs (load average {load or '?'}), "
+        f"{'every budget met' if meta.get('passed') else 'SOME BUDGETS MISSED'}.",
+        "",
+        "| target | budgets met | result |",
+        "|---|---|---|",
+    ]
+    for key, section in doc.items():
+        if key == "meta":
+            continue
+        budgeted = [c for c in section["checks"] if c["passed"] is not None]
+        met = sum(1 for c in budgeted if c["passed"])
+        lines.append(f"| {section['title']} | {met} of {len(budgeted)} | {'pass' if section['passed'] else 'FAIL'} |")
+    if meta.get("note"):
+        lines += ["", meta["note"]]
+    return "\n".join(lines)
+
+
+def write_readme_figures(doc: dict[str, Any], readme: Path = README) -> None:
+    """Replaces the figures between FIGURES_START and FIGURES_END of `readme` with those of `doc`."""
+    text = readme.read_text(encoding="utf-8")
+    head, found, rest = text.partition(FIGURES_START)
+    _, ended, tail = rest.partition(FIGURES_END)
+    if not (found and ended):
+        raise ValueError(f"{readme} has no {FIGURES_START!r} ... {FIGURES_END!r} block")
+    readme.write_text(f"{head}{FIGURES_START}\n{figures_markdown(doc)}\n{FIGURES_END}{tail}", encoding="utf-8")
 
 
 def percentile(values: list[float], p: float) -> float:

@@ -6,6 +6,7 @@ import os
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from hourglass import contract as c
 from hourglass.settings import Settings
@@ -97,6 +98,8 @@ class RuntimeConfig:
     auth: str = c.AUTH_API_KEY
     # The stack's `hourglass:order_created` (HOURGLASS_ORDER_CREATED=0: no `created` list index).
     order_created: bool = True
+    # The embedded emulator's state across restarts (devstack.moto_state); None: in memory only.
+    state_file: Path | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> RuntimeConfig:
@@ -114,6 +117,7 @@ class RuntimeConfig:
             crash_at=crash_phase(env.get("HOURGLASS_CRASH_AT", "")),
             crash_after=float(env.get("HOURGLASS_CRASH_AFTER", "3")),
             auth=auth_mode(env.get("HOURGLASS_AUTH", "")),
+            state_file=Path(env["HOURGLASS_STATE"]) if env.get("HOURGLASS_STATE") else None,
             **{name: getattr(engine, name) for name in FUNCTION_SETTINGS},
         )
 

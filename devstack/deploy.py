@@ -371,9 +371,10 @@ def _warn_skipped(cfn: Any, stack_name: str, template: Mapping[str, Any]) -> Non
         return
     covered = {kind: count for kind, count in skipped.items() if kind in STAND_INS}
     if covered:
-        done = "; ".join(f"{STAND_INS[kind]} ({kind} x{count})" for kind, count in sorted(covered.items()))
-        # At warning level so that it is printed (no handler is configured): it says what runs instead.
-        log.warning("stack %s: the local runtime stands in for what the emulator leaves out: %s", stack_name, done)
+        done = "".join(f"\n  - {STAND_INS[kind]} ({kind} x{count})" for kind, count in sorted(covered.items()))
+        # At warning level so that it is printed (no handler is configured): it says what runs instead, a
+        # line each (one line of them all ran to 700 characters).
+        log.warning("stack %s: the local runtime stands in for what the emulator leaves out:%s", stack_name, done)
     missing = {kind: count for kind, count in skipped.items() if kind not in STAND_INS}
     if missing:
         kinds = ", ".join(f"{kind} x{count}" for kind, count in sorted(missing.items()))

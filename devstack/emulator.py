@@ -18,8 +18,10 @@ import time
 import urllib.request
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 
 from devstack import moto_atomic, moto_limits, moto_speed
+from devstack.moto_server import STATE_VARIABLE
 
 PR_SET_PDEATHSIG = 1
 
@@ -105,16 +107,19 @@ def die_with_parent() -> None:
 class Emulator:
     endpoint_url: str
     process: subprocess.Popen[bytes] | None = None
+    state: Path | None = None
 
     @classmethod
-    def start(cls, port: int, *, timeout: float = 60.0) -> Emulator:
+    def start(cls, port: int, *, timeout: float = 60.0, state: Path | None = None) -> Emulator:
+        """`state`: a file the emulator starts from (when it exists) and saves to when stopped."""
         require_free_port(port)
         command = [sys.executable, "-m", "devstack.moto_server", str(port)]
+        env = {**os.environ, STATE_VARIABLE: str(state.resolve()) if state else ""}
         # moto reports its own internal races (a GSI query racing an update) on stderr; botocore retries them.
         process = subprocess.Popen(
-            command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=die_with_parent
+            command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=die_with_parent, env=env
         )
-        emulator = cls(endpoint_url=f"http://127.0.0.1:{port}", process=process)
+        emulator = cls(endpoint_url=f"http://127.0.0.1:{port}", process=process, state=state)
         emulator._wait_until_up(timeout)
         return emulator
 
@@ -143,7 +148,8 @@ class Emulator:
             return
         self.process.terminate()
         try:
-            self.process.wait(10)
+            # Saving a large state takes a while: a kill then would lose it.
+            self.process.wait(120 if self.state else 10)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()

@@ -87,7 +87,9 @@ class Runtime:
         config = self.config
         use_dummy_credentials(config.region)
         self.emulator = (
-            Emulator.external(config.endpoint_url) if config.endpoint_url else Emulator.start(config.emulator_port)
+            Emulator.external(config.endpoint_url)
+            if config.endpoint_url
+            else Emulator.start(config.emulator_port, state=config.state_file)
         )
         endpoint = self.emulator.endpoint_url
         assembly = cached_synth(config.cdk_context())

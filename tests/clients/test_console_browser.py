@@ -470,3 +470,46 @@ def test_timeline_shows_each_attempts_status_code_and_response_body(page: Any, c
     bodies = page.eval_on_selector_all("#timeline-events pre.response", "els => els.map(e => e.textContent)")
     assert bodies == ['{"error": "out of stock"}'] * 2
     shot(page, "timeline-response")
+
+
+def test_deliver_now_in_the_timeline_ends_showing_the_message_delivered(page: Any, client: Client, queue: str) -> None:
+    created = client.send(queue, {"n": 1}, delay=3600)
+    sign_in(page, queue)
+    page.click('nav button[data-view="messages"]')
+    tab(page, "pending")
+    page.click(f'#messages-table tr[data-id="{created.id}"] button.open-timeline')
+    page.wait_for_selector("#timeline:not([hidden])")
+    page.click("#deliver-now-message")
+    # The panel and the row follow the message until its attempt ends, with no refresh.
+    expect(page.locator('#timeline-doc dd[data-key="status"]')).to_have_text("delivered")
+    assert page.inner_text('#timeline-doc dd[data-key="attempts"]') == "1"
+    row = f'#messages-table tr[data-id="{created.id}"]'
+    expect(page.locator(f"{row} td.status")).to_have_text("delivered")
+    expect(page.locator('#status-tabs button[data-status="delivered"]')).to_have_text("delivered (1)")
+    assert page.eval_on_selector_all(f"{row} td.actions button", "bs => bs.map(b => b.textContent)") == ["Redeliver"]
+    shown = page.eval_on_selector_all("#timeline button", "bs => bs.filter(b => !b.hidden).map(b => b.textContent)")
+    assert shown == ["Redeliver", "Close"]
+    shot(page, "deliver-now-followed")
+
+
+def test_the_queue_form_names_every_bad_field_at_once_in_words(page: Any) -> None:
+    page.fill("#key", API_KEY)
+    page.click("#save-key")
+    page.click("#new-queue")
+    page.fill("#qf-name", "my queue!")
+    page.fill("#qf-target-url", "example.com/hook")
+    page.fill("#qf-max-attempts", "0")
+    page.fill("#qf-window-from", "9am")
+    page.click("#save-queue")
+    expect(page.locator("#qf-error li")).to_have_text([
+        "Name: must be 1 to 64 letters, digits, hyphens (-) or underscores (_), with no spaces",
+        "URL: must be a web address starting with http:// or https://",
+        "Max attempts: must be a whole number from 1 to 100",
+        "From (HH:MM): must be a 24-hour time such as 09:00",
+        "To (HH:MM): is needed for a window",
+    ])  # fmt: skip
+    marked = page.eval_on_selector_all("#queue-form .invalid", "els => els.map(e => e.id)")
+    assert marked == ["qf-name", "qf-target-url", "qf-max-attempts", "qf-window-from", "qf-window-to"]
+    notice = "Not saved: 5 fields need a fix: Name, URL, Max attempts, From (HH:MM), To (HH:MM)."
+    assert page.inner_text("#notice") == notice
+    shot(page, "queue-form-problems")

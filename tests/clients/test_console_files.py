@@ -39,6 +39,7 @@ def test_writes_to_the_console_are_refused() -> None:
 
 def test_the_consoles_checks_use_the_apis_bounds() -> None:
     from hourglass.core import circuit_breaker as circuit
+    from hourglass.core import delivery_control as control
     from hourglass.core import validation
 
     script = (Path(console.__file__).parent / "app.js").read_text(encoding="utf-8")
@@ -51,6 +52,14 @@ def test_the_consoles_checks_use_the_apis_bounds() -> None:
         )
     }
     assert found == {
+        "retry.max_attempts": (1, validation.MAX_ATTEMPTS, True),
+        "retry.backoff_base": (0, 86400, False),
+        "retry.backoff_max": (0, 30 * 86400, False),
+        "rate_limit": (control.MIN_RATE, control.MAX_RATE, False),
+        "max_concurrency": (control.MIN_CONCURRENCY, control.MAX_CONCURRENCY, True),
+        "timeout": (control.MIN_TIMEOUT, control.MAX_TIMEOUT, False),
+        "flow_control.key_rate_limit": (control.MIN_RATE, control.MAX_RATE, False),
+        "flow_control.key_max_concurrency": (control.MIN_CONCURRENCY, control.MAX_CONCURRENCY, True),
         "circuit_breaker.failure_ratio": (circuit.MIN_RATIO, circuit.MAX_RATIO, False),
         "circuit_breaker.min_attempts": (circuit.MIN_ATTEMPTS, circuit.MAX_ATTEMPTS, True),
         "circuit_breaker.window": (circuit.MIN_WINDOW, circuit.MAX_WINDOW, True),

@@ -35,6 +35,7 @@ class ApiError extends Error {
     super(`${status} ${code}: ${message}`);
     this.status = status;
     this.code = code;
+    this.detail = message;
   }
 }
 
@@ -87,6 +88,18 @@ const short = (value) => {
   return text.length > 80 ? text.slice(0, 79) + "…" : text;
 };
 const when = (iso) => (iso ? iso.replace("T", " ").replace(/\.\d+Z$/, "Z") : "");
+
+// `in 5 min`, `3 h ago`: how far a time is from now, rounded to the unit that reads best.
+function relative(iso, now = Date.now()) {
+  const seconds = (Date.parse(iso) - now) / 1000;
+  const far = Math.abs(seconds);
+  if (far < 1) return "now";
+  // Each unit until the next reads better (rounded first: 59.6 min is "1 h"); hours up to two days.
+  const [seconds_, minutes, hours] = [far, far / 60, far / 3600].map(Math.round);
+  const amount = seconds_ < 60 ? `${seconds_} s` : minutes < 60 ? `${minutes} min` : hours < 48 ? `${hours} h` : `${Math.round(far / 86400)} d`;
+  return seconds > 0 ? `in ${amount}` : `${amount} ago`;
+}
+const whenRelative = (iso) => (iso ? `${when(iso)} (${relative(iso)})` : "");
 
 // A view's loader may be started again before its last run answered: only the latest run may draw.
 const runs = {};
@@ -161,6 +174,7 @@ function queueRow(queue, counted) {
     .filter((k) => queue[k] !== undefined && queue[k] !== null).map((k) => `${k}=${queue[k]}`);
   const retry = queue.retry || {};
   limits.push(`retry ${retry.max_attempts}x`);
+  if (queue.flow_control) limits.push(`per flow_key ${flowText(queue.flow_control)}`);
   if (queue.window) limits.push(`window ${windowText(queue.window)}`);
   if (queue.circuit_breaker) limits.push(`breaker ${breakerText(queue.circuit_breaker)}`);
   cell(row, limits.join(", "), "limits");
@@ -254,11 +268,20 @@ const FORM_NUMBERS = {
   "#qf-max-attempts": ["retry", "max_attempts"], "#qf-backoff-base": ["retry", "backoff_base"],
   "#qf-backoff-max": ["retry", "backoff_max"], "#qf-rate-limit": [null, "rate_limit"],
   "#qf-max-concurrency": [null, "max_concurrency"], "#qf-timeout": [null, "timeout"],
+  "#qf-key-rate-limit": ["flow_control", "key_rate_limit"], "#qf-key-max-concurrency": ["flow_control", "key_max_concurrency"],
 };
 
-// The API's bounds of the fields the console checks before saving, with the API's words for a refusal
-// (tests/clients/test_console_files.py keeps them equal to the API's own).
+// The API's bounds of the fields the console checks before saving (tests/clients/test_console_files.py
+// keeps them equal to the API's own).
 const BOUNDS = {
+  "retry.max_attempts": { low: 1, high: 100, integer: true },
+  "retry.backoff_base": { low: 0, high: 86400, integer: false },
+  "retry.backoff_max": { low: 0, high: 2592000, integer: false },
+  rate_limit: { low: 0.1, high: 10000, integer: false },
+  max_concurrency: { low: 1, high: 1000, integer: true },
+  timeout: { low: 1, high: 120, integer: false },
+  "flow_control.key_rate_limit": { low: 0.1, high: 10000, integer: false },
+  "flow_control.key_max_concurrency": { low: 1, high: 1000, integer: true },
   "circuit_breaker.failure_ratio": { low: 0.01, high: 1, integer: false },
   "circuit_breaker.min_attempts": { low: 1, high: 100000, integer: true },
   "circuit_breaker.window": { low: 10, high: 86400, integer: true },
@@ -267,29 +290,149 @@ const BOUNDS = {
 // The target types the queue form edits ("" is none); another kind is kept as it is.
 const FORM_TARGETS = ["http", "sqs", ""];
 const BREAKER_FIELDS = { "#qf-breaker-ratio": "failure_ratio", "#qf-breaker-min-attempts": "min_attempts", "#qf-breaker-window": "window" };
+const NAME = /^[A-Za-z0-9_-]{1,64}$/;
+const NAME_RULE = "must be 1 to 64 letters, digits, hyphens (-) or underscores (_), with no spaces";
+const WEB_ADDRESS = /^https?:\/\/[^\s/]+\S*$/;
 
-// A number field's value within the API's bounds of `field`, or null when empty; a refusal names the field.
-function checkedNumber(selector, field) {
-  const input = $(selector);
-  const raw = input.value.trim();
-  if (input.validity.badInput) throw new Error(`${field}: must be a number`);
-  if (raw === "") return null;
-  const value = Number(raw);
-  const { low, high, integer } = BOUNDS[field];
-  const inside = Number.isFinite(value) && value >= low && value <= high;
-  if (integer && !(inside && Number.isInteger(value))) throw new Error(`${field}: must be an integer between ${low} and ${high}`);
-  if (!inside) throw new Error(`${field}: must be between ${low} and ${high}`);
-  return value;
+// The words of a field: its label's own text (`Max attempts`), without the input's.
+function fieldName(input) {
+  if (input.closest(".days")) return "Days";
+  const label = input.closest("label");
+  if (!label) return input.getAttribute("aria-label") || input.id;
+  return [...label.childNodes].filter((n) => n.nodeType === Node.TEXT_NODE).map((n) => n.textContent).join("").trim();
 }
 
+// What the API says of a field, with a pattern said in words.
+function inWords(text) {
+  return text.replace(/must match \^\[A-Za-z0-9_-\]\{1,64\}\$/, NAME_RULE).replace(/must match \S+/, "is not in the expected form");
+}
+
+// A form's problems, each on its input: every one is found before saving, and all are shown at once.
+class Problems {
+  constructor() {
+    this.found = [];
+  }
+
+  add(selector, text) {
+    if (!this.found.some(([known]) => known === selector)) this.found.push([selector, text]);
+  }
+
+  // A number field's value within the API's bounds of `field`; null when empty or refused.
+  number(selector, field) {
+    const input = $(selector);
+    const raw = input.value.trim();
+    if (input.validity.badInput) return this.add(selector, "is not a number") || null;
+    if (raw === "") return null;
+    const value = Number(raw);
+    const { low, high, integer } = BOUNDS[field];
+    const inside = Number.isFinite(value) && value >= low && value <= high;
+    if (integer && !(inside && Number.isInteger(value))) return this.add(selector, `must be a whole number from ${low} to ${high}`) || null;
+    if (!inside) return this.add(selector, `must be a number from ${low} to ${high}`) || null;
+    return value;
+  }
+
+  url(selector, { required }) {
+    const value = $(selector).value.trim();
+    if (!value && required) this.add(selector, "is needed for this target type");
+    else if (value && !WEB_ADDRESS.test(value)) this.add(selector, "must be a web address starting with http:// or https://");
+    return value;
+  }
+
+  name(selector) {
+    const value = $(selector).value.trim();
+    if (!value) this.add(selector, "is needed");
+    else if (!NAME.test(value)) this.add(selector, NAME_RULE);
+    return value;
+  }
+
+  check() {
+    if (this.found.length) throw new FormError(this.found);
+  }
+}
+
+class FormError extends Error {
+  constructor(found) {
+    // The notice names them; each line under the form says what is wrong with it.
+    const names = found.map(([selector]) => fieldName($(selector)));
+    super(found.length === 1 ? `Not saved: ${names[0]} ${found[0][1]}.` : `Not saved: ${found.length} fields need a fix: ${names.join(", ")}.`);
+    this.found = found;
+  }
+}
+
+function clearProblems(form, errors) {
+  form.querySelectorAll(".invalid").forEach((input) => {
+    input.classList.remove("invalid");
+    input.removeAttribute("aria-invalid");
+    input.removeAttribute("title");
+  });
+  errors.replaceChildren();
+}
+
+// Each problem beside the form as a line naming its field, and on the field itself (red, its title).
+function showProblems(form, errors, found) {
+  clearProblems(form, errors);
+  const list = document.createElement("ul");
+  for (const [selector, text] of found) {
+    const input = $(selector);
+    input.classList.add("invalid");
+    input.setAttribute("aria-invalid", "true");
+    input.title = text;
+    const item = document.createElement("li");
+    item.dataset.field = selector.slice(1);
+    item.textContent = `${fieldName(input)}: ${text}`;
+    list.appendChild(item);
+  }
+  errors.appendChild(list);
+  $(found[0][0]).focus();
+}
+
+// The input a field named in the API's 400 is typed in (`window.days[2]` is the window's days).
+function inputOf(inputs, field) {
+  const plain = field.replace(/\[\d+\]/g, "");
+  return inputs[plain] || inputs[plain.split(".")[0]] || null;
+}
+
+// A save refused before sending, or by the API naming one field: shown on the form; anything else
+// is the notice's alone.
+function formFailure(form, errors, inputs, error) {
+  if (error instanceof FormError) return showProblems(form, errors, error.found);
+  const named = error instanceof ApiError && error.status === 400 && /^([\w.[\]]+): (.*)$/s.exec(error.detail || "");
+  const input = named && inputOf(inputs, named[1]);
+  if (input) return showProblems(form, errors, [[input, inWords(named[2])]]);
+  const line = document.createElement("p");
+  line.textContent = error.message;
+  errors.replaceChildren(line);
+}
+
+// Where the queue form's fields are, by the API's names of them.
+const QUEUE_INPUTS = {
+  queue: "#qf-name", target: "#qf-target-url", "target.url": "#qf-target-url", "target.queue_url": "#qf-target-url",
+  failure_destination: "#qf-failure-url", signing_secret: "#qf-secret", window: "#qf-window-timezone",
+  "window.timezone": "#qf-window-timezone", "window.from": "#qf-window-from", "window.to": "#qf-window-to",
+  "window.days": 'input[name="qf-window-day"]', "window.exclude_dates": "#qf-window-exclude",
+  ...Object.fromEntries(Object.entries(FORM_NUMBERS).map(([selector, [group, key]]) => [group ? `${group}.${key}` : key, selector])),
+  ...Object.fromEntries(Object.entries(BREAKER_FIELDS).map(([selector, key]) => [`circuit_breaker.${key}`, selector])),
+};
+const SCHEDULE_INPUTS = {
+  name: "#schedule-name", cron: "#schedule-when", every: "#schedule-when", timezone: "#schedule-timezone",
+  body: "#schedule-body", target: "#schedule-target-url", catch_up: "#schedule-catch-up", jitter: "#schedule-jitter",
+  window: "#sf-window-timezone", "window.timezone": "#sf-window-timezone", "window.from": "#sf-window-from",
+  "window.to": "#sf-window-to", "window.days": 'input[name="sf-window-day"]', "window.exclude_dates": "#sf-window-exclude",
+};
+
 // The form's circuit breaker; none when its three fields are empty (an empty one takes the API's default).
-function breakerFormDoc() {
+function breakerFormDoc(problems) {
   const doc = {};
   for (const [selector, key] of Object.entries(BREAKER_FIELDS)) {
-    const value = checkedNumber(selector, `circuit_breaker.${key}`);
+    const value = problems.number(selector, `circuit_breaker.${key}`);
     if (value !== null) doc[key] = value;
   }
   return Object.keys(doc).length ? doc : null;
+}
+
+// `key_rate_limit=2, key_max_concurrency=1`: the limits each flow_key has of its own.
+function flowText(flow) {
+  return Object.entries(flow).filter(([, v]) => v !== null && v !== undefined).map(([k, v]) => `${k}=${v}`).join(", ");
 }
 
 const percent = (ratio) => `${+(ratio * 100).toPrecision(3)}%`;
@@ -302,8 +445,10 @@ function breakerText(breaker) {
 function openQueueForm(queue) {
   const form = $("#queue-form");
   form.reset();
-  $("#qf-error").textContent = "";
+  clearProblems(form, $("#qf-error"));
   form.hidden = false;
+  // The form is above the table: a row far down would otherwise open it out of sight.
+  form.scrollIntoView({ block: "start" });
   $("#qf-target-type").querySelectorAll("option").forEach((o) => { if (!FORM_TARGETS.includes(o.value)) o.remove(); });
   $("#qf-target-url").readOnly = false;
   state.editing = queue ? queue.name : null;
@@ -311,7 +456,7 @@ function openQueueForm(queue) {
   $("#qf-name").value = queue ? queue.name : "";
   $("#qf-name").readOnly = Boolean(queue);
   $("#qf-secret-note").hidden = !(queue && queue.signing_secret_set);
-  if (!queue) return $("#qf-name").focus();
+  if (!queue) return $("#qf-name").focus({ preventScroll: true });
   const target = queue.target;
   // A target the form cannot edit (Lambda, SNS, ...) is shown and kept as it is.
   if (target && !FORM_TARGETS.includes(target.type)) {
@@ -330,6 +475,7 @@ function openQueueForm(queue) {
   }
   fillWindowForm("qf", queue.window);
   $("#qf-secret").placeholder = queue.signing_secret_set ? "set: type it again to keep it" : "none";
+  $("#qf-target-url").focus({ preventScroll: true });
 }
 
 const WINDOW_DAYS = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
@@ -345,15 +491,35 @@ function fillWindowForm(prefix, window) {
   });
 }
 
-// The form's window as the API takes it; none when From, To and the time zone are all empty (the API
-// names a missing or bad field in its 400).
-function windowFormDoc(prefix) {
+const HH_MM = /^([01][0-9]|2[0-3]):[0-5][0-9]$/;
+const DATE = /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$/;
+
+// A time zone field's verdict: null when empty, else whether the browser knows the zone.
+const timezoneOf = (selector) => ($(selector).value.trim() ? isTimeZone($(selector).value.trim()) : null);
+
+function isTimeZone(name) {
+  try {
+    new Intl.DateTimeFormat("en", { timeZone: name });
+    return true;
+  } catch (error) {
+    return false;
+  }
+}
+
+// The form's window as the API takes it; none when From, To and the time zone are all empty.
+function windowFormDoc(prefix, problems) {
   const timezone = $(`#${prefix}-window-timezone`).value.trim();
   const from = $(`#${prefix}-window-from`).value.trim();
   const to = $(`#${prefix}-window-to`).value.trim();
   if (!timezone && !from && !to) return null;
   const days = [...document.querySelectorAll(`input[name="${prefix}-window-day"]:checked`)].map((box) => box.value);
   const excluded = $(`#${prefix}-window-exclude`).value.split(/[\s,]+/).filter(Boolean);
+  if (timezone && !isTimeZone(timezone)) problems.add(`#${prefix}-window-timezone`, "is not a time zone (such as Europe/Paris or UTC)");
+  for (const [key, value] of [["from", from], ["to", to]]) {
+    if (!HH_MM.test(value)) problems.add(`#${prefix}-window-${key}`, value ? "must be a 24-hour time such as 09:00" : "is needed for a window");
+  }
+  if (!days.length) problems.add(`input[name="${prefix}-window-day"]`, "pick at least one day");
+  if (excluded.some((date) => !DATE.test(date))) problems.add(`#${prefix}-window-exclude`, "must be dates such as 2026-12-25, separated by commas");
   return { timezone: timezone || "UTC", days, from, to, ...(excluded.length ? { exclude_dates: excluded } : {}) };
 }
 
@@ -379,43 +545,45 @@ function placeOf(url) {
 }
 
 // The queue's document as PUT replaces it: the form's fields, and what the form does not show (target
-// headers, a target of another kind, delays, ttl, flow control) carried over from the queue being edited.
-function queueFormDoc() {
+// headers, a target of another kind, delays, ttl) carried over from the queue being edited. Every bad
+// field is in `problems`.
+function queueFormDoc(problems) {
   const existing = state.editing ? state.queues[state.editing] || {} : {};
   const doc = {};
-  for (const key of ["default_delay", "max_delay", "ttl", "flow_control"]) {
+  for (const key of ["default_delay", "max_delay", "ttl"]) {
     if (existing[key] !== undefined && existing[key] !== null) doc[key] = existing[key];
   }
   const type = $("#qf-target-type").value;
-  const url = $("#qf-target-url").value.trim();
+  const url = FORM_TARGETS.includes(type) ? problems.url("#qf-target-url", { required: type !== "" }) : "";
   if (type === "http") doc.target = { type, url, ...(existing.target && existing.target.headers ? { headers: existing.target.headers } : {}) };
   if (type === "sqs") doc.target = { type, queue_url: url };
   if (!FORM_TARGETS.includes(type)) doc.target = existing.target;
   for (const [selector, [group, key]] of Object.entries(FORM_NUMBERS)) {
-    const raw = $(selector).value.trim();
-    if (raw === "") continue;
-    if (group) doc[group] = { ...(doc[group] || {}), [key]: Number(raw) };
-    else doc[key] = Number(raw);
+    const value = problems.number(selector, group ? `${group}.${key}` : key);
+    if (value === null) continue;
+    if (group) doc[group] = { ...(doc[group] || {}), [key]: value };
+    else doc[key] = value;
   }
-  const failure = $("#qf-failure-url").value.trim();
+  const failure = problems.url("#qf-failure-url", { required: false });
   if (failure) doc.failure_destination = placeOf(failure);
-  const breaker = breakerFormDoc();
+  const breaker = breakerFormDoc(problems);
   if (breaker) doc.circuit_breaker = breaker;
-  const window = windowFormDoc("qf");
+  const window = windowFormDoc("qf", problems);
   if (window) doc.window = window;
   const secret = $("#qf-secret").value;
   if (secret) doc.signing_secret = secret;
+  // The API never returns a secret and a PUT without one removes it: the form cannot keep it unseen.
+  if (existing.signing_secret_set && !secret && !$("#qf-remove-secret").checked) {
+    problems.add("#qf-secret", "is set on this queue but never shown: type it again to keep it, or tick \u201cremove the secret\u201d");
+  }
   return doc;
 }
 
 async function saveQueue() {
-  const name = $("#qf-name").value.trim();
-  if (!name) throw new Error("name: a queue needs a name");
-  const existing = state.editing ? state.queues[state.editing] : null;
-  const doc = queueFormDoc();
-  if (existing && existing.signing_secret_set && !doc.signing_secret && !$("#qf-remove-secret").checked) {
-    throw new Error("signing_secret: type the secret again to keep it, or tick \"remove the secret\"");
-  }
+  const problems = new Problems();
+  const name = state.editing || problems.name("#qf-name");
+  const doc = queueFormDoc(problems);
+  problems.check();
   const saved = await api("PUT", queuePath(name), doc);
   state.queues[name] = saved;
   $("#queue-form").hidden = true;
@@ -440,24 +608,95 @@ async function deleteQueue(name) {
 
 // --- messages -----------------------------------------------------------------------------------
 
-function messageActions(m, after) {
+// What a message's status allows: deliver now and cancel while it waits, redeliver once it ended.
+const ALLOWED = {
+  deliverNow: (m) => m.status === "pending",
+  cancel: (m) => m.status === "pending",
+  redeliver: (m) => ["delivered", "failed", "expired"].includes(m.status),
+};
+
+// A message's actions, from its row or its timeline: each then shows the message as it is now, and
+// follows a delivery it started until its attempt ends.
+const MESSAGE_ACTIONS = {
+  deliverNow: { label: "Deliver now", className: "deliver-now", done: "delivering now:", call: (m) => deliverNow(m.queue, m.id), follow: true },
+  cancel: { label: "Cancel", className: "cancel", done: "cancelled", call: (m) => cancelMessage(m.queue, m.id), follow: false },
+  redeliver: { label: "Redeliver", className: "redeliver", done: "redelivered", call: (m) => api("POST", `${messagePath(m.queue, m.id)}/redeliver`), follow: true },
+};
+
+async function runMessageAction(kind, m) {
+  const action = MESSAGE_ACTIONS[kind];
+  await action.call(m);
+  await showMessageNow(m.queue, m.id);
+  await recount(m.queue);
+  notice(`${action.done} ${m.id}`);
+  if (action.follow) follow(m.queue, m.id);
+}
+
+// The status tabs' counts again, when they are shown for `queue`.
+async function recount(queue) {
+  if (state.view !== "messages" || state.queue !== queue) return;
+  const counts = await tabCounts();
+  if (state.view === "messages" && state.queue === queue) fillStatusTabs(counts);
+}
+
+function messageActions(m) {
   const td = document.createElement("td");
   td.className = "actions";
-  const act = (label, className, call, done) => button(label, className, () => guarded(async () => {
-    await call();
-    await after();
-    notice(`${done} ${m.id}`);
-  }));
-  if (m.status === "pending") {
-    td.append(
-      act("Deliver now", "deliver-now", () => deliverNow(m.queue, m.id), "delivering now:"),
-      act("Cancel", "cancel", () => api("DELETE", messagePath(m.queue, m.id)), "cancelled"),
-    );
-  }
-  if (["delivered", "failed", "expired"].includes(m.status)) {
-    td.append(act("Redeliver", "redeliver", () => api("POST", `${messagePath(m.queue, m.id)}/redeliver`), "redelivered"));
+  for (const [kind, action] of Object.entries(MESSAGE_ACTIONS)) {
+    if (ALLOWED[kind](m)) td.append(button(action.label, action.className, () => guarded(() => runMessageAction(kind, m))));
   }
   return td;
+}
+
+// When the console cancelled a message (the API keeps no time of a cancel), for its timeline.
+const CANCELLED_AT = "hourglass.cancelled_at";
+function cancelledAt(queue, id) {
+  return JSON.parse(sessionStorage.getItem(CANCELLED_AT) || "{}")[`${queue}/${id}`] || null;
+}
+
+async function cancelMessage(queue, id) {
+  await api("DELETE", messagePath(queue, id));
+  const known = JSON.parse(sessionStorage.getItem(CANCELLED_AT) || "{}");
+  known[`${queue}/${id}`] = new Date().toISOString();
+  sessionStorage.setItem(CANCELLED_AT, JSON.stringify(known));
+}
+
+// The message as it is now, wherever it is shown: its row in the tables (replaced, its tick kept)
+// and the timeline when open on it. The status tabs' counts follow with the view's next load.
+async function showMessageNow(queue, id) {
+  const m = await api("GET", messagePath(queue, id));
+  for (const table of ["#messages-table", "#failed-table"]) {
+    const row = document.querySelector(`${table} tbody tr[data-id="${CSS.escape(id)}"]`);
+    if (!row) continue;
+    const ticked = row.querySelector("input.pick")?.checked;
+    const fresh = messageRow(m, true);
+    const box = fresh.querySelector("input.pick");
+    if (box) box.checked = Boolean(ticked);
+    row.replaceWith(fresh);
+  }
+  const timeline = $("#timeline");
+  if (!timeline.hidden && timeline.dataset.queue === queue && timeline.dataset.id === id) await openTimeline(queue, id);
+  return m;
+}
+
+const FOLLOW_MS = 700;
+const FOLLOW_FOR_MS = 30000;
+// Still on its way: being delivered, or pending and due by now (not waiting for a retry or a window).
+const onItsWay = (m) => m.status === "delivering" || (m.status === "pending" && Date.parse(m.next_attempt_at || m.due_at) <= Date.now() + 2000);
+
+// After Deliver now or Redeliver: the message is shown again until its attempt ends (or 30 s pass).
+async function follow(queue, id) {
+  const deadline = Date.now() + FOLLOW_FOR_MS;
+  let m = null;
+  do {
+    await new Promise((resolve) => setTimeout(resolve, FOLLOW_MS));
+    try {
+      m = await showMessageNow(queue, id);
+    } catch (error) {
+      return;  // gone (its queue deleted): the next load says so
+    }
+  } while (onItsWay(m) && Date.now() < deadline);
+  await recount(queue).catch(() => {});
 }
 
 // `deliver-now` (v1.2), or the same change as `PATCH {"delay": 0}` where the API has no such route.
@@ -470,7 +709,7 @@ async function deliverNow(queue, id) {
   }
 }
 
-function messageRow(m, selectable, after) {
+function messageRow(m, selectable) {
   const row = document.createElement("tr");
   row.dataset.id = m.id;
   const pick = document.createElement("td");
@@ -486,13 +725,21 @@ function messageRow(m, selectable, after) {
   id.appendChild(document.createTextNode(" "));
   id.appendChild(button("timeline", "open-timeline", () => guarded(() => openTimeline(m.queue, m.id))));
   cell(row, m.status, `status status-${m.status}`);
-  const due = cell(row, when(m.due_at), "due mono");
-  if (m.next_attempt_at) due.title = `next attempt ${when(m.next_attempt_at)}`;
+  // The time it was scheduled for and, when a retry or the delivery window moved it, the next attempt.
+  const due = cell(row, "", "due mono");
+  const line = (text, className) => {
+    const div = document.createElement("div");
+    div.className = className;
+    div.textContent = text;
+    due.appendChild(div);
+  };
+  line(whenRelative(m.due_at), "due-at");
+  if (m.next_attempt_at) line(`next attempt ${whenRelative(m.next_attempt_at)}`, "next-attempt");
   cell(row, `${m.flow_key ?? "—"} · p${m.priority ?? 5}`, "mono");
   cell(row, m.attempts);
   cell(row, m.last_error || "", "error");
   cell(row, short(m.body), "body mono");
-  row.appendChild(messageActions(m, after));
+  row.appendChild(messageActions(m));
   return row;
 }
 
@@ -550,8 +797,7 @@ async function listMessages(more) {
   if (order && !state.serverOrder) page.messages.sort((a, b) => byKey[order](a).localeCompare(byKey[order](b)));
   const tbody = $("#messages-table tbody");
   if (!more) tbody.replaceChildren();
-  const after = () => listMessages(false);
-  page.messages.forEach((m) => tbody.appendChild(messageRow(m, true, after)));
+  page.messages.forEach((m) => tbody.appendChild(messageRow(m, true)));
   tbody.querySelectorAll("input.pick").forEach((box) => { box.checked = kept.has(box.value); });
   state.cursor = page.next_cursor;
   $("#more").hidden = !page.next_cursor;
@@ -645,13 +891,15 @@ function attemptEvent(list, a) {
 }
 
 async function openTimeline(queue, id) {
-  const m = await api("GET", messagePath(queue, id));
+  // The attempts first: an attempt that ends between the two reads then shows in the status, never as
+  // an attempt of a message still said to be pending.
   let attempts = null;
   try {
     attempts = (await api("GET", `${messagePath(queue, id)}/attempts`)).attempts;
   } catch (error) {
     if (!noRoute(error)) throw error;
   }
+  const m = await api("GET", messagePath(queue, id));
   $("#timeline").hidden = false;
   $("#timeline").dataset.queue = queue;
   $("#timeline").dataset.id = id;
@@ -672,7 +920,7 @@ async function openTimeline(queue, id) {
   const list = $("#timeline-events");
   list.replaceChildren();
   event(list, m.created_at, "created");
-  event(list, m.due_at, "due (handed off to the timer queue ahead of this time)");
+  event(list, m.due_at, dueText(m));
   if (m.next_attempt_at) {
     const why = m.attempts ? "after a retry's backoff, or at the delivery window's next opening" : "the delivery window's next opening";
     event(list, m.next_attempt_at, `next attempt (${why})`);
@@ -683,10 +931,27 @@ async function openTimeline(queue, id) {
     event(list, null, `${m.attempts} attempt(s)` + (m.last_error ? `, last error: ${m.last_error}` : ""));
   }
   if (m.status === "delivered") event(list, m.delivered_at, "delivered", "status-delivered");
-  if (["failed", "expired", "cancelled"].includes(m.status)) event(list, null, m.status, `status-${m.status}`);
-  $("#deliver-now-message").disabled = m.status !== "pending";
-  $("#cancel-message").disabled = m.status !== "pending";
-  $("#redeliver-message").disabled = !["failed", "expired", "delivered"].includes(m.status);
+  if (["failed", "expired"].includes(m.status)) event(list, null, m.status, `status-${m.status}`);
+  if (m.status === "cancelled") {
+    const at = cancelledAt(queue, id);
+    event(list, at, at ? "cancelled (from this console)" : "cancelled (elsewhere: the API does not say when)", "status-cancelled");
+  }
+  // Only the actions its status allows are offered.
+  for (const [kind, selector] of Object.entries(TIMELINE_BUTTONS)) {
+    $(selector).disabled = !ALLOWED[kind](m);
+    $(selector).hidden = !ALLOWED[kind](m);
+  }
+  $("#timeline").dataset.status = m.status;
+}
+
+const TIMELINE_BUTTONS = { deliverNow: "#deliver-now-message", cancel: "#cancel-message", redeliver: "#redeliver-message" };
+
+// The due entry as true as the message says: a sweep hands a message to the timer queue shortly before
+// it is due, so one still waiting has not been handed off yet, and one that ended says only when.
+function dueText(m) {
+  if (m.status !== "pending") return "due";
+  if (Date.parse(m.due_at) > Date.now()) return `due ${relative(m.due_at)} (waiting: a sweep hands it to the timer queue shortly before)`;
+  return m.next_attempt_at ? "due (its next attempt is below)" : "due (being handed to a dispatcher)";
 }
 
 // --- failed, schedules, lateness ----------------------------------------------------------------
@@ -701,7 +966,7 @@ async function loadFailed() {
     do {
       const query = `?status=${status}&limit=200` + (cursor ? `&cursor=${enc(cursor)}` : "");
       const page = await api("GET", `${queuePath(state.queue)}/messages${query}`);
-      page.messages.forEach((m) => rows.push(messageRow(m, true, loadFailed)));
+      page.messages.forEach((m) => rows.push(messageRow(m, true)));
       cursor = page.next_cursor;
     } while (cursor && rows.length < 1000);
   }
@@ -796,7 +1061,7 @@ const SCHEDULE_KEPT = ["start_at", "end_at", "flow_key", "priority"];
 // The schedule form empty (a new schedule), or filled with `s` to edit it.
 function openScheduleForm(s) {
   $("#schedule-form").reset();
-  $("#sf-error").textContent = "";
+  clearProblems($("#schedule-form"), $("#sf-error"));
   state.editingSchedule = s;
   $("#schedule-form-title").textContent = s ? `Edit schedule ${s.name}` : "New schedule";
   $("#schedule-name").readOnly = Boolean(s);
@@ -817,7 +1082,7 @@ function openScheduleForm(s) {
 
 // The schedule as PUT replaces it: the form's fields, and what the form does not show (bounds, flow key,
 // priority, an unchanged target's headers or kind) carried over from the schedule being edited.
-function scheduleFormDoc() {
+function scheduleFormDoc(problems) {
   const edited = state.editingSchedule;
   const existing = edited && edited.queue === state.queue ? edited : {};
   const doc = {};
@@ -825,27 +1090,31 @@ function scheduleFormDoc() {
     if (existing[key] !== undefined && existing[key] !== null) doc[key] = existing[key];
   }
   const rule = $("#schedule-when").value.trim();
+  if (!rule) problems.add("#schedule-when", "is needed: a cron rule such as 0 9 * * MON-FRI, or seconds such as 3600");
   if (/^\d+(\.\d+)?$/.test(rule)) doc.every = Number(rule);
   else doc.cron = rule;
+  if (timezoneOf("#schedule-timezone") === false) problems.add("#schedule-timezone", "is not a time zone (such as Europe/Paris or UTC)");
   const timezone = $("#schedule-timezone").value.trim();
   if (timezone) doc.timezone = timezone;
   const body = $("#schedule-body").value.trim();
   if (body) doc.body = parsed(body);
-  const target = $("#schedule-target-url").value.trim();
+  const target = problems.url("#schedule-target-url", { required: false });
   if (target) doc.target = target === targetText(existing.target) ? existing.target : placeOf(target);
   doc.catch_up = $("#schedule-catch-up").value;
-  const jitter = checkedNumber("#schedule-jitter", "jitter");
+  const jitter = problems.number("#schedule-jitter", "jitter");
   if (jitter !== null) doc.jitter = jitter;
-  const window = windowFormDoc("sf");
+  const window = windowFormDoc("sf", problems);
   if (window) doc.window = window;
   return doc;
 }
 
 async function saveSchedule() {
   if (!state.queue) return notice("Pick a queue first.", true);
-  const name = $("#schedule-name").value.trim();
-  if (!name) throw new Error("name: a schedule needs a name");
-  await api("PUT", `${queuePath(state.queue)}/schedules/${enc(name)}`, scheduleFormDoc());
+  const problems = new Problems();
+  const name = problems.name("#schedule-name");
+  const doc = scheduleFormDoc(problems);
+  problems.check();
+  await api("PUT", `${queuePath(state.queue)}/schedules/${enc(name)}`, doc);
   openScheduleForm(null);
   await loadSchedules();
   notice(`saved schedule ${name}`);
@@ -1115,14 +1384,12 @@ function setAutoRefresh(on) {
 }
 
 function wireTimeline() {
-  const act = (selector, call) => $(selector).addEventListener("click", () => guarded(async () => {
-    const { queue, id } = $("#timeline").dataset;
-    await call(queue, id);
-    await openTimeline(queue, id);
-  }));
-  act("#deliver-now-message", (queue, id) => deliverNow(queue, id));
-  act("#cancel-message", (queue, id) => api("DELETE", messagePath(queue, id)));
-  act("#redeliver-message", (queue, id) => api("POST", `${messagePath(queue, id)}/redeliver`));
+  for (const [kind, selector] of Object.entries(TIMELINE_BUTTONS)) {
+    $(selector).addEventListener("click", () => guarded(() => {
+      const { queue, id } = $("#timeline").dataset;
+      return runMessageAction(kind, { queue, id });
+    }));
+  }
   $("#close-timeline").addEventListener("click", () => { $("#timeline").hidden = true; });
 }
 
@@ -1155,8 +1422,9 @@ function wire() {
   // A refused save is said next to the Save button too, where the eye is.
   $("#queue-form").addEventListener("submit", (e) => {
     e.preventDefault();
-    $("#qf-error").textContent = "";
-    guarded(() => saveQueue().catch((error) => { $("#qf-error").textContent = error.message; throw error; }));
+    const [form, errors] = [$("#queue-form"), $("#qf-error")];
+    clearProblems(form, errors);
+    guarded(() => saveQueue().catch((error) => { formFailure(form, errors, QUEUE_INPUTS, error); throw error; }));
   });
   $("#filter-form").addEventListener("submit", (e) => { e.preventDefault(); guarded(() => listMessages(false)); });
   $("#order").addEventListener("change", () => guarded(() => listMessages(false)));
@@ -1166,7 +1434,7 @@ function wire() {
     all.closest("table").querySelectorAll("input.pick").forEach((box) => { box.checked = all.checked; });
   }));
   $("#cancel-selected").addEventListener("click", () => guarded(async () => {
-    await eachMessage(picked("#messages-table"), "cancelled", (id) => api("DELETE", messagePath(state.queue, id)));
+    await eachMessage(picked("#messages-table"), "cancelled", (id) => cancelMessage(state.queue, id));
     const text = $("#notice").textContent;
     await listMessages(false);
     notice(text);
@@ -1186,8 +1454,9 @@ function wire() {
   $("#operation-form").addEventListener("submit", (e) => { e.preventDefault(); guarded(startOperation); });
   $("#schedule-form").addEventListener("submit", (e) => {
     e.preventDefault();
-    $("#sf-error").textContent = "";
-    guarded(() => saveSchedule().catch((error) => { $("#sf-error").textContent = error.message; throw error; }));
+    const [form, errors] = [$("#schedule-form"), $("#sf-error")];
+    clearProblems(form, errors);
+    guarded(() => saveSchedule().catch((error) => { formFailure(form, errors, SCHEDULE_INPUTS, error); throw error; }));
   });
   $("#new-schedule").addEventListener("click", () => openScheduleForm(null));
   document.querySelectorAll("#chart-range button").forEach((b) => b.addEventListener("click", () => {
