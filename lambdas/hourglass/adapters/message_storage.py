@@ -4,8 +4,10 @@ the DynamoDB and S3 calls, with the items that `adapters.items` builds for each 
 from __future__ import annotations
 
 import contextlib
+import random
+import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -14,8 +16,10 @@ from botocore.exceptions import ClientError
 from hourglass import contract
 from hourglass.adapters.body_store import BodyStore
 from hourglass.adapters.items import (
+    COUNT_SHARDS,
     BodyId,
     BodyVersion,
+    CountKey,
     Item,
     ListFilter,
     NewMessageWrite,
@@ -38,7 +42,7 @@ from hourglass.adapters.items import (
     version_write_with_body,
     with_bodies,
 )
-from hourglass.adapters.table import Table, code_of, decode_cursor, decode_index_cursor, encode_cursor
+from hourglass.adapters.table import Meter, Table, code_of, decode_cursor, decode_index_cursor, encode_cursor
 from hourglass.core import body_placement, failure_notice
 from hourglass.core.body_placement import BodyLimits, Placement
 from hourglass.core.keys import MESSAGE_PREFIX, OUTBOX_PK, count_prefix
@@ -58,6 +62,9 @@ LIST_PAGE = 200
 LIST_READ_PAGES = 5
 
 BATCH_GET = 100
+# How long status changes counted together (`counts_batched`) wait at most before their ADD is written: how old
+# the queue document's counts may be (`counts_as_of`), besides the write's own retries.
+COUNT_FLUSH_SECONDS = 5
 # Each list order's index and the sort attribute of its keys.
 ORDER_INDEXES = {
     ListOrder.DUE: (contract.LIST_INDEX, "list_sk"),
@@ -70,6 +77,13 @@ class MessageStorage(Table):
     _body_store_factory: Callable[[], BodyStore] | None = None
     _body_store: BodyStore | None = None
     retention: timedelta = timedelta(days=7)
+
+    def __init__(self, table: str, client: Any = None, meter: Meter | None = None) -> None:
+        super().__init__(table, client, meter)
+        # Status changes counted together (counts_batched): deltas by (queue, epoch ms), written by flush_counts.
+        self._count_lock = threading.Lock()
+        self._count_depth = 0
+        self._count_pending: dict[tuple[str, int], dict[Status, int]] = {}
 
     def configure_bodies(self, *, retention: timedelta, bucket: str | None = None, body_store: Any = None) -> None:
         """Retention of finished messages (body item TTLs) and the S3 bucket, built on first use."""
@@ -531,11 +545,55 @@ class MessageStorage(Table):
         return counts_from_items([item for page in self._pages(request) for item in page.get("Items", [])])
 
     def _count(self, changes: list[tuple[Message, Status | None]]) -> None:
-        """After the writes of these status changes: one ADD per counter item they change. Never raises:
-        the change is written, and a count it misses stays off (docs/design.md, "Counts")."""
-        for key, deltas in count_changes(changes).items():
+        """After the writes of these status changes: one ADD per queue life they change, on one of its counter
+        items picked at random; inside `counts_batched`, added to what its end writes. Never raises: the change
+        is written, and a count it misses stays off (docs/design.md, "Counts")."""
+        deltas = count_changes(changes, shard=random.randrange(COUNT_SHARDS))
+        with self._count_lock:
+            if self._count_depth:
+                for key, counts in deltas.items():
+                    pending = self._count_pending.setdefault(key[:2], {})
+                    for status, delta in counts.items():
+                        pending[status] = pending.get(status, 0) + delta
+                return
+        self._add_counts(deltas)
+
+    @contextlib.contextmanager
+    def counts_batched(self) -> Iterator[None]:
+        """The status changes made inside (by any thread) are counted together: their deltas summed per queue
+        life, written as one ADD each every COUNT_FLUSH_SECONDS and when it ends (docs/design.md, "Counts")."""
+        with self._count_lock:
+            self._count_depth += 1
+        stop = threading.Event()
+        ticker = threading.Thread(target=self._flush_every, args=(stop,), name="counts", daemon=True)
+        ticker.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            ticker.join()
+            with self._count_lock:
+                self._count_depth -= 1
+            self.flush_counts()
+
+    def _flush_every(self, stop: threading.Event) -> None:
+        while not stop.wait(COUNT_FLUSH_SECONDS):
+            self.flush_counts()
+
+    def flush_counts(self) -> None:
+        """Writes the counts `counts_batched` holds."""
+        with self._count_lock:
+            pending, self._count_pending = self._count_pending, {}
+        shard = random.randrange(COUNT_SHARDS)
+        self._add_counts({(queue, epoch, shard): counts for (queue, epoch), counts in pending.items()})
+
+    def _add_counts(self, deltas: dict[CountKey, dict[Status, int]]) -> None:
+        for key, counts in deltas.items():
+            counts = {status: delta for status, delta in counts.items() if delta}
+            if not counts:
+                continue
             try:
-                self._guard("update_item", TableName=self.table, **count_update(key, deltas))
+                self._guard("update_item", TableName=self.table, **count_update(key, counts))
             except StoreError as exc:
                 log("count_failed", queue=key[0], error=str(exc))
 

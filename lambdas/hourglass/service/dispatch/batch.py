@@ -44,7 +44,11 @@ class Dispatcher:
         With the records' `receipts` (record id -> receipt handle, as Lambda's event has them), they
         stay hidden only while the batch works (service.heartbeat).
         """
-        with Heartbeat(self.ctx.timers, receipts or {}, self.ctx.settings.timer_hold, self.ctx.clock) as held:
+        # The batch's status changes are counted together: one counter write per queue, not two per message.
+        with (
+            self.ctx.store.counts_batched(),
+            Heartbeat(self.ctx.timers, receipts or {}, self.ctx.settings.timer_hold, self.ctx.clock) as held,
+        ):
             failed, back_at, poison = self._run_batch(bodies, deadline)
         # A poison record never succeeds: it goes on to the DLQ without a backoff.
         errors = [record for record in failed if record not in back_at and record not in poison]
