@@ -3,6 +3,7 @@ request's new messages on one counter item, and the queue document says how old 
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 
 from hourglass.adapters.message_storage import COUNT_FLUSH_SECONDS
@@ -31,6 +32,27 @@ def test_changes_counted_together_are_in_the_counts_once_the_batch_ends(harness:
         during = counts(harness)
     assert (during["pending"], during["cancelled"]) == (1, 0)
     assert (counts(harness)["pending"], counts(harness)["cancelled"]) == (0, 1)
+
+
+def test_a_change_outside_a_batchs_threads_is_counted_at_once(harness: Harness) -> None:
+    make_queue(harness)
+    [message] = post(harness, {"body": 1, "delay": 3000})
+    entered, done = threading.Event(), threading.Event()
+
+    def batch() -> None:
+        with harness.ctx.store.counts_batched():
+            entered.set()
+            done.wait(10)
+
+    other = threading.Thread(target=batch)
+    other.start()
+    try:
+        entered.wait(10)
+        harness.call("DELETE", f"/v1/queues/orders/messages/{message['id']}")
+        assert counts(harness)["cancelled"] == 1
+    finally:
+        done.set()
+        other.join()
 
 
 def test_a_dispatched_batch_moves_its_messages_from_pending_to_delivered(harness: Harness) -> None:

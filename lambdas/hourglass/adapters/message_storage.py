@@ -72,6 +72,27 @@ ORDER_INDEXES = {
 }
 
 
+class CountBatch:
+    """Status changes counted together (docs/design.md, "Counts"): deltas by queue life, from any thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: dict[tuple[str, int], dict[Status, int]] = {}
+
+    def add(self, deltas: dict[CountKey, dict[Status, int]]) -> None:
+        with self._lock:
+            for (queue, epoch, _), counts in deltas.items():
+                pending = self._pending.setdefault((queue, epoch), {})
+                for status, delta in counts.items():
+                    pending[status] = pending.get(status, 0) + delta
+
+    def take(self) -> dict[tuple[str, int], dict[Status, int]]:
+        """What it holds, emptied."""
+        with self._lock:
+            pending, self._pending = self._pending, {}
+        return pending
+
+
 class MessageStorage(Table):
     # Message bodies (docs/design.md, "Message bodies"): S3 only once a body store is configured.
     _body_store_factory: Callable[[], BodyStore] | None = None
@@ -80,10 +101,8 @@ class MessageStorage(Table):
 
     def __init__(self, table: str, client: Any = None, meter: Meter | None = None) -> None:
         super().__init__(table, client, meter)
-        # Status changes counted together (counts_batched): deltas by (queue, epoch ms), written by flush_counts.
-        self._count_lock = threading.Lock()
-        self._count_depth = 0
-        self._count_pending: dict[tuple[str, int], dict[Status, int]] = {}
+        # The CountBatch the calling thread counts into (counts_batched, counting_into); none: counts at once.
+        self._counting = threading.local()
 
     def configure_bodies(self, *, retention: timedelta, bucket: str | None = None, body_store: Any = None) -> None:
         """Retention of finished messages (body item TTLs) and the S3 bucket, built on first use."""
@@ -546,46 +565,49 @@ class MessageStorage(Table):
 
     def _count(self, changes: list[tuple[Message, Status | None]]) -> None:
         """After the writes of these status changes: one ADD per queue life they change, on one of its counter
-        items picked at random; inside `counts_batched`, added to what its end writes. Never raises: the change
-        is written, and a count it misses stays off (docs/design.md, "Counts")."""
+        items picked at random; in a thread counting into a CountBatch, added to it instead. Never raises: the
+        change is written, and a count it misses stays off (docs/design.md, "Counts")."""
         deltas = count_changes(changes, shard=random.randrange(COUNT_SHARDS))
-        with self._count_lock:
-            if self._count_depth:
-                for key, counts in deltas.items():
-                    pending = self._count_pending.setdefault(key[:2], {})
-                    for status, delta in counts.items():
-                        pending[status] = pending.get(status, 0) + delta
-                return
+        batch: CountBatch | None = getattr(self._counting, "batch", None)
+        if batch is not None:
+            batch.add(deltas)
+            return
         self._add_counts(deltas)
 
     @contextlib.contextmanager
-    def counts_batched(self) -> Iterator[None]:
-        """The status changes made inside (by any thread) are counted together: their deltas summed per queue
-        life, written as one ADD each every COUNT_FLUSH_SECONDS and when it ends (docs/design.md, "Counts")."""
-        with self._count_lock:
-            self._count_depth += 1
+    def counts_batched(self) -> Iterator[CountBatch]:
+        """A CountBatch the calling thread counts into (other threads through `counting_into`): its status changes
+        summed per queue life, written as one ADD each every COUNT_FLUSH_SECONDS and when it ends."""
+        batch = CountBatch()
         stop = threading.Event()
-        ticker = threading.Thread(target=self._flush_every, args=(stop,), name="counts", daemon=True)
+        ticker = threading.Thread(target=self._flush_every, args=(batch, stop), name="counts", daemon=True)
         ticker.start()
         try:
-            yield
+            with self.counting_into(batch):
+                yield batch
         finally:
             stop.set()
             ticker.join()
-            with self._count_lock:
-                self._count_depth -= 1
-            self.flush_counts()
+            self.flush_counts(batch)
 
-    def _flush_every(self, stop: threading.Event) -> None:
+    @contextlib.contextmanager
+    def counting_into(self, batch: CountBatch) -> Iterator[None]:
+        """The calling thread's status changes go to `batch` while inside."""
+        previous = getattr(self._counting, "batch", None)
+        self._counting.batch = batch
+        try:
+            yield
+        finally:
+            self._counting.batch = previous
+
+    def _flush_every(self, batch: CountBatch, stop: threading.Event) -> None:
         while not stop.wait(COUNT_FLUSH_SECONDS):
-            self.flush_counts()
+            self.flush_counts(batch)
 
-    def flush_counts(self) -> None:
-        """Writes the counts `counts_batched` holds."""
-        with self._count_lock:
-            pending, self._count_pending = self._count_pending, {}
+    def flush_counts(self, batch: CountBatch) -> None:
+        """Writes what `batch` holds, on one counter item of each queue life."""
         shard = random.randrange(COUNT_SHARDS)
-        self._add_counts({(queue, epoch, shard): counts for (queue, epoch), counts in pending.items()})
+        self._add_counts({(queue, epoch, shard): counts for (queue, epoch), counts in batch.take().items()})
 
     def _add_counts(self, deltas: dict[CountKey, dict[Status, int]]) -> None:
         for key, counts in deltas.items():
