@@ -49,6 +49,8 @@ RATE = 1000  # messages a second
 POST_SIZE = 100  # messages a POST (as the precision run)
 BODY_BYTES = 100
 DELAY = timedelta(days=1)
+# The hand-off path's figure: due within the look-ahead, so ingest sends the timers and no sweep claims them.
+HANDOFF_DELAY = timedelta(seconds=60)
 SWEEP_INTERVAL = contract.DEFAULT_SWEEP_INTERVAL
 PER_RUN = RATE * SWEEP_INTERVAL  # what one sweep run hands off at this rate
 # Provisioned capacity (us-east-1, Standard table class): per WCU-hour and RCU-hour; the stack's auto scaling keeps
@@ -115,9 +117,10 @@ def simulate(
     message: Callable[[int], dict[str, Any]] | None = None,
     order_created: bool = True,
     post: Callable[..., Any] = inprocess.ok,
+    delay: timedelta = DELAY,
 ) -> Counted:
     """`seconds` of RATE messages a second to one queue (`settings` beside its HTTP target; `message(i)` the
-    fields message i adds), a table with the `created` index or not, counted."""
+    fields message i adds), a table with the `created` index or not, each due `delay` after it is posted, counted."""
     total = int(RATE * seconds)
     with mock_aws(), _inline_pools():
         clock = inprocess.Clock()
@@ -134,8 +137,9 @@ def simulate(
         )
         counted = Counted(messages=total)
         phases = _Phases(meter, sqs_calls)
-        _ingest(metered, total, message, counted, phases)
-        _sweep(metered, total, counted, phases)
+        _ingest(metered, total, message, counted, phases, delay)
+        if delay > timedelta(seconds=metered.ctx.settings.timing.sweep_ahead):
+            _sweep(metered, total, counted, phases)
         _dispatch(metered, counted, phases)
         if meter.errors:
             raise RuntimeError(f"capacity rules could not price a request: {meter.errors[:3]}")
@@ -192,6 +196,7 @@ def _ingest(
     message: Callable[[int], dict[str, Any]] | None,
     counted: Counted,
     phases: _Phases,
+    delay: timedelta,
 ) -> None:
     messages = Messages(metered.ctx)
     before = dict(phases.sqs_calls)
@@ -200,7 +205,7 @@ def _ingest(
     start = to_ms(metered.clock())
     for first in range(0, total, POST_SIZE):
         metered.clock.now = from_ms(start + first * 1000 // RATE)
-        due = start + int(DELAY.total_seconds() * 1000)
+        due = start + int(delay.total_seconds() * 1000)
         batch = [
             {"body": body, "deliver_at": _iso(due + i * 1000 // RATE), **(message(i) if message else {})}
             for i in range(first, min(total, first + POST_SIZE))
@@ -308,9 +313,9 @@ FEATURES: dict[str, dict[str, Any]] = {
 }
 
 
-def base(seconds: float) -> Counted:
+def base(seconds: float, delay: timedelta = DELAY) -> Counted:
     """A queue using no opt-in feature, on a stack without the `created` index."""
-    return simulate(seconds, order_created=False)
+    return simulate(seconds, order_created=False, delay=delay)
 
 
 def feature_costs(seconds: float, base_run: Counted) -> dict[str, dict[str, float]]:
@@ -353,6 +358,10 @@ def section(*, quick: bool = False) -> Section:
     )
     result.at_most("all-in, provisioned capacity (70 % target utilisation)", prov["total"], "US$/M", BUDGET_PROVISIONED)
     result.at_most("all-in, on-demand capacity", on["total"], "US$/M", BUDGET_ON_DEMAND)
+    handoff = base(feature_seconds, HANDOFF_DELAY)
+    result.check("hand-off path (due within the look-ahead): on-demand", handoff.dollars()["total"], "US$/M")
+    result.check("hand-off path: provisioned", handoff.dollars(provisioned=True)["total"], "US$/M")
+    result.check("hand-off path: write units per message", round(sum(handoff.per_message(handoff.write).values()), 3))
     result.check("EventBridge Scheduler, one-time schedules", PRICE_SCHEDULER_INVOCATION * 1e6, "US$/M")
     result.check("Google Cloud Tasks, create + dispatch", PRICE_CLOUD_TASKS * 1e6, "US$/M")
     writes, reads = run.per_message(run.write), run.per_message(run.read)

@@ -35,3 +35,9 @@ def test_an_order_created_index_adds_one_write_unit_per_message(run: steady.Coun
     assert sum(with_index.per_message(with_index.write).values()) == pytest.approx(
         sum(run.per_message(run.write).values()) + 1, abs=0.05
     )
+
+
+def test_the_hand_off_path_costs_less_than_the_sweep_path(run: steady.Counted) -> None:
+    handoff = steady.base(0.1, steady.HANDOFF_DELAY)
+    assert handoff.delivered == handoff.messages
+    assert handoff.dollars()["total"] < run.dollars()["total"]
