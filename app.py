@@ -5,6 +5,7 @@ from __future__ import annotations
 import aws_cdk as cdk
 
 from stacks.analytics_stack import AnalyticsStack
+from stacks.constructs.message_table import Capacity
 from stacks.hourglass_stack import HourglassSettings, HourglassStack
 
 STACK_ID = "Hourglass"
@@ -65,6 +66,12 @@ def settings_from_context(app: cdk.App) -> HourglassSettings:
         stepfunctions_targets=_list(app, "hourglass:stepfunctions_targets"),
         auth=str(app.node.try_get_context("hourglass:auth") or DEFAULTS.auth).strip().lower(),
         order_created=_bool(app, "hourglass:order_created", DEFAULTS.order_created),
+        capacity=Capacity(
+            mode=str(app.node.try_get_context("hourglass:capacity") or DEFAULTS.capacity.mode).strip().lower(),
+            min_units=_int(app, "hourglass:capacity_min", DEFAULTS.capacity.min_units),
+            max_units=_int(app, "hourglass:capacity_max", DEFAULTS.capacity.max_units),
+            target_percent=_int(app, "hourglass:capacity_target", DEFAULTS.capacity.target_percent),
+        ),
     )
 
 

@@ -39,6 +39,7 @@ from bench import (
     pacing_order,
     precision,
     schedules,
+    steady,
     sweep_scaling,
     throughput,
     windows,
@@ -52,6 +53,7 @@ ORDER = (
     "sweep_scaling",
     "cost",
     "body_cost",
+    "steady",
     "history_cost",
     "delivery_limits",
     "pacing_order",
@@ -103,6 +105,8 @@ def run_all(
     if "loaded" in only:
         under_load = loaded.QUICK if quick else replace(loaded.CONFIG, hogs=hogs)
         sections["loaded"] = _timed("loaded", timings, lambda: loaded.run(under_load))
+    if "steady" in only:
+        sections["steady"] = _timed("steady", timings, lambda: steady.section(quick=quick))
     if "history_cost" in only:
         sections["history_cost"] = _timed("history_cost", timings, history_cost.section)
     if "delivery_limits" in only:

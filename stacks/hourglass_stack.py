@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ from hourglass.core import aws_targets
 
 from stacks.constructs.body_bucket import BODY_BUCKET_ENV, BodyBucket
 from stacks.constructs.functions import DISPATCHER, INGEST, SWEEPER, Functions
-from stacks.constructs.message_table import MessageTable
+from stacks.constructs.message_table import Capacity, MessageTable
 from stacks.constructs.monitoring import Monitoring
 from stacks.constructs.rest_api import IngestApi
 from stacks.constructs.timer import TimerQueueWithDlq
@@ -61,6 +61,8 @@ class HourglassSettings:
     auth: str = contract.AUTH_API_KEY
     # Whether lists may be ordered by creation (`order=created`): its index costs one write unit per message.
     order_created: bool = True
+    # How the table is billed (`hourglass:capacity` and its min, max and target utilisation): docs/capacity.md.
+    capacity: Capacity = field(default_factory=Capacity)
 
     def __post_init__(self) -> None:
         if self.auth not in contract.AUTH_MODES:
@@ -149,7 +151,9 @@ class HourglassStack(Stack):
         stack_props.setdefault("description", "Hourglass: serverless delay queue")
         super().__init__(scope, construct_id, **stack_props)
 
-        store = MessageTable(self, "MessageStore", created_index=settings.order_created)
+        store = MessageTable(
+            self, "MessageStore", created_index=settings.order_created, capacity=settings.capacity
+        )
         timer = TimerQueueWithDlq(
             self,
             "Timer",

@@ -1,9 +1,12 @@
 """The DynamoDB table holding queues, messages, dedup records and sweeper state.
 
-Owns the key schema, the sparse due index ``due`` and the TTL attribute (see docs/design.md).
+Owns the key schema, the sparse due index ``due``, the TTL attribute and the capacity mode (see docs/design.md and
+docs/capacity.md).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
@@ -11,10 +14,38 @@ from constructs import Construct
 from hourglass.contract import CREATED_INDEX, LIST_INDEX, TTL_ATTRIBUTE
 from hourglass.contract import DUE_INDEX as DUE_INDEX_NAME
 
+ON_DEMAND = "on_demand"
+PROVISIONED = "provisioned"
+CAPACITY_MODES = (ON_DEMAND, PROVISIONED)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Capacity:
+    """How the table and its indexes are billed (`hourglass:capacity`): on demand, per request; or provisioned,
+    read and write capacity units that Application Auto Scaling keeps between `min_units` and `max_units`,
+    tracking `target_percent` consumed (table and every index alike; docs/capacity.md says when each is cheaper)."""
+
+    mode: str = ON_DEMAND
+    min_units: int = 5
+    max_units: int = 4000
+    target_percent: int = 70
+
+    def __post_init__(self) -> None:
+        if self.mode not in CAPACITY_MODES:
+            raise ValueError(f"capacity must be one of {', '.join(CAPACITY_MODES)}, got {self.mode!r}")
+        if not 1 <= self.min_units <= self.max_units:
+            raise ValueError(f"capacity needs 1 <= min <= max units, got {self.min_units} and {self.max_units}")
+        if not 20 <= self.target_percent <= 90:
+            raise ValueError(f"capacity target utilisation must be 20-90 %, got {self.target_percent}")
+
+    @property
+    def provisioned(self) -> bool:
+        return self.mode == PROVISIONED
+
 
 class MessageTable(Construct):
-    """One on-demand table ``(pk, sk)`` with the sparse GSI ``due`` ``(sweep_pk, sweep_sk)`` and the list
-    orders' ``list`` ``(list_pk, list_sk)`` and ``created`` ``(list_pk, created_at)``."""
+    """One table ``(pk, sk)`` with the sparse GSI ``due`` ``(sweep_pk, sweep_sk)`` and the list orders' ``list``
+    ``(list_pk, list_sk)`` and ``created`` ``(list_pk, created_at)``; on demand, or provisioned with auto scaling."""
 
     def __init__(
         self,
@@ -23,14 +54,20 @@ class MessageTable(Construct):
         *,
         removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
         created_index: bool = True,
+        capacity: Capacity | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
+        self.capacity = capacity or Capacity()
+        # Provisioned: the table and each index start at the minimum; auto scaling moves them from there.
+        units = self.capacity.min_units if self.capacity.provisioned else None
         self.table = dynamodb.Table(
             self,
             "Table",
             partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
             sort_key=dynamodb.Attribute(name="sk", type=dynamodb.AttributeType.STRING),
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            billing_mode=dynamodb.BillingMode.PROVISIONED if units else dynamodb.BillingMode.PAY_PER_REQUEST,
+            read_capacity=units,
+            write_capacity=units,
             encryption=dynamodb.TableEncryption.AWS_MANAGED,
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
                 point_in_time_recovery_enabled=True,
@@ -47,6 +84,8 @@ class MessageTable(Construct):
             sort_key=dynamodb.Attribute(name="sweep_sk", type=dynamodb.AttributeType.STRING),
             projection_type=dynamodb.ProjectionType.INCLUDE,
             non_key_attributes=["version", "flow_key", "priority"],
+            read_capacity=units,
+            write_capacity=units,
         )
         # Lists in order (v1.2), keys only: each message's entry is written when it is stored and again
         # only when it is rescheduled (its status changes never touch them). Without `created_index`
@@ -59,4 +98,19 @@ class MessageTable(Construct):
                 partition_key=dynamodb.Attribute(name="list_pk", type=dynamodb.AttributeType.STRING),
                 sort_key=dynamodb.Attribute(name=sort, type=kind),
                 projection_type=dynamodb.ProjectionType.KEYS_ONLY,
+                read_capacity=units,
+                write_capacity=units,
             )
+        if self.capacity.provisioned:
+            self._auto_scale([DUE_INDEX_NAME, *(name for name, _ in (orders if created_index else orders[:1]))])
+
+    def _auto_scale(self, indexes: list[str]) -> None:
+        """Target tracking on reads and writes of the table and of every index."""
+        bounds = {"min_capacity": self.capacity.min_units, "max_capacity": self.capacity.max_units}
+        target = self.capacity.target_percent
+        scalables = [self.table.auto_scale_read_capacity(**bounds), self.table.auto_scale_write_capacity(**bounds)]
+        for name in indexes:
+            scalables.append(self.table.auto_scale_global_secondary_index_read_capacity(name, **bounds))
+            scalables.append(self.table.auto_scale_global_secondary_index_write_capacity(name, **bounds))
+        for scalable in scalables:
+            scalable.scale_on_utilization(target_utilization_percent=target)

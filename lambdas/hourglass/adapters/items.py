@@ -587,21 +587,26 @@ def _placed_body(message: Message, ref: BodyRef, retention: timedelta) -> BodyVe
 
 
 # status counters -----------------------------------------------------------------------------
-# Each queue life's counts are spread over this many items (by message id), so that no one item takes
-# every status change of a busy queue; reading them is one Query of this many small items.
+# Each queue life's counts are spread over this many items, so that no one item takes every status change
+# of a busy queue; reading them is one Query of this many small items.
 COUNT_SHARDS = 16
 CountKey = tuple[str, int, int]  # queue, epoch ms, shard
 
 
-def count_changes(changes: list[tuple[Message, Status | None]]) -> dict[CountKey, dict[Status, int]]:
+def count_changes(
+    changes: list[tuple[Message, Status | None]], shard: int | None = None
+) -> dict[CountKey, dict[Status, int]]:
     """What status changes (a message now, and its status before; None: new) add to which counter item,
-    summed per item; a change that leaves the status as it was adds nothing. `@later` is not counted."""
+    summed per item; a change that leaves the status as it was adds nothing. `@later` is not counted.
+    `shard`: every change of a queue life on that counter item (one write for a whole batch); None: each on
+    its message id's."""
     deltas: dict[CountKey, dict[Status, int]] = {}
     for message, before in changes:
         if before is message.status or message.queue == keys.LATER_QUEUE:
             continue
         epoch = to_ms(message.queue_epoch) if message.queue_epoch is not None else 0
-        counts = deltas.setdefault((message.queue, epoch, shard_of(message.id, COUNT_SHARDS)), {})
+        item = shard_of(message.id, COUNT_SHARDS) if shard is None else shard
+        counts = deltas.setdefault((message.queue, epoch, item), {})
         counts[message.status] = counts.get(message.status, 0) + 1
         if before is not None:
             counts[before] = counts.get(before, 0) - 1

@@ -4,8 +4,10 @@ the DynamoDB and S3 calls, with the items that `adapters.items` builds for each 
 from __future__ import annotations
 
 import contextlib
+import random
+import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -14,8 +16,10 @@ from botocore.exceptions import ClientError
 from hourglass import contract
 from hourglass.adapters.body_store import BodyStore
 from hourglass.adapters.items import (
+    COUNT_SHARDS,
     BodyId,
     BodyVersion,
+    CountKey,
     Item,
     ListFilter,
     NewMessageWrite,
@@ -38,7 +42,7 @@ from hourglass.adapters.items import (
     version_write_with_body,
     with_bodies,
 )
-from hourglass.adapters.table import Table, code_of, decode_cursor, decode_index_cursor, encode_cursor
+from hourglass.adapters.table import Meter, Table, code_of, decode_cursor, decode_index_cursor, encode_cursor
 from hourglass.core import body_placement, failure_notice
 from hourglass.core.body_placement import BodyLimits, Placement
 from hourglass.core.keys import MESSAGE_PREFIX, OUTBOX_PK, count_prefix
@@ -58,6 +62,9 @@ LIST_PAGE = 200
 LIST_READ_PAGES = 5
 
 BATCH_GET = 100
+# How long status changes counted together (`counts_batched`) wait at most before their ADD is written: how old
+# the queue document's counts may be (`counts_as_of`), besides the write's own retries.
+COUNT_FLUSH_SECONDS = 5
 # Each list order's index and the sort attribute of its keys.
 ORDER_INDEXES = {
     ListOrder.DUE: (contract.LIST_INDEX, "list_sk"),
@@ -65,11 +72,37 @@ ORDER_INDEXES = {
 }
 
 
+class CountBatch:
+    """Status changes counted together (docs/design.md, "Counts"): deltas by queue life, from any thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: dict[tuple[str, int], dict[Status, int]] = {}
+
+    def add(self, deltas: dict[CountKey, dict[Status, int]]) -> None:
+        with self._lock:
+            for (queue, epoch, _), counts in deltas.items():
+                pending = self._pending.setdefault((queue, epoch), {})
+                for status, delta in counts.items():
+                    pending[status] = pending.get(status, 0) + delta
+
+    def take(self) -> dict[tuple[str, int], dict[Status, int]]:
+        """What it holds, emptied."""
+        with self._lock:
+            pending, self._pending = self._pending, {}
+        return pending
+
+
 class MessageStorage(Table):
     # Message bodies (docs/design.md, "Message bodies"): S3 only once a body store is configured.
     _body_store_factory: Callable[[], BodyStore] | None = None
     _body_store: BodyStore | None = None
     retention: timedelta = timedelta(days=7)
+
+    def __init__(self, table: str, client: Any = None, meter: Meter | None = None) -> None:
+        super().__init__(table, client, meter)
+        # The CountBatch the calling thread counts into (counts_batched, counting_into); none: counts at once.
+        self._counting = threading.local()
 
     def configure_bodies(self, *, retention: timedelta, bucket: str | None = None, body_store: Any = None) -> None:
         """Retention of finished messages (body item TTLs) and the S3 bucket, built on first use."""
@@ -532,11 +565,58 @@ class MessageStorage(Table):
         return counts_from_items([item for page in self._pages(request) for item in page.get("Items", [])])
 
     def _count(self, changes: list[tuple[Message, Status | None]]) -> None:
-        """After the writes of these status changes: one ADD per counter item they change. Never raises:
-        the change is written, and a count it misses stays off (docs/design.md, "Counts")."""
-        for key, deltas in count_changes(changes).items():
+        """After the writes of these status changes: one ADD per queue life they change, on one of its counter
+        items picked at random; in a thread counting into a CountBatch, added to it instead. Never raises: the
+        change is written, and a count it misses stays off (docs/design.md, "Counts")."""
+        deltas = count_changes(changes, shard=random.randrange(COUNT_SHARDS))
+        batch: CountBatch | None = getattr(self._counting, "batch", None)
+        if batch is not None:
+            batch.add(deltas)
+            return
+        self._add_counts(deltas)
+
+    @contextlib.contextmanager
+    def counts_batched(self) -> Iterator[CountBatch]:
+        """A CountBatch the calling thread counts into (other threads through `counting_into`): its status changes
+        summed per queue life, written as one ADD each every COUNT_FLUSH_SECONDS and when it ends."""
+        batch = CountBatch()
+        stop = threading.Event()
+        ticker = threading.Thread(target=self._flush_every, args=(batch, stop), name="counts", daemon=True)
+        ticker.start()
+        try:
+            with self.counting_into(batch):
+                yield batch
+        finally:
+            stop.set()
+            ticker.join()
+            self.flush_counts(batch)
+
+    @contextlib.contextmanager
+    def counting_into(self, batch: CountBatch) -> Iterator[None]:
+        """The calling thread's status changes go to `batch` while inside."""
+        previous = getattr(self._counting, "batch", None)
+        self._counting.batch = batch
+        try:
+            yield
+        finally:
+            self._counting.batch = previous
+
+    def _flush_every(self, batch: CountBatch, stop: threading.Event) -> None:
+        while not stop.wait(COUNT_FLUSH_SECONDS):
+            self.flush_counts(batch)
+
+    def flush_counts(self, batch: CountBatch) -> None:
+        """Writes what `batch` holds, on one counter item of each queue life."""
+        shard = random.randrange(COUNT_SHARDS)
+        self._add_counts({(queue, epoch, shard): counts for (queue, epoch), counts in batch.take().items()})
+
+    def _add_counts(self, deltas: dict[CountKey, dict[Status, int]]) -> None:
+        for key, counts in deltas.items():
+            counts = {status: delta for status, delta in counts.items() if delta}
+            if not counts:
+                continue
             try:
-                self._guard("update_item", TableName=self.table, **count_update(key, deltas))
+                self._guard("update_item", TableName=self.table, **count_update(key, counts))
             except StoreError as exc:
                 log("count_failed", queue=key[0], error=str(exc))
 

@@ -8,15 +8,17 @@ import re
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
+from hourglass.adapters.message_storage import COUNT_FLUSH_SECONDS
 from hourglass.core import admission, delivery_control, json_body, validation
 from hourglass.core.attempts import history_doc
 from hourglass.core.document import control_doc, created_doc, later_doc, message_doc, queue_doc, schedule_doc
 from hourglass.core.model import Queue
 from hourglass.core.operations import operation_doc
 from hourglass.core.recurrence import Schedule
+from hourglass.core.timestamps import format_rfc3339
 from hourglass.errors import (
     ConflictError,
     HourglassError,
@@ -151,7 +153,9 @@ class Api:
         return error(404, "not_found", f"no route for {request.path}")
 
     def _queue_doc(self, queue: Queue) -> dict[str, Any]:
-        return full_queue_doc(queue, self.ctx.store.counts(queue))
+        # Counts are added up per dispatcher batch and written every few seconds: as of that long ago at least.
+        as_of = self.ctx.clock() - timedelta(seconds=COUNT_FLUSH_SECONDS)
+        return full_queue_doc(queue, self.ctx.store.counts(queue), as_of)
 
     def health(self, request: Request) -> Response:
         return respond(200, {"status": "ok"})
@@ -264,6 +268,10 @@ class Api:
         return respond(200, later_doc(self.later.query(request.json())))
 
 
-def full_queue_doc(queue: Queue, counts: dict[str, int]) -> dict[str, Any]:
-    """The queue document with its delivery control (v1.1) and its messages' counts by status (v1.2)."""
-    return {**queue_doc(queue), **control_doc(delivery_control.of(queue)), "counts": counts}
+def full_queue_doc(queue: Queue, counts: dict[str, int], counts_as_of: datetime | None = None) -> dict[str, Any]:
+    """The queue document with its delivery control (v1.1) and its messages' counts by status (v1.2): every
+    status change up to `counts_as_of` is in them (later ones may be too)."""
+    doc = {**queue_doc(queue), **control_doc(delivery_control.of(queue)), "counts": counts}
+    if counts_as_of is not None:
+        doc["counts_as_of"] = format_rfc3339(counts_as_of)
+    return doc

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
+from hourglass.adapters.message_storage import CountBatch
 from hourglass.adapters.timer_queue import read_timers
 from hourglass.core.handoff import Timer
 from hourglass.errors import DeliveryError, StoreError, TimerQueueError, ValidationError
@@ -44,8 +45,12 @@ class Dispatcher:
         With the records' `receipts` (record id -> receipt handle, as Lambda's event has them), they
         stay hidden only while the batch works (service.heartbeat).
         """
-        with Heartbeat(self.ctx.timers, receipts or {}, self.ctx.settings.timer_hold, self.ctx.clock) as held:
-            failed, back_at, poison = self._run_batch(bodies, deadline)
+        # The batch's status changes are counted together: one counter write per queue, not two per message.
+        with (
+            self.ctx.store.counts_batched() as counted,
+            Heartbeat(self.ctx.timers, receipts or {}, self.ctx.settings.timer_hold, self.ctx.clock) as held,
+        ):
+            failed, back_at, poison = self._run_batch(bodies, deadline, counted)
         # A poison record never succeeds: it goes on to the DLQ without a backoff.
         errors = [record for record in failed if record not in back_at and record not in poison]
         held.release(
@@ -55,7 +60,7 @@ class Dispatcher:
         return failed
 
     def _run_batch(
-        self, bodies: list[tuple[str, str]], deadline: datetime | None
+        self, bodies: list[tuple[str, str]], deadline: datetime | None, counted: CountBatch
     ) -> tuple[list[str], dict[str, datetime], set[str]]:
         """The failed records, when those whose every failed timer waits for an instant come back, and the
         records that could not be read (poison)."""
@@ -79,7 +84,9 @@ class Dispatcher:
             # Every timer on a thread of its own: the longest attempt (up to the queue's 120 s timeout)
             # bounds the invocation, which `deadline.function_timeout` sizes the function for.
             with ThreadPoolExecutor(max_workers=max(DISPATCH_THREADS, len(work))) as pool:
-                results = list(pool.map(lambda i: self.process_timer(work[i][1], int(i in repaced)), range(len(work))))
+                results = list(
+                    pool.map(lambda i: self._counted(counted, work[i][1], int(i in repaced)), range(len(work)))
+                )
             failed.update(record_id for (record_id, _), result in zip(work, results, strict=True) if not result.ok)
             waits = _waits(work, results)
         return list(dict.fromkeys(record_id for record_id, _ in bodies if record_id in failed)), waits, poison
@@ -88,6 +95,11 @@ class Dispatcher:
         log("poison_timer", error=str(exc))
         self.ctx.metrics.count("Poison")
         return Result(False, "poison")
+
+    def _counted(self, counted: CountBatch, timer: Timer, repaces: int) -> Result:
+        """`process_timer` on a worker thread, its status changes counted with the batch's."""
+        with self.ctx.store.counting_into(counted):
+            return self.process_timer(timer, repaces)
 
     def process_timer(self, timer: Timer, repaces: int = 0) -> Result:
         """One timer; no exception escapes, so nothing raised for one message fails its batch-mates."""
