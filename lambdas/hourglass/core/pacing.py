@@ -1,5 +1,7 @@
 """Rate-limit pacing: start slots handed out at hand-off from a calendar of windows, so a queue's attempts (and each
-flow key's) start at most `rate` a second and a limit holds a start back only where it binds. See
+flow key's) start at most `rate` a second and a limit holds a start back only where it binds. How a rate slot is
+chosen is read in three files: this one (the rule), `service/pacing.py` (the `Pacer` that applies it with
+conditional writes, and the dispatcher's re-pacing) and `adapters/pacing_storage.py` (the window items). See
 docs/delivery-control.md for why the spacing and start window keep the contract's bound.
 """
 
