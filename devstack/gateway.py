@@ -19,6 +19,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from hourglass.version import __version__
+
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 # (method, raw path, lower-case headers, body) -> why the request is refused (status, code, message), or None.
 Authenticate = Callable[[str, str, Mapping[str, str], bytes], tuple[int, str, str] | None]
@@ -136,7 +138,7 @@ class Gateway:
                     return
                 if urlsplit(self.path).path.rstrip("/") == "/health":
                     ready = gateway.is_ready()
-                    self._send(200 if ready else 503, {"status": "ok" if ready else "starting"})
+                    self._send(200 if ready else 503, {"status": "ok" if ready else "starting", "version": __version__})
                     return
                 length = int(lower.get("content-length", "0").strip() or "0")
                 body = self.rfile.read(length) if length else b""

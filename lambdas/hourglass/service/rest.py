@@ -34,6 +34,7 @@ from hourglass.service.messages import Messages
 from hourglass.service.operations import Operations
 from hourglass.service.queues import Queues
 from hourglass.service.schedules import Schedules
+from hourglass.version import __version__
 
 Response = dict[str, Any]
 NAME = r"([^/]+)"
@@ -154,7 +155,7 @@ class Api:
         return full_queue_doc(queue, self.ctx.store.counts(queue))
 
     def health(self, request: Request) -> Response:
-        return respond(200, {"status": "ok"})
+        return respond(200, {"status": "ok", "version": __version__})
 
     def put_queue(self, request: Request, name: str) -> Response:
         doc = request.json() if request.raw_body else {}

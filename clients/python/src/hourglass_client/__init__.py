@@ -16,6 +16,7 @@ from hourglass_client.errors import (
 from hourglass_client.models import Attempt, Created, Message, Operation, Page, Queue, Schedule
 from hourglass_client.signing import sign, verify
 from hourglass_client.transport import RetryPolicy
+from hourglass_client.version import __version__
 from hourglass_client.windows import parse_window, window
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "TransportError",
     "Unauthorized",
     "Unavailable",
+    "__version__",
     "breaker",
     "message",
     "new_dedup_id",

@@ -30,6 +30,7 @@ class AsyncClient:
         self.sync = Client(*args, **kwargs)
 
     health = _threaded(Client.health)
+    server_version = _threaded(Client.server_version)
     put_queue = _threaded(Client.put_queue)
     get_queue = _threaded(Client.get_queue)
     delete_queue = _threaded(Client.delete_queue)

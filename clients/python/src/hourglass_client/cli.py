@@ -14,7 +14,6 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -30,6 +29,7 @@ from hourglass_client.client import Client, breaker
 from hourglass_client.errors import HourglassError
 from hourglass_client.models import Attempt, Created, Message, Operation, Queue, Schedule
 from hourglass_client.terminal import PlainConsole, json_line, styled
+from hourglass_client.version import __version__
 from hourglass_client.windows import parse_window
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -228,10 +228,7 @@ Profiles (~/.config/hourglass/config.toml; HOURGLASS_CONFIG names another file):
 
 
 def _version() -> str:
-    try:
-        return metadata.version("hourglass-client")
-    except metadata.PackageNotFoundError:
-        return "unknown"
+    return __version__
 
 
 @click.group(cls=Group, epilog=COMPLETION_HELP)

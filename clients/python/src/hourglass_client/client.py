@@ -110,6 +110,11 @@ class Client:
     def health(self) -> dict[str, Any]:
         return dict(self._call("GET", "/health") or {})
 
+    def server_version(self) -> str | None:
+        """The release the server runs (`GET /health`, contract v1.3); None from a server before 1.3.0."""
+        version = self.health().get("version")
+        return version if isinstance(version, str) else None
+
     # --- queues -------------------------------------------------------------------------------
 
     def put_queue(
