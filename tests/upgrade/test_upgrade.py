@@ -1,6 +1,6 @@
 """`make test-upgrade`: the previous release tag deployed into MiniStack with its own `cdk deploy`, messages put in
-flight, then HEAD deployed over the same stack while they wait: nothing lost, early, duplicated or dead-lettered,
-a schedule still fires, a paused queue stays paused (docs/upgrades.md)."""
+flight (pending near and far, retrying, failed, paused, a schedule) and kept coming while HEAD is deployed over the
+same stack: nothing lost, early, duplicated or dead-lettered, the schedule still fires (docs/upgrades.md)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -80,54 +81,105 @@ def epoch(stamp: str) -> float:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
-def delivered(receiver: CallbackReceiver) -> set[str | None]:
-    return {r.headers.get("Hourglass-Message-Id") for r in receiver.at("/hook")}
+def ids(receiver: CallbackReceiver, path: str, answered: int | None = None) -> Counter[str | None]:
+    return Counter(
+        r.headers.get("Hourglass-Message-Id")
+        for r in receiver.at(path)
+        if r.body != "tick" and (answered is None or r.answered == answered)
+    )
+
+
+class Sender(threading.Thread):
+    """Creates a message every few seconds while HEAD is being deployed: ingest of either release takes it."""
+
+    def __init__(self, api: dict[str, Any]) -> None:
+        super().__init__(name="upgrade-sender", daemon=True)
+        self.api = api
+        self.due: dict[str, float] = {}
+        self.refused: list[Any] = []
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(5):
+            status, doc = call(
+                self.api, "POST", "/v1/queues/live/messages", {"messages": [{"body": "during", "delay": 20}]}
+            )
+            if status == 201:
+                self.due.update({m["id"]: epoch(m["due_at"]) for m in doc["messages"]})
+            else:
+                self.refused.append((status, doc))
 
 
 def test_head_deployed_over_the_previous_release_loses_nothing(tmp_path: Path) -> None:
-    receiver = CallbackReceiver().start()
+    receiver = CallbackReceiver(script={"/retry": [500] * 4, "/fail": [500] * 10}).start()
     emulator = MiniStack.start(free_port(), log_path=tmp_path / "ministack.log")
     try:
         old = checkout(PREVIOUS, tmp_path / "previous")
         api = deploy_previous(old, emulator.endpoint_url)
         version = call(api, "GET", "/health")[1].get("version")
-        target = {"type": "http", "url": receiver.url("/hook")}
-        for queue in ("live", "held"):
-            assert call(api, "PUT", f"/v1/queues/{queue}", {"target": target})[0] == 201
+        queues = {
+            "live": {},
+            "held": {},
+            "retry": {"retry": {"max_attempts": 6, "backoff_base": 15, "backoff_max": 30}},
+            "fail": {"retry": {"max_attempts": 1}},
+        }
+        for queue, settings in queues.items():
+            path = "/hook" if queue in ("live", "held") else f"/{queue}"
+            body = {"target": {"type": "http", "url": receiver.url(path)}, **settings}
+            assert call(api, "PUT", f"/v1/queues/{queue}", body)[0] == 201
         assert call(api, "POST", "/v1/queues/held/pause")[0] == 200
         # Due while HEAD is deployed and after: handed off by the previous release's sweeps and dispatched
         # by either release; one far ahead stays pending throughout.
         due = created(api, "live", [{"body": {"n": n}, "delay": 30 + 30 * n} for n in range(12)])
         far = created(api, "live", [{"body": "far", "delay": 3600}])
         paused = created(api, "held", [{"body": "paused", "delay": 30}])
+        retrying = created(api, "retry", [{"body": "retry", "delay": 40}, {"body": "retry", "delay": 70}])
+        failing = created(api, "fail", [{"body": "fail", "delay": 30}])
         assert call(api, "PUT", "/v1/queues/live/schedules/tick", {"every": 60, "body": "tick"})[0] == 201
 
-        head = DeployedStack(
-            RuntimeConfig(
-                endpoint_url=emulator.endpoint_url, sweep_interval=60, lookahead=LOOKAHEAD, allow_private_callbacks=True
-            )
-        ).start()
+        sender = Sender(api)
+        sender.start()
+        try:
+            head = DeployedStack(
+                RuntimeConfig(
+                    endpoint_url=emulator.endpoint_url,
+                    sweep_interval=60,
+                    lookahead=LOOKAHEAD,
+                    allow_private_callbacks=True,
+                )
+            ).start()
+        finally:
+            sender.done.set()
+            sender.join()
         deployed_at = time.time()
         api = {"api_url": head.api_url, "api_key": head.api_key}
         assert call(api, "GET", "/health")[1]["version"] != version
+        due.update(sender.due)
 
         deadline = max(due.values()) + 240
-        while time.time() < deadline and not set(due) <= delivered(receiver):
+        while time.time() < deadline and not (
+            set(due) <= set(ids(receiver, "/hook")) and len(ids(receiver, "/retry", 200)) == 2
+        ):
             time.sleep(1)
         time.sleep(30)  # a duplicate would arrive by now
-        got = Counter(r.headers.get("Hourglass-Message-Id") for r in receiver.at("/hook") if r.body != "tick")
+        got = ids(receiver, "/hook")
         first = {r.headers.get("Hourglass-Message-Id"): r.at for r in reversed(receiver.at("/hook"))}
         ticks = [r.at for r in receiver.at("/hook") if r.body == "tick"]
         dlq = boto3.client("sqs", endpoint_url=emulator.endpoint_url, region_name="us-east-1")
         dead = dlq.get_queue_attributes(QueueUrl=head.outputs["TimerDlqUrl"], AttributeNames=["All"])["Attributes"]
 
+        assert (sender.refused, len(sender.due) > 0) == ([], True), "ingest refused or took nothing during the deploy"
         assert {m: got[m] for m in due} == dict.fromkeys(due, 1), "lost or duplicated"
         assert [m for m in due if first[m] < due[m]] == [], "early"
         assert set(got) - set(due) == set(), "delivered what was not due"
-        assert [
+        assert ids(receiver, "/retry", 200) == Counter(dict.fromkeys(retrying, 1)), "a retried message lost or doubled"
+        assert ids(receiver, "/fail") == Counter(dict.fromkeys(failing, 1)), "a failed message attempted again"
+        statuses = [
             call(api, "GET", f"/v1/queues/{q}/messages/{m}")[1]["status"]
-            for q, m in [("live", *far), ("held", *paused)]
-        ] == ["pending", "pending"]
+            for q, found in [("live", far), ("held", paused), ("retry", retrying), ("fail", failing)]
+            for m in found
+        ]
+        assert statuses == ["pending", "pending", "delivered", "delivered", "failed"]
         assert any(at > deployed_at for at in ticks), "the schedule stopped firing"
         assert int(dead["ApproximateNumberOfMessages"]) + int(dead["ApproximateNumberOfMessagesNotVisible"]) == 0
     finally:
