@@ -1,9 +1,11 @@
 """`make test-upgrade`: the previous release tag deployed into MiniStack with its own `cdk deploy`, messages put in
 flight (pending near and far, retrying, failed, paused, a schedule) and kept coming while HEAD is deployed over the
-same stack: nothing lost, early, duplicated or dead-lettered, the schedule still fires (docs/upgrades.md)."""
+same stack, and the rollback the other way round: nothing lost, early, duplicated or dead-lettered, the schedule
+still fires (docs/upgrades.md)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -11,6 +13,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -90,71 +93,99 @@ def ids(receiver: CallbackReceiver, path: str, answered: int | None = None) -> C
 
 
 class Sender(threading.Thread):
-    """Creates a message every few seconds while HEAD is being deployed: ingest of either release takes it."""
+    """Creates a message every 2 s while the next release is deployed: ingest of either release takes it. A
+    create that fails is sent again with its dedup id, as the SDK does: MiniStack ends a function's worker
+    when its code is updated, so a request in flight then gets a 502 (AWS lets it finish on the old code)."""
 
     def __init__(self, api: dict[str, Any]) -> None:
         super().__init__(name="upgrade-sender", daemon=True)
         self.api = api
         self.due: dict[str, float] = {}
+        self.retried: list[Any] = []
         self.refused: list[Any] = []
         self.done = threading.Event()
 
     def run(self) -> None:
-        while not self.done.wait(5):
-            status, doc = call(
-                self.api, "POST", "/v1/queues/live/messages", {"messages": [{"body": "during", "delay": 20}]}
-            )
+        for n in itertools.count():  # the first at once: a deploy from a cached synth may take only seconds
+            self.create({"body": "during", "delay": 20, "dedup_id": f"during-{n}"})
+            if self.done.wait(2):
+                return
+
+    def create(self, message: dict[str, Any]) -> None:
+        for _ in range(5):
+            status, doc = call(self.api, "POST", "/v1/queues/live/messages", {"messages": [message]})
             if status == 201:
                 self.due.update({m["id"]: epoch(m["due_at"]) for m in doc["messages"]})
-            else:
-                self.refused.append((status, doc))
+                return
+            self.retried.append((status, doc))
+            time.sleep(1)
+        self.refused.append(message)
 
 
-def test_head_deployed_over_the_previous_release_loses_nothing(tmp_path: Path) -> None:
+def deploy_head(endpoint: str) -> dict[str, Any]:
+    config = RuntimeConfig(endpoint_url=endpoint, sweep_interval=60, lookahead=LOOKAHEAD, allow_private_callbacks=True)
+    head = DeployedStack(config).start()
+    return {"api_url": head.api_url, "api_key": head.api_key, "outputs": head.outputs}
+
+
+@dataclass
+class Traffic:
+    """Messages in every state the test puts in flight, by id and due time (epoch seconds)."""
+
+    due: dict[str, float]
+    far: dict[str, float]
+    paused: dict[str, float]
+    retrying: dict[str, float]
+    failing: dict[str, float]
+
+
+def put_traffic(api: dict[str, Any], receiver: CallbackReceiver) -> Traffic:
+    queues = {
+        "live": {},
+        "held": {},
+        "retry": {"retry": {"max_attempts": 6, "backoff_base": 15, "backoff_max": 30}},
+        "fail": {"retry": {"max_attempts": 1}},
+    }
+    for queue, settings in queues.items():
+        path = "/hook" if queue in ("live", "held") else f"/{queue}"
+        body = {"target": {"type": "http", "url": receiver.url(path)}, **settings}
+        assert call(api, "PUT", f"/v1/queues/{queue}", body)[0] == 201
+    assert call(api, "POST", "/v1/queues/held/pause")[0] == 200
+    assert call(api, "PUT", "/v1/queues/live/schedules/tick", {"every": 60, "body": "tick"})[0] == 201
+    # Due while the next release is deployed and after: handed off by the first release's sweeps and
+    # dispatched by either; one far ahead stays pending throughout.
+    return Traffic(
+        due=created(api, "live", [{"body": {"n": n}, "delay": 30 + 30 * n} for n in range(12)]),
+        far=created(api, "live", [{"body": "far", "delay": 3600}]),
+        paused=created(api, "held", [{"body": "paused", "delay": 30}]),
+        retrying=created(api, "retry", [{"body": "retry", "delay": 40}, {"body": "retry", "delay": 70}]),
+        failing=created(api, "fail", [{"body": "fail", "delay": 30}]),
+    )
+
+
+@pytest.mark.parametrize("direction", ["upgrade", "rollback"])
+def test_a_release_deployed_over_another_loses_nothing(tmp_path: Path, direction: str) -> None:
+    """upgrade: the previous release, then HEAD over it; rollback: HEAD, then the previous release over it."""
     receiver = CallbackReceiver(script={"/retry": [500] * 4, "/fail": [500] * 10}).start()
     emulator = MiniStack.start(free_port(), log_path=tmp_path / "ministack.log")
     try:
         old = checkout(PREVIOUS, tmp_path / "previous")
-        api = deploy_previous(old, emulator.endpoint_url)
+        deploys = [lambda: deploy_previous(old, emulator.endpoint_url), lambda: deploy_head(emulator.endpoint_url)]
+        first_deploy, second_deploy = deploys if direction == "upgrade" else deploys[::-1]
+        api = first_deploy()
         version = call(api, "GET", "/health")[1].get("version")
-        queues = {
-            "live": {},
-            "held": {},
-            "retry": {"retry": {"max_attempts": 6, "backoff_base": 15, "backoff_max": 30}},
-            "fail": {"retry": {"max_attempts": 1}},
-        }
-        for queue, settings in queues.items():
-            path = "/hook" if queue in ("live", "held") else f"/{queue}"
-            body = {"target": {"type": "http", "url": receiver.url(path)}, **settings}
-            assert call(api, "PUT", f"/v1/queues/{queue}", body)[0] == 201
-        assert call(api, "POST", "/v1/queues/held/pause")[0] == 200
-        # Due while HEAD is deployed and after: handed off by the previous release's sweeps and dispatched
-        # by either release; one far ahead stays pending throughout.
-        due = created(api, "live", [{"body": {"n": n}, "delay": 30 + 30 * n} for n in range(12)])
-        far = created(api, "live", [{"body": "far", "delay": 3600}])
-        paused = created(api, "held", [{"body": "paused", "delay": 30}])
-        retrying = created(api, "retry", [{"body": "retry", "delay": 40}, {"body": "retry", "delay": 70}])
-        failing = created(api, "fail", [{"body": "fail", "delay": 30}])
-        assert call(api, "PUT", "/v1/queues/live/schedules/tick", {"every": 60, "body": "tick"})[0] == 201
+        traffic = put_traffic(api, receiver)
 
         sender = Sender(api)
         sender.start()
         try:
-            head = DeployedStack(
-                RuntimeConfig(
-                    endpoint_url=emulator.endpoint_url,
-                    sweep_interval=60,
-                    lookahead=LOOKAHEAD,
-                    allow_private_callbacks=True,
-                )
-            ).start()
+            api = second_deploy()
         finally:
             sender.done.set()
             sender.join()
         deployed_at = time.time()
-        api = {"api_url": head.api_url, "api_key": head.api_key}
-        assert call(api, "GET", "/health")[1]["version"] != version
-        due.update(sender.due)
+        assert call(api, "GET", "/health")[1].get("version") != version
+        due = {**traffic.due, **sender.due}
 
         deadline = max(due.values()) + 240
         while time.time() < deadline and not (
@@ -165,23 +196,29 @@ def test_head_deployed_over_the_previous_release_loses_nothing(tmp_path: Path) -
         got = ids(receiver, "/hook")
         first = {r.headers.get("Hourglass-Message-Id"): r.at for r in reversed(receiver.at("/hook"))}
         ticks = [r.at for r in receiver.at("/hook") if r.body == "tick"]
-        dlq = boto3.client("sqs", endpoint_url=emulator.endpoint_url, region_name="us-east-1")
-        dead = dlq.get_queue_attributes(QueueUrl=head.outputs["TimerDlqUrl"], AttributeNames=["All"])["Attributes"]
+        sqs = boto3.client("sqs", endpoint_url=emulator.endpoint_url, region_name="us-east-1")
+        dlq = sqs.get_queue_attributes(QueueUrl=api["outputs"]["TimerDlqUrl"], AttributeNames=["All"])["Attributes"]
 
         assert (sender.refused, len(sender.due) > 0) == ([], True), "ingest refused or took nothing during the deploy"
         assert {m: got[m] for m in due} == dict.fromkeys(due, 1), "lost or duplicated"
         assert [m for m in due if first[m] < due[m]] == [], "early"
         assert set(got) - set(due) == set(), "delivered what was not due"
-        assert ids(receiver, "/retry", 200) == Counter(dict.fromkeys(retrying, 1)), "a retried message lost or doubled"
-        assert ids(receiver, "/fail") == Counter(dict.fromkeys(failing, 1)), "a failed message attempted again"
+        retried = ids(receiver, "/retry", 200)
+        assert retried == Counter(dict.fromkeys(traffic.retrying, 1)), "a retried message lost or doubled"
+        assert ids(receiver, "/fail") == Counter(dict.fromkeys(traffic.failing, 1)), "a failed message attempted again"
         statuses = [
-            call(api, "GET", f"/v1/queues/{q}/messages/{m}")[1]["status"]
-            for q, found in [("live", far), ("held", paused), ("retry", retrying), ("fail", failing)]
+            call(api, "GET", f"/v1/queues/{queue}/messages/{m}")[1]["status"]
+            for queue, found in [
+                ("live", traffic.far),
+                ("held", traffic.paused),
+                ("retry", traffic.retrying),
+                ("fail", traffic.failing),
+            ]
             for m in found
         ]
         assert statuses == ["pending", "pending", "delivered", "delivered", "failed"]
         assert any(at > deployed_at for at in ticks), "the schedule stopped firing"
-        assert int(dead["ApproximateNumberOfMessages"]) + int(dead["ApproximateNumberOfMessagesNotVisible"]) == 0
+        assert int(dlq["ApproximateNumberOfMessages"]) + int(dlq["ApproximateNumberOfMessagesNotVisible"]) == 0
     finally:
         emulator.stop()
         receiver.stop()
