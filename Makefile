@@ -17,7 +17,7 @@ export PYTHONPATH := lambdas:.
 # check-node says it once instead.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION ?= 20
 
-.PHONY: dev test test-console test-realtime total-queue test-deployed smoke tools lint synth bench bench-modes soak model spark-schedule spark-report sample clean \
+.PHONY: dev test test-console test-realtime test-upgrade total-queue test-deployed smoke tools lint synth bench bench-modes soak model spark-schedule spark-report sample clean \
 	check-node check-java check-chromium
 
 $(STAMP): requirements.txt requirements-dev.txt
@@ -93,6 +93,14 @@ test-deployed: $(STAMP) tools
 		tests/e2e/test_rate_limits.py tests/e2e/test_flow_keys.py tests/e2e/test_smoke.py tests/e2e/test_stack.py \
 		tests/e2e/test_bootstrap.py tests/e2e/test_readme_deploy.py tests/e2e/test_crash_deployed.py \
 		tests/e2e/test_aws_targets.py tests/e2e/test_windows.py
+
+# The previous release's stack (tag UPGRADE_FROM) deployed into MiniStack with its own `cdk deploy`, messages put
+# in flight, then HEAD deployed over it, and the rollback the other way round: nothing lost, early, duplicated or
+# dead-lettered (docs/upgrades.md; ~15 minutes on 2 cores).
+UPGRADE_FROM ?= v1.2.0
+test-upgrade: $(STAMP) tools
+	HOURGLASS_UPGRADE_FROM=$(UPGRADE_FROM) $(BIN)/python -m pytest -q -p no:cacheprovider -o timeout=1800 \
+		tests/upgrade/test_upgrade.py
 
 # Real-time end-to-end runs through the local runtime that `make test` leaves out for time (flow keys: ~1.5 min).
 test-realtime: $(STAMP)

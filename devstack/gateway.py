@@ -19,11 +19,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from hourglass.core import limits
+from hourglass.version import __version__
+
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 # (method, raw path, lower-case headers, body) -> why the request is refused (status, code, message), or None.
 Authenticate = Callable[[str, str, Mapping[str, str], bytes], tuple[int, str, str] | None]
 MAX_BODY = 10 * 1024 * 1024  # API Gateway's payload limit
-MAX_RESPONSE = 6 * 1024 * 1024  # Lambda's synchronous response limit
+# Lambda's synchronous response limit, on the whole serialized proxy response (limits.proxy_response_bytes).
+MAX_RESPONSE = limits.LAMBDA_RESPONSE_BYTES
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 # The console's static page, public in the stack whatever `hourglass:auth` says (stacks/constructs/rest_api.py).
@@ -136,7 +140,7 @@ class Gateway:
                     return
                 if urlsplit(self.path).path.rstrip("/") == "/health":
                     ready = gateway.is_ready()
-                    self._send(200 if ready else 503, {"status": "ok" if ready else "starting"})
+                    self._send(200 if ready else 503, {"status": "ok" if ready else "starting", "version": __version__})
                     return
                 length = int(lower.get("content-length", "0").strip() or "0")
                 body = self.rfile.read(length) if length else b""
@@ -154,7 +158,7 @@ class Gateway:
                 event = proxy_event(self.command, self.path, headers, body)
                 response = gateway.handler(event, None)
                 payload = (response.get("body") or "").encode()
-                if len(payload) > MAX_RESPONSE:
+                if limits.proxy_response_bytes(response) > MAX_RESPONSE:
                     # What API Gateway answers when Lambda refuses a response over its limit.
                     self._send(502, {"message": "Internal server error"})
                     return

@@ -1,9 +1,11 @@
 """The local stand-in for API Gateway's IAM authorization (HOURGLASS_AUTH=iam): a request's SigV4 signature
-recomputed by botocore with the emulator's credentials. It proves a request was signed, correctly, by a holder
-of those credentials; it evaluates no IAM policy (every holder may call every route)."""
+recomputed by botocore with the emulator's credentials, over the body that arrived. It proves a request was
+signed, correctly, by a holder of those credentials; it evaluates no IAM policy (every holder may call every
+route)."""
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import re
 from collections.abc import Mapping
@@ -52,8 +54,16 @@ class SigV4Check:
             return 403, "forbidden", "Missing Authentication Token: sign the request with AWS SigV4"
         if not hmac.compare_digest(match["key"], self.credentials.access_key):
             return 403, "forbidden", "The security token included in the request is invalid"
-        if self.credentials.token and headers.get("x-amz-security-token") != self.credentials.token:
+        # A session token is checked when the client sends one: the secret key is what a signature proves, and
+        # the documented credentials (testing/testing) come without one.
+        token = headers.get("x-amz-security-token")
+        if token is not None and not hmac.compare_digest(token, self.credentials.token or ""):
             return 403, "forbidden", "The security token included in the request is invalid"
+        # botocore (like other signers) takes the payload hash from this header when it is there: the hash of
+        # the body that arrived must be it, or a body replaced after signing would pass.
+        claimed = headers.get("x-amz-content-sha256")
+        if claimed is not None and claimed.lower() != hashlib.sha256(body).hexdigest():
+            return 403, "forbidden", "x-amz-content-sha256 does not match the SHA-256 of the request body"
         stamp = headers.get("x-amz-date", "")
         try:
             signed_at = datetime.strptime(stamp, SIGV4_TIMESTAMP).replace(tzinfo=UTC)

@@ -15,6 +15,7 @@ from aws_cdk import aws_lambda_event_sources as event_sources
 from constructs import Construct
 from hourglass import contract
 from hourglass.core import aws_targets
+from hourglass.version import __version__
 
 from stacks.constructs.body_bucket import BODY_BUCKET_ENV, BodyBucket
 from stacks.constructs.functions import DISPATCHER, INGEST, SWEEPER, Functions
@@ -264,6 +265,7 @@ class HourglassStack(Stack):
         )
 
         CfnOutput(self, "ApiUrl", value=api.url)
+        CfnOutput(self, contract.OUTPUT_VERSION, value=__version__, description="the Hourglass release deployed")
         if api.api_key is not None:
             CfnOutput(self, contract.OUTPUT_API_KEY_ID, value=api.api_key.key_id)
         if api.invoke_policy is not None:

@@ -65,6 +65,7 @@ DEFAULT_SWEEP_CAPACITY = 20_000
 
 # Stack outputs.
 OUTPUT_TABLE = "TableName"
+OUTPUT_VERSION = "Version"
 OUTPUT_TIMER_QUEUE_URL = "TimerQueueUrl"
 OUTPUT_INGEST_FUNCTION = "IngestFunctionName"
 OUTPUT_BODY_BUCKET = "BodyBucketName"

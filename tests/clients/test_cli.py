@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from hourglass.version import __version__
 from hourglass_client import Client
 from hourglass_client.cli import main
 
@@ -448,7 +449,7 @@ def test_schedules_put_with_a_lambda_target_overrides_the_queue_target(run: Any,
 
 def test_version_prints_the_package_version() -> None:
     result = CliRunner().invoke(main, ["--version"])
-    assert (result.exit_code, result.output.startswith("hourglass ")) == (0, True)
+    assert (result.exit_code, result.output) == (0, f"hourglass {__version__}\n")
 
 
 def test_a_profile_of_the_config_file_gives_url_and_key(api_url: str, queue: str, tmp_path: Path) -> None:

@@ -7,9 +7,14 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hourglass.version import __version__
 from hourglass_client import BadRequest, Client, Conflict, NotFound, Unauthorized, message, targets, verify
 
 from tests.clients.conftest import API_KEY, RawReceiver, eventually
+
+
+def test_the_client_reads_the_servers_version(client: Client) -> None:
+    assert (client.health(), client.server_version()) == ({"status": "ok", "version": __version__}, __version__)
 
 
 def test_put_queue_creates_a_queue_that_get_returns(client: Client) -> None:

@@ -10,6 +10,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from hourglass.version import __version__
+
 from tests.e2e.conftest import Client, Receiver, Stack, record_lateness
 
 # Delivery must never be early; lateness this large would mean something is broken.
@@ -150,7 +152,7 @@ def test_body_that_is_not_json_is_a_400(api: Client, receiver: Receiver) -> None
 
 
 def test_health_reports_ok(api: Client) -> None:
-    assert api.call("GET", "/health") == (200, {"status": "ok"})
+    assert api.call("GET", "/health") == (200, {"status": "ok", "version": __version__})
 
 
 def test_a_wrong_api_key_is_refused(api: Client) -> None:

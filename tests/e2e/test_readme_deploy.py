@@ -57,6 +57,6 @@ def test_the_readme_deploy_steps_work_word_for_word(tmp_path: Path) -> None:
         (ROOT / "cdk-outputs.json").unlink(missing_ok=True)
         context_file.unlink(missing_ok=True)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
-    assert '{"status":"ok"}' in result.stdout.replace(" ", "")
+    assert '{"status":"ok","version":' in result.stdout.replace(" ", "")
     assert "smoke: OK, 3 messages on time" in result.stdout
     assert "Hourglass" not in live

@@ -143,7 +143,7 @@ def test_timer_messages_carry_nothing_sized():
 
 def test_a_page_is_cut_where_it_would_exceed_the_budget():
     docs = [{"body": "x" * 100} for _ in range(10)]
-    one = limits.json_bytes(docs[0])
+    one = limits.document_bytes(docs[0])
     assert limits.page_length(docs, budget=2 + 3 * one + 2) == 3
 
 

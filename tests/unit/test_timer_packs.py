@@ -6,7 +6,16 @@ import json
 from dataclasses import replace
 
 import pytest
-from hourglass.adapters.timer_queue import MAX_PACK, PACK_SPAN_MS, Scheduled, Timer, pack_to_json, packs, read_timers
+from hourglass.adapters.timer_queue import (
+    MAX_PACK,
+    PACK_SPAN_MS,
+    TIMER_FORMAT,
+    Scheduled,
+    Timer,
+    pack_to_json,
+    packs,
+    read_timers,
+)
 from hourglass.errors import ValidationError
 
 
@@ -51,8 +60,8 @@ def test_timers_paced_outside_the_queue_scope_read_back_so_single_or_packed() ->
     assert read_timers(pack_to_json(keyed_only[2:])) == keyed_only[2:]
 
 
-def test_a_single_timer_body_is_the_old_format() -> None:
-    assert json.loads(pack_to_json([timer(1, 1000)])) == json.loads(timer(1, 1000).to_json())
+def test_a_single_timer_body_is_the_old_format_with_its_format_version() -> None:
+    assert json.loads(pack_to_json([timer(1, 1000)])) == {"fv": TIMER_FORMAT, **json.loads(timer(1, 1000).to_json())}
 
 
 def test_timers_due_within_the_span_share_a_pack() -> None:

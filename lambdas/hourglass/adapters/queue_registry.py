@@ -46,7 +46,7 @@ class QueueRegistry(Table):
             request["Limit"] = limit - len(names)
         found = self._queues(names)
         queues = [found[name] for name in names if name in found]
-        return queues, _encode(last["sk"]["S"]) if last else None
+        return queues, queue_cursor(last["sk"]["S"]) if last else None
 
     def _queues(self, names: list[str]) -> dict[str, Queue]:
         found: dict[str, Queue] = {}
@@ -62,7 +62,8 @@ class QueueRegistry(Table):
         return found
 
 
-def _encode(name: str) -> str:
+def queue_cursor(name: str) -> str:
+    """The `next_cursor` of a queue list page that ends with queue `name`."""
     return base64.urlsafe_b64encode(json.dumps({"after": name}).encode()).decode()
 
 

@@ -2,6 +2,7 @@
 
 Timers due within `PACK_SPAN_MS` of each other share one SQS message (a pack), so a busy second
 costs one send, one receive, one delete and one dispatcher invocation instead of one per message.
+Each message names its format (`fv`); one newer than this release reads is sent back (docs/upgrades.md).
 """
 
 from __future__ import annotations
@@ -24,12 +25,27 @@ SQS_BATCH = 10
 # dispatcher invocation's 32 threads (docs/capacity.md).
 PACK_SPAN_MS = 1000
 MAX_PACK = 10
+# The timer format this release writes, and the newest it reads (docs/upgrades.md, "Timers"): a message
+# without `fv` is format 1 (release 1.2.0, which ignores `fv`); format 2 (1.3.0) is format 1 with `fv`.
+TIMER_FORMAT = 2
+# A message of a newer format goes back to the queue, as a new message, visible again after this long:
+# a newer dispatcher takes it then; meanwhile this release's dispatchers keep sending it back.
+SEND_BACK_SECONDS = 10
+
+
+class NewerFormatError(Exception):
+    """A timer message written by a newer release: this one must neither read nor drop it."""
+
+    def __init__(self, fv: int) -> None:
+        super().__init__(f"timer format {fv} is newer than {TIMER_FORMAT}")
+        self.fv = fv
 
 
 def pack_to_json(timers: Sequence[Timer]) -> str:
     """The first timer in the old single-timer fields (so one-timer bodies are unchanged), the rest in `more`."""
     first = timers[0]
-    doc: dict[str, Any] = {"q": first.queue, "id": first.id, "v": first.version, "due": first.due_ms}
+    doc: dict[str, Any] = {"fv": TIMER_FORMAT, "q": first.queue, "id": first.id, "v": first.version}
+    doc["due"] = first.due_ms
     doc["sent"] = first.sent_ms
     doc.update(first.extra())
     if len(timers) > 1:
@@ -73,8 +89,22 @@ def _packed(first: Timer, entry: list[Any]) -> Timer:
     )
 
 
+def timer_format(text: str) -> int:
+    """The format a timer message is written in (1 without `fv`); a malformed one is a ValidationError."""
+    try:
+        fv = json.loads(text).get("fv", 1)
+    except (ValueError, AttributeError) as exc:
+        raise ValidationError("timer", f"malformed timer message: {exc}") from exc
+    if type(fv) is not int or fv < 1:
+        raise ValidationError("timer", f"malformed timer format: {fv!r}")
+    return fv
+
+
 def read_timers(text: str) -> list[Timer]:
-    """Every timer of a timer message, single or packed."""
+    """Every timer of a timer message, single or packed; NewerFormatError for a format newer than TIMER_FORMAT."""
+    fv = timer_format(text)
+    if fv > TIMER_FORMAT:
+        raise NewerFormatError(fv)
     first = Timer.from_json(text)
     try:
         more = json.loads(text).get("more") or []
@@ -131,6 +161,25 @@ class TimerQueue:
             failed = self.send(failed)
         if failed:
             raise TimerQueueError(f"{len(failed)} timer messages were not accepted by SQS")
+
+    def send_back(self, bodies: Sequence[str], delay_seconds: int = SEND_BACK_SECONDS) -> set[int]:
+        """Sends timer message bodies again, as they are, visible after `delay_seconds`: a new message starts
+        with no receives, so a body this release cannot read never nears the DLQ. Returns the indexes SQS
+        did not accept."""
+        failed: set[int] = set()
+        for start in range(0, len(bodies), SQS_BATCH):
+            entries = [
+                {"Id": str(start + i), "MessageBody": body, "DelaySeconds": delay_seconds}
+                for i, body in enumerate(bodies[start : start + SQS_BATCH])
+            ]
+            try:
+                self.requests += 1
+                answer = self.client.send_message_batch(QueueUrl=self.queue_url, Entries=entries)
+            except (ClientError, BotoCoreError):
+                failed.update(range(start, start + len(entries)))
+                continue
+            failed.update(int(entry["Id"]) for entry in answer.get("Failed", []))
+        return failed
 
     def hide(self, receipts: Mapping[str, int]) -> None:
         """Hides each received timer message (receipt handle -> seconds from now) for that long.

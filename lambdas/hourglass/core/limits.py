@@ -1,16 +1,17 @@
 """AWS's size limits applied to what Hourglass accepts, measured as AWS measures them: a stored message item
 under DynamoDB's 400 KB, what a target service receives under its payload limit (SQS, SNS, Lambda's asynchronous
-invoke, an EventBridge entry, a Step Functions input; docs/guarantees.md cites them), a list page under Lambda's
-6 MB response.
+invoke, an EventBridge entry, a Step Functions input; docs/guarantees.md cites them), a response under Lambda's
+6 MB as the serialized proxy response, the body escaped as a JSON string inside it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, replace
 from typing import Any
 
-from hourglass.core import delivery
+from hourglass.core import delivery, json_body
 from hourglass.core.model import (
     EventBridgeTarget,
     HttpTarget,
@@ -42,7 +43,8 @@ PAYLOAD_LIMITS: dict[type, tuple[int, str]] = {
     StepFunctionsTarget: (STEPFUNCTIONS_INPUT_BYTES, "a Step Functions target (execution input)"),
 }
 LAMBDA_RESPONSE_BYTES = 6 * 1024 * 1024
-# A list page leaves this much of Lambda's 6 MB to the envelope and API Gateway's own headers.
+# A list page leaves this much of Lambda's 6 MB to the rest of the proxy response: status, headers, the
+# document around the list (its cursor), each measured as the proxy carries it.
 MAX_PAGE_BYTES = LAMBDA_RESPONSE_BYTES - 64 * 1024
 
 # Upper bounds of the message item's attributes other than body, target, dedup id, topic and schedule
@@ -146,11 +148,30 @@ def check_message(
         )
 
 
+def proxy_response_bytes(response: Mapping[str, Any]) -> int:
+    """What Lambda counts against its 6 MB for a proxy response: the object serialized as JSON, its body a
+    JSON string within it. Python runtimes serialize with `json.dumps`, with ASCII escaping before 3.12 and
+    without from 3.12; escaped (every non-ASCII character as \\uXXXX, 6 bytes, or 12 past the BMP) is never
+    smaller, so measured so it holds for both."""
+    return len(json.dumps(response))
+
+
+def proxy_text_bytes(text: str) -> int:
+    """What `text` (a response body or a part of one) adds to the proxy response: escaped as a JSON string."""
+    return len(json.dumps(text)) - 2
+
+
+def document_bytes(doc: Any) -> int:
+    """What a JSON document adds to a response body's share of the proxy response (see proxy_response_bytes)."""
+    return proxy_text_bytes(json_body.encode(doc))
+
+
 def page_length(documents: Sequence[Any], budget: int = MAX_PAGE_BYTES) -> int:
-    """How many of `documents`, from the first, fit in `budget` bytes of a JSON list; at least one."""
+    """How many of `documents`, from the first, fit in `budget` bytes of a JSON list inside a proxy response
+    (document_bytes); at least one."""
     used = 2
     for count, doc in enumerate(documents):
-        used += json_bytes(doc) + (1 if count else 0)
+        used += document_bytes(doc) + (1 if count else 0)
         if used > budget and count:
             return count
     return len(documents)

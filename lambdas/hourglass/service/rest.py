@@ -6,13 +6,16 @@ import hmac
 import json
 import re
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
+from hourglass.adapters.items import schedule_key
 from hourglass.adapters.message_storage import COUNT_FLUSH_SECONDS
-from hourglass.core import admission, delivery_control, json_body, validation
+from hourglass.adapters.queue_registry import queue_cursor
+from hourglass.adapters.table import encode_cursor
+from hourglass.core import admission, delivery_control, json_body, limits, validation
 from hourglass.core.attempts import history_doc
 from hourglass.core.document import control_doc, created_doc, later_doc, message_doc, queue_doc, schedule_doc
 from hourglass.core.model import Queue
@@ -36,9 +39,13 @@ from hourglass.service.messages import Messages
 from hourglass.service.operations import Operations
 from hourglass.service.queues import Queues
 from hourglass.service.schedules import Schedules
+from hourglass.version import __version__
 
 Response = dict[str, Any]
 NAME = r"([^/]+)"
+T = TypeVar("T")
+# An error message names a field and says what is wrong: never long, but a field name may come from the request.
+MAX_ERROR_MESSAGE = 1000
 
 
 @dataclass(frozen=True)
@@ -60,7 +67,18 @@ def respond(status: int, doc: Any = None) -> Response:
 
 
 def error(status: int, code: str, message: str) -> Response:
+    if len(message) > MAX_ERROR_MESSAGE:
+        message = message[: MAX_ERROR_MESSAGE - 1] + "…"
     return respond(status, {"error": {"code": code, "message": message}})
+
+
+def fit_page(
+    docs: list[Any], items: Sequence[T], cursor: str | None, after: Callable[[T], str]
+) -> tuple[list[Any], str | None]:
+    """A list page cut to what fits Lambda's response as AWS measures it (contract v1.1: a page may hold fewer
+    than `limit`; `next_cursor`, `after` the last one kept, continues it)."""
+    count = limits.page_length(docs)
+    return (docs, cursor) if count == len(docs) else (docs[:count], after(items[count - 1]))
 
 
 class Api:
@@ -108,7 +126,7 @@ class Api:
             denied = self._check_key(request)
             if denied:
                 return denied
-            return self._route(request)
+            return within_limit(self._route(request), request)
         except ValidationError as exc:
             status = 413 if exc.code == "too_large" else 400
             return error(status, exc.code, exc.message)
@@ -158,7 +176,7 @@ class Api:
         return full_queue_doc(queue, self.ctx.store.counts(queue), as_of)
 
     def health(self, request: Request) -> Response:
-        return respond(200, {"status": "ok"})
+        return respond(200, {"status": "ok", "version": __version__})
 
     def put_queue(self, request: Request, name: str) -> Response:
         doc = request.json() if request.raw_body else {}
@@ -167,7 +185,8 @@ class Api:
 
     def list_queues(self, request: Request) -> Response:
         found, cursor = self.queues.list(request.params)
-        return respond(200, {"queues": [self._queue_doc(q) for q in found], "next_cursor": cursor})
+        docs, cursor = fit_page([self._queue_doc(q) for q in found], found, cursor, lambda q: queue_cursor(q.name))
+        return respond(200, {"queues": docs, "next_cursor": cursor})
 
     def get_queue(self, request: Request, name: str) -> Response:
         return respond(200, self._queue_doc(self.queues.get(name)))
@@ -180,7 +199,8 @@ class Api:
 
     def message_attempts(self, request: Request, name: str, message_id: str) -> Response:
         validation.queue_name(name)
-        return respond(200, history_doc(self.control.attempts(name, message_id)))
+        doc = history_doc(self.control.attempts(name, message_id))
+        return respond(200, {**doc, "attempts": latest_that_fit(doc["attempts"])})
 
     def redeliver_message(self, request: Request, name: str, message_id: str) -> Response:
         validation.queue_name(name)
@@ -241,6 +261,7 @@ class Api:
         now = self.ctx.clock()
         owner = self.queues.get(queue)
         docs = [schedule_doc(s, now, admission.plan_window(s, owner)) for s in found]
+        docs, cursor = fit_page(docs, found, cursor, lambda s: encode_cursor(schedule_key(s.queue, s.name)))
         return respond(200, {"schedules": docs, "next_cursor": cursor})
 
     def pause_schedule(self, request: Request, queue: str, name: str) -> Response:
@@ -266,6 +287,23 @@ class Api:
 
     def later_query(self, request: Request) -> Response:
         return respond(200, later_doc(self.later.query(request.json())))
+
+
+def latest_that_fit(docs: list[Any]) -> list[Any]:
+    """The last of `docs` that fit a response (at least one), in their order: a list without a cursor (the
+    attempt history, which redeliveries may grow past what 6 MB holds) keeps its most recent entries."""
+    newest_first = docs[::-1]
+    return newest_first[: limits.page_length(newest_first)][::-1]
+
+
+def within_limit(response: Response, request: Request) -> Response:
+    """The response, if it fits Lambda's 6 MB as serialized (pages and error messages are cut to fit, and a
+    single document is far smaller); else an error, rather than AWS's bare 502."""
+    size = limits.proxy_response_bytes(response)
+    if size <= limits.LAMBDA_RESPONSE_BYTES:
+        return response
+    log("response_too_large", path=request.path, bytes=size)
+    return error(500, "internal_error", "the response would exceed the 6 MB AWS allows")
 
 
 def full_queue_doc(queue: Queue, counts: dict[str, int], counts_as_of: datetime | None = None) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from hourglass_client.models import Attempt, Created, Message, Operation, Page, 
 from hourglass_client.queue_settings import QueueSettings
 from hourglass_client.signing import sign, verify
 from hourglass_client.transport import RetryPolicy
+from hourglass_client.version import __version__
 from hourglass_client.windows import parse_window, window
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "TransportError",
     "Unauthorized",
     "Unavailable",
+    "__version__",
     "breaker",
     "message",
     "new_dedup_id",

@@ -327,6 +327,11 @@ class Endpoints:
     def health(self) -> Call[dict[str, Any]]:
         return Call("GET", "/health", lambda doc: dict(doc or {}))
 
+    @endpoint
+    def server_version(self) -> Call[str | None]:
+        """The release the server runs (`GET /health`, contract v1.3); None from a server before 1.3.0."""
+        return Call("GET", "/health", _version_of)
+
     # --- queues -------------------------------------------------------------------------------
 
     put_queue = _put_queue(QueuePut)
@@ -588,3 +593,8 @@ class Endpoints:
     @endpoint
     def later_delete(self, message_id: str) -> Call[None]:
         return Call("POST", "/delete", _nothing, body={"id": message_id})
+
+
+def _version_of(doc: Any) -> str | None:
+    version = (doc or {}).get("version") if isinstance(doc, dict) else None
+    return version if isinstance(version, str) else None

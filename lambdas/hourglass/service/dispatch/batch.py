@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from hourglass.adapters.message_storage import CountBatch
-from hourglass.adapters.timer_queue import read_timers
+from hourglass.adapters.timer_queue import SEND_BACK_SECONDS, NewerFormatError, read_timers
 from hourglass.core.handoff import Timer
 from hourglass.errors import DeliveryError, StoreError, TimerQueueError, ValidationError
 from hourglass.logs import log
@@ -70,13 +70,18 @@ class Dispatcher:
         poison: set[str] = set()
         waits: dict[str, datetime] = {}
         work: list[tuple[str, Timer]] = []
+        newer: list[tuple[str, str]] = []
         for record_id, body in bodies:
             try:
                 work.extend((record_id, timer) for timer in read_timers(body))
+            except NewerFormatError:
+                newer.append((record_id, body))
             except ValidationError as exc:
                 failed.add(record_id)
                 poison.add(record_id)
                 self._poison(exc)
+        kept = self._send_back(newer)
+        failed.update(kept)
         work.sort(key=lambda pair: pair[1].due_ms)
         repaced = self.pacing.repace_batch([timer for _, timer in work], self.queues.control)
         work = [(record, repaced.get(index, timer)) for index, (record, timer) in enumerate(work)]
@@ -89,7 +94,20 @@ class Dispatcher:
                 )
             failed.update(record_id for (record_id, _), result in zip(work, results, strict=True) if not result.ok)
             waits = _waits(work, results)
+        waits.update(kept)
         return list(dict.fromkeys(record_id for record_id, _ in bodies if record_id in failed)), waits, poison
+
+    def _send_back(self, newer: list[tuple[str, str]]) -> dict[str, datetime]:
+        """Timer messages of a newer release go back to the queue for a newer dispatcher: sent again as new
+        messages (this record then succeeds and is deleted). Those SQS did not take stay failed, hidden
+        until SEND_BACK_SECONDS from now (returned, record -> when): one receive of the DLQ's budget each."""
+        if not newer:
+            return {}
+        log("newer_timer_format", records=len(newer))
+        self.ctx.metrics.count("NewerTimerFormat", len(newer))
+        not_sent = self.ctx.timers.send_back([body for _, body in newer])
+        back_at = self.ctx.clock() + timedelta(seconds=SEND_BACK_SECONDS)
+        return {newer[index][0]: back_at for index in sorted(not_sent)}
 
     def _poison(self, exc: ValidationError) -> Result:
         log("poison_timer", error=str(exc))

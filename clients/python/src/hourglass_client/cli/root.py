@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from importlib import metadata
-
 import click
 from click.core import ParameterSource
 from click.shell_completion import get_completion_class
 
 from hourglass_client import profiles
 from hourglass_client.cli.state import Group, State, shared_options
+from hourglass_client.version import __version__
 
 SHELLS = ["bash", "zsh", "fish"]
 
@@ -31,10 +30,7 @@ Profiles (~/.config/hourglass/config.toml; HOURGLASS_CONFIG names another file):
 
 
 def _version() -> str:
-    try:
-        return metadata.version("hourglass-client")
-    except metadata.PackageNotFoundError:
-        return "unknown"
+    return __version__
 
 
 def _source(ctx: click.Context, param: str, flag: str, variable: str, profile: str) -> str:
