@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from hourglass_client import batches
+from hourglass_client.message_fields import message
 from hourglass_client.models import Attempt, Created, Message, Operation, Page, Queue, Schedule, format_time
 from hourglass_client.queue_settings import QueuePut
 from hourglass_client.sigv4 import SigV4Signer
@@ -177,37 +178,6 @@ def _fields(**values: Any) -> dict[str, Any]:
 
 def _when(deliver_at: datetime | str | None) -> str | None:
     return None if deliver_at is None else format_time(deliver_at)
-
-
-def message(
-    body: Any,
-    *,
-    delay: float | None = None,
-    deliver_at: datetime | str | None = None,
-    timezone: str | None = None,
-    ttl: float | None = None,
-    dedup_id: str | None = None,
-    target: Mapping[str, Any] | None = None,
-    flow_key: str | None = None,
-    priority: int | None = None,
-    window: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """One entry of a create request (only the fields given are sent); `window` (`windows.window`) replaces the
-    queue's delivery window for this message."""
-    return {
-        "body": body,
-        **_fields(
-            delay=delay,
-            deliver_at=_when(deliver_at),
-            timezone=timezone,
-            ttl=ttl,
-            dedup_id=dedup_id,
-            target=dict(target) if target else None,
-            flow_key=flow_key,
-            priority=priority,
-            window=dict(window) if window else None,
-        ),
-    }
 
 
 def _queue(doc: Any) -> Queue:
