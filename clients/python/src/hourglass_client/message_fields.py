@@ -1,5 +1,6 @@
-"""A message's fields (contract v1, v1.1 and v1.2), declared once: `message`'s arguments, and so `send`'s,
-derive from `MessageFields` below (the server's declaration is `hourglass.core.model.MessageFields`)."""
+"""A message's fields (contract v1, v1.1 and v1.2), declared once: `message`'s arguments (and so `send`'s) derive
+from `MessageFields`, `put_schedule`'s from `SchedulePut`, both with `Carried`, what a message carries from its
+request or its schedule. The server's declaration is `hourglass.core.model`'s; tests compare the two."""
 
 from __future__ import annotations
 
@@ -12,47 +13,75 @@ from typing import Any, ParamSpec
 from hourglass_client.models import format_time
 
 P = ParamSpec("P")
-
-
-def _document(value: Mapping[str, Any]) -> dict[str, Any] | None:
-    return dict(value) or None  # an empty document is no document
+# A field's `doc` metadata turns its value into JSON.
+TIME = {"doc": format_time}
+DOCUMENT = {"doc": lambda value: dict(value) or None}  # an empty document is no document
 
 
 @dataclass(frozen=True, kw_only=True)
-class MessageFields:
-    """Every field of one message of a create request besides its body; None leaves it to the queue's or the
-    server's default. A field's `doc` metadata turns its value into JSON."""
+class Carried:
+    """What a message carries, set on it or on its schedule for every occurrence; None: the queue's or the
+    server's default."""
 
-    delay: float | None = None
-    deliver_at: datetime | str | None = field(default=None, metadata={"doc": format_time})
-    # How to read a `deliver_at` without an offset: an IANA zone such as Europe/Paris.
-    timezone: str | None = None
-    ttl: float | None = None
-    dedup_id: str | None = None
-    target: Mapping[str, Any] | None = field(default=None, metadata={"doc": _document})
+    target: Mapping[str, Any] | None = field(default=None, metadata=DOCUMENT)
     # Flow control (v1.2): the key whose `flow_control` limits it shares; 0-9, 9 first when limits hold it back.
     flow_key: str | None = None
     priority: int | None = None
     # Its own delivery window (`windows.window`), replacing its queue's.
-    window: Mapping[str, Any] | None = field(default=None, metadata={"doc": _document})
+    window: Mapping[str, Any] | None = field(default=None, metadata=DOCUMENT)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MessageFields(Carried):
+    """Every field of one message of a create request besides its body."""
+
+    delay: float | None = None
+    deliver_at: datetime | str | None = field(default=None, metadata=TIME)
+    # How to read a `deliver_at` without an offset: an IANA zone such as Europe/Paris.
+    timezone: str | None = None
+    ttl: float | None = None
+    dedup_id: str | None = None
+
+
+def given(item: Carried) -> dict[str, Any]:
+    """The fields of `item` that were given (not None), as JSON."""
+    doc = {}
+    for f in fields(item):
+        value = getattr(item, f.name)
+        if value is not None and "doc" in f.metadata:
+            value = f.metadata["doc"](value)
+        if value is not None:
+            doc[f.name] = value
+    return doc
 
 
 @dataclass(frozen=True)
 class MessageEntry(MessageFields):
-    """One message of a create request: its body and `MessageFields`."""
+    """One message of a create request: its body (sent even when None: a JSON null) and `MessageFields`."""
 
     body: Any
 
     def doc(self) -> dict[str, Any]:
-        """The entry as sent: the body, and only the fields given."""
-        doc = {"body": self.body}
-        for f in fields(MessageFields):
-            value = getattr(self, f.name)
-            if value is not None and "doc" in f.metadata:
-                value = f.metadata["doc"](value)
-            if value is not None:
-                doc[f.name] = value
-        return doc
+        return {"body": self.body, **given(self)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class SchedulePut(Carried):
+    """Every field of `PUT /v1/queues/{queue}/schedules/{name}`: exactly one of `cron` and `every`. `catch_up`
+    (`skip`, `latest` or `all`) says which occurrences missed while paused or down still run; `jitter` delays each
+    occurrence by up to that many seconds, never early."""
+
+    cron: str | None = None
+    every: float | None = None
+    timezone: str | None = None
+    body: Any = None
+    start_at: datetime | str | None = field(default=None, metadata=TIME)
+    end_at: datetime | str | None = field(default=None, metadata=TIME)
+    catch_up: str | None = None
+    jitter: int | None = None
+
+    def doc(self) -> dict[str, Any]:
+        return given(self)
 
 
 def _entries(build: Callable[P, MessageEntry]) -> Callable[P, dict[str, Any]]:
@@ -68,6 +97,6 @@ def _entries(build: Callable[P, MessageEntry]) -> Callable[P, dict[str, Any]]:
 message = _entries(MessageEntry)
 
 
-def field_names() -> frozenset[str]:
-    """The fields of a create request's message, its body included."""
-    return frozenset(f.name for f in fields(MessageEntry))
+def names(kind: type[Carried]) -> frozenset[str]:
+    """The fields of a request of `kind` (`MessageEntry`, `SchedulePut`)."""
+    return frozenset(f.name for f in fields(kind))
