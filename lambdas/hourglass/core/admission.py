@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 
 from hourglass.core import delivery_control, lifecycle, limits, schedule
 from hourglass.core import window as windows
-from hourglass.core.model import Message, NewMessage, Queue, Status, past_expiry
+from hourglass.core.model import Message, NewMessage, Queue, Status, carried, kept, past_expiry
 from hourglass.core.recurrence import Schedule
 from hourglass.errors import ValidationError
 
@@ -78,16 +78,7 @@ def opening(message: Message | NewMessage, queue: Queue | None, at: datetime) ->
 
 def occurrence(plan: Schedule, queue: Queue, at: datetime, now: datetime) -> Message:
     """The occurrence of `plan` at `at`: admitted with its schedule (`admit_schedule`), not again when stored."""
-    request = NewMessage(
-        body=plan.body,
-        deliver_at=plan.due(at),
-        target=plan.target,
-        schedule=plan.name,
-        occurrence_at=at,
-        window=plan.window,
-        flow_key=plan.flow_key,
-        priority=plan.priority,
-    )
+    request = NewMessage(body=plan.body, deliver_at=plan.due(at), schedule=plan.name, occurrence_at=at, **carried(plan))
     return _new(queue, request, now, plan.occurrence_id(at))
 
 
@@ -115,14 +106,6 @@ def _new(queue: Queue, request: NewMessage, now: datetime, message_id: str) -> M
         due_at=due,
         scheduled_at=lifecycle.scheduled_at(asked, due),
         expires_at=expires,
-        dedup_id=request.dedup_id,
-        target=request.target,
         queue_epoch=queue.created_at,
-        topic=request.topic,
-        retry=request.retry,
-        schedule=request.schedule,
-        occurrence_at=request.occurrence_at,
-        window=request.window,
-        flow_key=request.flow_key,
-        priority=request.priority,
+        **kept(request),
     )

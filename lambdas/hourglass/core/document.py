@@ -9,6 +9,7 @@ from typing import Any
 from hourglass.core import catch_up
 from hourglass.core.model import (
     FINISHED,
+    Carried,
     DeliveryControl,
     LaterTarget,
     Message,
@@ -17,6 +18,7 @@ from hourglass.core.model import (
     RetryPolicy,
     Status,
     Target,
+    carried,
 )
 from hourglass.core.recurrence import NEXT_DUE_COUNT, Schedule
 from hourglass.core.timestamps import format_rfc3339, to_ms
@@ -34,6 +36,19 @@ def target_doc(target: Target | None) -> dict[str, Any] | None:
     doc = asdict(target)
     kind = doc.pop("type")
     return {"type": kind, **doc}
+
+
+def carried_doc(item: Carried) -> dict[str, Any]:
+    """The `Carried` fields of a message or schedule as its document shows them."""
+    return {name: _shown(value) for name, value in carried(item).items()}
+
+
+def _shown(value: object) -> object:
+    if isinstance(value, Window):
+        return window_doc(value)
+    if isinstance(value, Target):
+        return target_doc(value)
+    return value
 
 
 def queue_doc(queue: Queue) -> dict[str, Any]:
@@ -80,11 +95,8 @@ def message_doc(message: Message) -> dict[str, Any]:
         "delivered_at": _time(message.delivered_at),
         "last_error": message.last_error,
         "dedup_id": message.dedup_id,
-        "target": target_doc(message.target),
         "schedule": message.schedule,
-        "window": window_doc(message.window),
-        "flow_key": message.flow_key,
-        "priority": message.priority,
+        **carried_doc(message),
         # Only a finished version has one (a version made from it in memory may still carry its predecessor's).
         "notice": notice_doc(message.notice) if message.status in FINISHED else None,
     }
@@ -149,12 +161,9 @@ def schedule_doc(schedule: Schedule, now: datetime, window: Window | None = None
         "start_at": _time(recurrence.start_at),
         "end_at": _time(recurrence.end_at),
         "body": schedule.body,
-        "target": target_doc(schedule.target),
-        "window": window_doc(schedule.window),
+        **carried_doc(schedule),
         "catch_up": recurrence.catch_up.value,
         "jitter": recurrence.jitter,
-        "flow_key": schedule.flow_key,
-        "priority": schedule.priority,
         "paused": schedule.paused,
         "created_at": _time(schedule.created_at),
         "next_due_at": [_time(at) for at in upcoming],

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -216,25 +216,60 @@ class Notice:
     finished_at: datetime | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
+class Carried:
+    """What a message carries as its client set it, on the message or on its schedule for every occurrence.
+    With `MessageFields` it is the one declaration of a message's fields: admission copies them, validation
+    accepts them and the documents show them (`dataclasses.fields`); a new one needs only its rule in
+    `core.validation` (and its item attribute in `adapters.items`)."""
+
+    target: Target | None = None
+    # Its own delivery window, which replaces its queue's (`admission.window`).
+    window: Window | None = None
+    # Flow control (v1.2): the key whose limits it shares, and who goes first when limits hold it back.
+    flow_key: str | None = None
+    priority: int = DEFAULT_PRIORITY
+
+
+# The metadata of a field Hourglass sets, never a client: not accepted in a request.
+INTERNAL = {"internal": True}
+
+
+@dataclass(frozen=True, kw_only=True)
+class MessageFields(Carried):
+    """What a message keeps of its request, as given (its body is each type's own first field)."""
+
+    dedup_id: str | None = None
+    # A `later` task's topic and retry policy; a schedule occurrence's schedule and own time (retries move due_at).
+    topic: str | None = field(default=None, metadata=INTERNAL)
+    retry: RetryPolicy | None = field(default=None, metadata=INTERNAL)
+    schedule: str | None = field(default=None, metadata=INTERNAL)
+    occurrence_at: datetime | None = field(default=None, metadata=INTERNAL)
+
+
+def carried(item: Carried) -> dict[str, Any]:
+    """The fields of `Carried` of a message, a request or a schedule, as keyword arguments."""
+    return {f.name: getattr(item, f.name) for f in fields(Carried)}
+
+
+def kept(request: MessageFields) -> dict[str, Any]:
+    """The fields of `MessageFields` of a request, as the keyword arguments of its message."""
+    return {f.name: getattr(request, f.name) for f in fields(MessageFields)}
+
+
+def client_fields(kind: type[Any]) -> frozenset[str]:
+    """The fields of a request type a client sets (those Hourglass sets left out)."""
+    return frozenset(f.name for f in fields(kind) if not f.metadata.get("internal"))
+
+
 @dataclass(frozen=True)
-class NewMessage:
+class NewMessage(MessageFields):
     """A validated message request, before it has an id or a due time."""
 
     body: JSON
     delay: float | None = None
     deliver_at: datetime | None = None
     ttl: float | None = None
-    dedup_id: str | None = None
-    target: Target | None = None
-    # A `later` task's topic and retry policy; a schedule occurrence's schedule and own time.
-    topic: str | None = None
-    retry: RetryPolicy | None = None
-    schedule: str | None = None
-    occurrence_at: datetime | None = None
-    window: Window | None = None
-    # Flow control (v1.2): the key whose limits it shares, and who goes first when limits hold it back.
-    flow_key: str | None = None
-    priority: int = DEFAULT_PRIORITY
 
 
 def past_expiry(expires_at: datetime | None, at: datetime) -> bool:
@@ -243,7 +278,9 @@ def past_expiry(expires_at: datetime | None, at: datetime) -> bool:
 
 
 @dataclass(frozen=True)
-class Message:
+class Message(MessageFields):
+    """A message version: what it keeps of its request (`MessageFields`) and what Hourglass made of it."""
+
     id: str
     queue: str
     body: JSON
@@ -255,32 +292,21 @@ class Message:
     attempts: int = 0
     delivered_at: datetime | None = None
     last_error: str | None = None
-    dedup_id: str | None = None
-    target: Target | None = None
     queue_epoch: datetime | None = None
     claimed_until: datetime | None = None
-    topic: str | None = None
-    retry: RetryPolicy | None = None
     # Attempts made before the last redelivery: the retry budget counts `attempts - attempts_base`.
     attempts_base: int = 0
     # Where the body is kept when not inline (docs/design.md, "Message bodies"); the store fills `body`.
     body_ref: BodyRef | None = field(default=None, compare=False)
-    # The schedule this message is an occurrence of, and the occurrence's own time (retries move due_at).
-    schedule: str | None = None
-    occurrence_at: datetime | None = None
     # A finished message's last attempt, written with its outcome (earlier ones are history items).
     final_attempt: Attempt | None = None
     # The failure notice of this version (written only by the outbox; a new version starts without).
     notice: Notice | None = field(default=None, compare=False)
     # Made pending again by an explicit redelivery: delivered even if its schedule has moved on since.
     redelivered: bool = False
-    # Its own delivery window (its request's or its schedule's), which replaces its queue's (`admission.window`).
-    window: Window | None = None
     # The time it was scheduled for (admission, PATCH, redelivery), kept while retries or deferrals move
     # `due_at`, the time it is next due; None: the same as `due_at`.
     scheduled_at: datetime | None = None
-    flow_key: str | None = None
-    priority: int = DEFAULT_PRIORITY
 
     @property
     def scheduled(self) -> datetime:

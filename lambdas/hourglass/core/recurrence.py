@@ -13,9 +13,8 @@ from enum import StrEnum
 
 from hourglass.core.cron import CronExpression
 from hourglass.core.ids import occurrence_id
-from hourglass.core.model import DEFAULT_PRIORITY, JSON, Target
+from hourglass.core.model import JSON, Carried
 from hourglass.core.wallclock import DEFAULT_ZONE, resolve, wall_time, zone
-from hourglass.core.window import Window
 
 MIN_EVERY = 60
 NEXT_DUE_COUNT = 3
@@ -57,37 +56,29 @@ class Recurrence:
 
 
 @dataclass(frozen=True)
-class ScheduleRequest:
-    """A validated PUT schedule document, before it belongs to a queue."""
+class ScheduleRequest(Carried):
+    """A validated PUT schedule document, before it belongs to a queue; what its occurrences carry is `Carried`."""
 
     recurrence: Recurrence
     body: JSON
-    target: Target | None = None
-    window: Window | None = None
-    flow_key: str | None = None
-    priority: int = DEFAULT_PRIORITY
 
 
 @dataclass(frozen=True)
-class Schedule:
+class Schedule(Carried):
+    """A queue's schedule: its rule, and the body and `Carried` fields given to every occurrence."""
+
     queue: str
     name: str
     recurrence: Recurrence
     body: JSON
     created_at: datetime
-    target: Target | None = None
     paused: bool = False
     # Bumped on every replace, so a replaced rule's occurrence never reuses a cancelled one's id.
     version: int = 1
     # The epoch of the queue it was created in (`core.epoch`); None for one stored before epochs were.
     queue_epoch: datetime | None = None
-    # Its occurrences' own delivery window (replacing their queue's).
-    window: Window | None = None
     # When it was last paused: a resume catches up from there (`core.catch_up`); None if never or unknown.
     paused_at: datetime | None = None
-    # Given to every occurrence (flow control, v1.2).
-    flow_key: str | None = None
-    priority: int = DEFAULT_PRIORITY
 
     def next_after(self, after: datetime) -> datetime | None:
         return next_occurrence(self.recurrence, after, anchor=self.created_at)

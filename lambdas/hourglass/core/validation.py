@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import date, datetime, time, timedelta
 from enum import StrEnum
 from typing import Any
@@ -45,6 +45,7 @@ from hourglass.core.model import (
     Status,
     StepFunctionsTarget,
     Target,
+    client_fields,
 )
 from hourglass.core.recurrence import MIN_EVERY, CatchUp, Recurrence, ScheduleRequest
 from hourglass.core.timestamps import parse_rfc3339
@@ -423,9 +424,20 @@ def circuit_breaker(value: object) -> CircuitBreaker:
     return CircuitBreaker(ratio, attempts, window)
 
 
-MESSAGE_FIELDS = frozenset(
-    {"body", "delay", "deliver_at", "timezone", "ttl", "dedup_id", "target", "window", "flow_key", "priority"}
-)
+# `timezone` says how to read `deliver_at`, and is kept no further.
+MESSAGE_FIELDS = client_fields(NewMessage) | {"timezone"}
+
+
+def _carried(doc: Mapping[str, Any], prefix: str) -> dict[str, Any]:
+    """The `Carried` fields of a message or schedule document, each by its rule."""
+    raw_target = doc.get("target")
+    return {
+        "target": None if raw_target is None else target(raw_target, f"{prefix}target"),
+        "window": window(doc.get("window"), f"{prefix}window"),
+        # Checked, with the field named, by admission (`admission.check_flow`), as on every other path.
+        "flow_key": doc.get("flow_key"),
+        "priority": doc.get("priority", DEFAULT_PRIORITY),
+    }
 
 
 def _deliver_at(value: object, field: str) -> datetime:
@@ -483,8 +495,7 @@ def new_message(doc: object, index: int, settings: QueueSettings, now: datetime)
     dedup_id = message.get("dedup_id")
     if dedup_id is not None:
         dedup_id = _string(dedup_id, f"{prefix}.dedup_id", max_len=MAX_DEDUP_ID)
-    raw_target = message.get("target")
-    own_target = None if raw_target is None else target(raw_target, f"{prefix}.target")
+    carried = _carried(message, f"{prefix}.")
     # AWS's size limits are admission's (core.admission.admit), checked on the whole message.
     return NewMessage(
         body=content,
@@ -492,11 +503,7 @@ def new_message(doc: object, index: int, settings: QueueSettings, now: datetime)
         deliver_at=deliver_at,
         ttl=number(message.get("ttl"), f"{prefix}.ttl", low=0.001, high=MAX_TTL, allow_none=True),
         dedup_id=dedup_id,
-        target=own_target,
-        window=window(message.get("window"), f"{prefix}.window"),
-        # Checked, with the field named, by admission (`admission.check_flow`), as on every other path.
-        flow_key=message.get("flow_key"),
-        priority=message.get("priority", DEFAULT_PRIORITY),
+        **carried,
     )
 
 
@@ -583,22 +590,8 @@ def later_id(doc: object) -> str:
     return _string(task.get("id"), "id", max_len=64)
 
 
-SCHEDULE_FIELDS = frozenset(
-    {
-        "cron",
-        "every",
-        "timezone",
-        "start_at",
-        "end_at",
-        "body",
-        "target",
-        "window",
-        "catch_up",
-        "jitter",
-        "flow_key",
-        "priority",
-    }
-)
+# The rule's fields, the body and what the occurrences carry.
+SCHEDULE_FIELDS = frozenset(f.name for f in fields(Recurrence)) | client_fields(ScheduleRequest) - {"recurrence"}
 # The most seconds a schedule's occurrences may be spread after their times (`jitter`).
 MAX_SCHEDULE_JITTER_S = 3600
 
@@ -640,7 +633,6 @@ def schedule_request(doc: object, now: datetime) -> ScheduleRequest:
         raise ValidationError("end_at", "must be later than start_at")
     if "body" not in schedule:
         raise ValidationError("body", "is required")
-    raw_target = schedule.get("target")
     recurrence = Recurrence(
         cron=cron,
         every=every,
@@ -653,10 +645,7 @@ def schedule_request(doc: object, now: datetime) -> ScheduleRequest:
     return ScheduleRequest(
         recurrence=recurrence,
         body=body(schedule["body"], "body"),
-        target=None if raw_target is None else target(raw_target),
-        window=window(schedule.get("window")),
-        flow_key=schedule.get("flow_key"),
-        priority=schedule.get("priority", DEFAULT_PRIORITY),
+        **_carried(schedule, ""),
     )
 
 

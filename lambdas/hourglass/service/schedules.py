@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from hourglass.core import admission, epoch, validation
-from hourglass.core.model import Queue, Status
+from hourglass.core.model import Queue, Status, carried
 from hourglass.core.recurrence import Schedule
 from hourglass.errors import ConflictError, NotFoundError, StaleVersionError, ValidationError
 from hourglass.service import targets, transitions
@@ -56,14 +56,11 @@ class Schedules:
                 recurrence=request.recurrence,
                 body=request.body,
                 created_at=existing.created_at if existing else now,
-                target=request.target,
-                window=request.window,
                 paused=existing.paused if existing else False,
                 version=existing.version + 1 if existing else 1,
                 queue_epoch=queue.created_at,
                 paused_at=existing.paused_at if existing else None,
-                flow_key=request.flow_key,
-                priority=request.priority,
+                **carried(request),
             )
             admission.admit_schedule(schedule, queue, now)
             try:

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from hourglass_client import batches
+from hourglass_client.message_fields import SchedulePut, message
 from hourglass_client.models import Attempt, Created, Message, Operation, Page, Queue, Schedule, format_time
 from hourglass_client.queue_settings import QueuePut
 from hourglass_client.sigv4 import SigV4Signer
@@ -179,37 +180,6 @@ def _when(deliver_at: datetime | str | None) -> str | None:
     return None if deliver_at is None else format_time(deliver_at)
 
 
-def message(
-    body: Any,
-    *,
-    delay: float | None = None,
-    deliver_at: datetime | str | None = None,
-    timezone: str | None = None,
-    ttl: float | None = None,
-    dedup_id: str | None = None,
-    target: Mapping[str, Any] | None = None,
-    flow_key: str | None = None,
-    priority: int | None = None,
-    window: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """One entry of a create request (only the fields given are sent); `window` (`windows.window`) replaces the
-    queue's delivery window for this message."""
-    return {
-        "body": body,
-        **_fields(
-            delay=delay,
-            deliver_at=_when(deliver_at),
-            timezone=timezone,
-            ttl=ttl,
-            dedup_id=dedup_id,
-            target=dict(target) if target else None,
-            flow_key=flow_key,
-            priority=priority,
-            window=dict(window) if window else None,
-        ),
-    }
-
-
 def _queue(doc: Any) -> Queue:
     return Queue.from_doc(doc)
 
@@ -250,10 +220,11 @@ def _attempts(doc: Any) -> list[Attempt]:
     return [Attempt.from_doc(a) for a in doc.get("attempts", [])]
 
 
-def _documented(method: Callable[..., Any], build: Callable[..., Any]) -> None:
-    """`method(client, first, /, *args, **kwargs)` shown with `build`'s parameters after `first`."""
+def _documented(method: Callable[..., Any], build: Callable[..., Any], positional: int = 1) -> None:
+    """`method(client, first, ..., /, *args, **kwargs)` shown with `build`'s parameters after its `positional`
+    first ones."""
     signature = inspect.signature(method)
-    first = list(signature.parameters.values())[:2]
+    first = list(signature.parameters.values())[: 1 + positional]
     method.__signature__ = signature.replace(  # type: ignore[attr-defined]
         parameters=[*first, *inspect.signature(build).parameters.values()]
     )
@@ -282,6 +253,18 @@ def _send(build: Callable[P, dict[str, Any]]) -> endpoint[Concatenate[str, P], C
 
     _documented(send, build)
     return endpoint(send)
+
+
+def _put_schedule(build: Callable[P, SchedulePut]) -> endpoint[Concatenate[str, str, P], Schedule]:
+    """`put_schedule(queue, name, **fields)`, its keyword arguments those of `SchedulePut` (declared once there)."""
+
+    def put_schedule(client: Endpoints, queue: str, name: str, /, *args: P.args, **kwargs: P.kwargs) -> Call[Schedule]:
+        """Creates or replaces a recurring schedule (`SchedulePut` says what each field means)."""
+        route = path("v1", "queues", queue, "schedules", name)
+        return Call("PUT", route, _schedule, body=build(*args, **kwargs).doc())
+
+    _documented(put_schedule, build, positional=2)
+    return endpoint(put_schedule)
 
 
 class Endpoints:
@@ -507,39 +490,7 @@ class Endpoints:
 
     # --- schedules ----------------------------------------------------------------------------
 
-    @endpoint
-    def put_schedule(
-        self,
-        queue: str,
-        name: str,
-        *,
-        cron: str | None = None,
-        every: float | None = None,
-        timezone: str | None = None,
-        body: Any = None,
-        target: Mapping[str, Any] | None = None,
-        start_at: datetime | str | None = None,
-        end_at: datetime | str | None = None,
-        window: Mapping[str, Any] | None = None,
-        catch_up: str | None = None,
-        jitter: int | None = None,
-    ) -> Call[Schedule]:
-        """Creates or replaces a recurring schedule (exactly one of `cron` and `every`). `catch_up` (`skip`,
-        `latest` or `all`) says which occurrences missed while paused or down still run; `jitter` delays each
-        occurrence by up to that many seconds, never early."""
-        doc = _fields(
-            cron=cron,
-            every=every,
-            timezone=timezone,
-            body=body,
-            target=dict(target) if target else None,
-            start_at=_when(start_at),
-            end_at=_when(end_at),
-            window=dict(window) if window else None,
-            catch_up=catch_up,
-            jitter=jitter,
-        )
-        return Call("PUT", path("v1", "queues", queue, "schedules", name), _schedule, body=doc)
+    put_schedule = _put_schedule(SchedulePut)
 
     @endpoint
     def get_schedule(self, queue: str, name: str) -> Call[Schedule]:

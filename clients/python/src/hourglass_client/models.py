@@ -193,6 +193,8 @@ class Schedule:
     window: dict[str, Any] | None = None  # its occurrences' delivery window
     catch_up: str = "skip"  # which missed occurrences still run: skip, latest or all (v1.2)
     jitter: int = 0  # each occurrence delayed by up to this many seconds
+    flow_key: str | None = None  # given to every occurrence (v1.2)
+    priority: int = 5
 
     @classmethod
     def from_doc(cls, doc: Mapping[str, Any]) -> Schedule:
@@ -211,6 +213,8 @@ class Schedule:
             window=doc.get("window"),
             catch_up=str(doc.get("catch_up") or "skip"),
             jitter=int(doc.get("jitter") or 0),
+            flow_key=doc.get("flow_key"),
+            priority=int(doc.get("priority", 5)),
         )
 
 
