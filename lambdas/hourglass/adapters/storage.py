@@ -23,7 +23,7 @@ from hourglass.core.body_placement import BodyLimits
 from hourglass.core.circuit_breaker import Tally
 from hourglass.core.concurrency import Lease
 from hourglass.core.failure_notice import QueuePaused
-from hourglass.core.handoff import Claim, DueEntry
+from hourglass.core.handoff import Claim, DueEntry, Scheduled
 from hourglass.core.lifecycle import Change, DeliveryStart
 from hourglass.core.model import Message, Notice, NoticeStatus, Queue, Status
 from hourglass.core.operations import Operation, Progress, Workers
@@ -240,6 +240,14 @@ class DueIndex(Protocol):
         ...
 
 
+class ClaimEntry(Protocol):
+    """`DueIndex.claim` as a callable (the hand-off takes the claim it is given)."""
+
+    def __call__(
+        self, entry: DueEntry, *, now: datetime, lease_until: datetime, move_to: SweepKeys | None = None
+    ) -> Message | None: ...
+
+
 class SweepProgress(Protocol):
     """The sweep's watermarks and the progress of its fan-out invocations, moved forward only."""
 
@@ -430,6 +438,19 @@ class Attempts(Protocol):
         ...
 
 
+class Timers(Protocol):
+    """The timer queue (`adapters.timer_queue.TimerQueue`, not the table): a message version's timer, sent to arrive
+    at its due time or slot."""
+
+    def send(self, items: Sequence[Scheduled]) -> list[Scheduled]:
+        """Send what it can; returns the refused timers."""
+        ...
+
+    def send_all(self, items: Sequence[Scheduled]) -> None:
+        """Send every timer, all or none (raises if the queue refuses any)."""
+        ...
+
+
 class Storage(
     Queues,
     QueueList,
@@ -453,23 +474,5 @@ class Storage(
     """Every noun: what the services' context holds (`service.context.Context.store`)."""
 
 
-# Every noun of the contract, in the order above.
-NOUNS: tuple[type, ...] = (
-    Queues,
-    QueueList,
-    QueueLives,
-    Messages,
-    MessageChanges,
-    Bodies,
-    Counters,
-    Notices,
-    DueIndex,
-    SweepProgress,
-    Operations,
-    OperationSegments,
-    Schedules,
-    PaceWindows,
-    ConcurrencySlots,
-    BreakerTallies,
-    Attempts,
-)
+# The nouns `Store` implements, in the order above (`Timers` is the timer queue's).
+NOUNS: tuple[type, ...] = tuple(base for base in Storage.__bases__ if base is not Protocol)

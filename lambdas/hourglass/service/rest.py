@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from hourglass.adapters import storage
 from hourglass.adapters.message_storage import COUNT_FLUSH_SECONDS
 from hourglass.core import admission, delivery_control, json_body, validation
 from hourglass.core.attempts import history_doc
@@ -36,6 +37,9 @@ from hourglass.service.messages import Messages
 from hourglass.service.operations import Operations
 from hourglass.service.queues import Queues
 from hourglass.service.schedules import Schedules
+
+# The storage this module uses (`adapters.storage`).
+StorageUsed = storage.Counters
 
 Response = dict[str, Any]
 NAME = r"([^/]+)"
