@@ -1,5 +1,6 @@
-"""Messages, their bodies, dedup records and status counters in the table and bucket, and every conditional write of a
-message version: the DynamoDB and S3 calls, with the items that `adapters.items` builds for each write."""
+"""Messages in the table and bucket (`Messages`, `MessageChanges`, `Bodies`, `Counters` and a message's `Notices` in
+`adapters.storage`): new ones with their dedup records and bodies, reads, lists, every conditional write of a version
+(its notice's outbox entry included) and the counters they add to, with the items `adapters.items` builds."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""The storage contract: one Protocol per noun, each a short documented list of methods. A service depends on the
-nouns it uses; `adapters.store.Store` is the one implementation (DynamoDB and S3), and only maps items.
-
-Rules every implementation keeps: a conditional write that loses raises `StaleVersionError` (or returns False or
-None where a method says so) and writes nothing; any other failure of the backend raises `StoreError`; times are
-aware UTC datetimes or epoch milliseconds/microseconds where a name says so (`_ms`, `_us`).
-"""
+"""The storage contract: one Protocol per noun, each a short documented list of methods. A service module depends on
+the nouns it uses (its `StorageUsed`); `adapters.store.Store` is the one implementation (DynamoDB and S3), whose
+mixins only map items."""
 
 from __future__ import annotations
 
@@ -32,6 +28,12 @@ from hourglass.core.recurrence import Schedule
 from hourglass.core.schedule import SweepKeys
 from hourglass.core.sweep_state import ShardProgress, SweepState
 from hourglass.core.validation import ListOrder
+
+# Rules every implementation keeps:
+# - a conditional write that loses writes nothing and raises StaleVersionError, unless its method says it returns
+#   False or None instead;
+# - any other failure of the backend raises StoreError (a 503), never a wrong answer;
+# - times are aware UTC datetimes, or epoch milliseconds or microseconds where a name says so (`_ms`, `_us`).
 
 
 class Queues(Protocol):

@@ -1,5 +1,5 @@
 """The one implementation of the storage contract (`adapters.storage`): one DynamoDB table and one S3 bucket, a
-mixin per noun, each mapping the noun's items (`adapters.items`) and nothing else."""
+mixin per kind of item, each mapping its items (`adapters.items`) to the nouns' methods."""
 
 from __future__ import annotations
 
