@@ -1,6 +1,6 @@
 """Write units the attempt history adds per attempt, priced by DynamoDB's rules on the real items.
 
-The items and updates are the ones `adapters.control_storage` writes (one history item per attempt the
+The items and updates are the ones `adapters.attempt_storage` writes (one history item per attempt the
 message outlives; when a message with retries finishes, those get its TTL) and the outcome write of the
 message item, which carries the attempt that ended it: all fed to `CapacityMeter`.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from hourglass import contract
-from hourglass.adapters.control_storage import attempt_to_item
+from hourglass.adapters.attempt_storage import attempt_to_item
 from hourglass.adapters.items import item_size, message_to_item
 from hourglass.core.attempts import MAX_ERROR, Attempt, AttemptOutcome
 from hourglass.core.model import Message, Status

@@ -15,7 +15,9 @@ from hourglass.adapters.http_target import HttpReply, check_url, post
 from hourglass.adapters.items import STATE_KEY, message_to_item
 from hourglass.adapters.metrics import Metrics
 from hourglass.adapters.sqs_target import SqsTargets
+from hourglass.adapters.storage import SweepProgress
 from hourglass.adapters.store import Store
+from hourglass.adapters.table import Meter
 from hourglass.adapters.timer_queue import TimerQueue, read_timers
 from hourglass.core import schedule
 from hourglass.core.model import Message
@@ -199,7 +201,14 @@ def _flush(ddb: Any, table: str, batch: list[dict[str, Any]]) -> None:
         pending = ddb.batch_write_item(RequestItems=pending).get("UnprocessedItems") or {}
 
 
-def reset_watermarks(ddb: Any, store: Store, table: str, watermark: int) -> None:
+def meter_table(ctx: Context, meter: Meter) -> None:
+    """Count what the context's table calls cost from now on (the DynamoDB store's own meter, not the contract's)."""
+    store = ctx.store
+    assert isinstance(store, Store)
+    store.meter = meter
+
+
+def reset_watermarks(ddb: Any, store: SweepProgress, table: str, watermark: int) -> None:
     """Start the next sweep at `watermark` (the state only moves forward, so it is replaced)."""
     ddb.delete_item(TableName=table, Key=STATE_KEY)
     store.save_sweep_state(SweepState(watermark, watermark))

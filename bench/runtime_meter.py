@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench import inprocess
 from bench.capacity_units import CapacityMeter, indexes_of
 from devstack.runtime import Runtime
 
@@ -41,7 +42,7 @@ class RuntimeMeter:
     def attach(self) -> RuntimeMeter:
         runtime = self.runtime
         assert runtime.context and runtime.gateway and runtime.pollers and runtime.schedule and runtime.invoker
-        runtime.context.store.meter = self.capacity
+        inprocess.meter_table(runtime.context, self.capacity)
         sqs = (runtime.pollers.sqs, runtime.context.timers.client, runtime.context.targets.client)
         clients = {id(c): c for c in sqs}
         for client in clients.values():

@@ -129,7 +129,7 @@ def simulate(
         if not order_created:
             ddb.update_table(TableName=table, GlobalSecondaryIndexUpdates=[{"Delete": {"IndexName": "created"}}])
         meter = CapacityMeter(table, indexes_of(ddb.describe_table(TableName=table)["Table"]))
-        metered.ctx.store.meter = meter
+        inprocess.meter_table(metered.ctx, meter)
         sqs_calls: Counter[str] = Counter()
         metered.aws.sqs.meta.events.register("before-call.sqs", lambda model, **_: sqs_calls.update([model.name]))
         Messages(metered.ctx).queues.put(

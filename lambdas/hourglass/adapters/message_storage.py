@@ -1,5 +1,6 @@
-"""Queues, messages and dedup records in the table and bucket, and every conditional write of a message version:
-the DynamoDB and S3 calls, with the items that `adapters.items` builds for each write."""
+"""Messages in the table and bucket (`Messages`, `MessageChanges`, `Bodies`, `Counters` and a message's `Notices` in
+`adapters.storage`): new ones with their dedup records and bodies, reads, lists, every conditional write of a version
+(its notice's outbox entry included) and the counters they add to, with the items `adapters.items` builds."""
 
 from __future__ import annotations
 
@@ -34,9 +35,6 @@ from hourglass.adapters.items import (
     n,
     new_message_write,
     order_keys,
-    queue_from_item,
-    queue_key,
-    queue_to_item,
     s,
     version_write,
     version_write_with_body,
@@ -138,49 +136,6 @@ class MessageStorage(Table):
     def _put_s3(self, body: BodyVersion) -> None:
         if body.keep_days is not None:
             self.bodies.put(body.queue, body.message_id, body.ref.version, body.body, keep_days=body.keep_days)
-
-    # queues -------------------------------------------------------------------------------
-    def put_queue(self, queue: Queue) -> bool:
-        """Create or replace whatever is stored (seeding); True when it was created. The API writes with
-        `write_queue`, conditional on the version it read."""
-        old = self._guard("put_item", TableName=self.table, Item=queue_to_item(queue), ReturnValues="ALL_OLD")
-        return "Attributes" not in old
-
-    def write_queue(self, queue: Queue, *, expected_version: int | None) -> None:
-        """Create (`expected_version` None: only if absent) or replace the version read; else StaleVersionError."""
-        if expected_version is None:
-            condition: dict[str, Any] = {"ConditionExpression": "attribute_not_exists(pk)"}
-        else:
-            # A queue stored before versions were is version 0.
-            legacy = " OR attribute_not_exists(version)" if expected_version == 0 else ""
-            condition = {
-                "ConditionExpression": f"attribute_exists(pk) AND (version = :v{legacy})",
-                "ExpressionAttributeValues": {":v": n(expected_version)},
-            }
-        self._conditional(
-            "put_item", f"queue {queue.name} changed", TableName=self.table, Item=queue_to_item(queue), **condition
-        )
-
-    def get_queue(self, name: str, *, consistent: bool = False) -> Queue | None:
-        got = self._guard("get_item", TableName=self.table, Key=queue_key(name), ConsistentRead=consistent)
-        return queue_from_item(got["Item"]) if "Item" in got else None
-
-    def delete_queue(self, name: str, epoch: datetime | None = None) -> bool:
-        """Deletes the queue item, with `epoch` only that life of it (never a later queue of the same
-        name); False when there was none to delete."""
-        condition: dict[str, Any] = {"ConditionExpression": "attribute_exists(pk)"}
-        if epoch is not None:
-            condition = {
-                "ConditionExpression": "created_at = :epoch",
-                "ExpressionAttributeValues": {":epoch": n(to_ms(epoch))},
-            }
-        try:
-            self._conditional(
-                "delete_item", f"queue {name} is gone", TableName=self.table, Key=queue_key(name), **condition
-            )
-        except StaleVersionError:
-            return False
-        return True
 
     # new messages -------------------------------------------------------------------------
     def put_messages(self, entries: Iterable[tuple[Message, SweepKeys | None]]) -> None:

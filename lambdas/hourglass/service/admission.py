@@ -3,9 +3,13 @@ is read first where its size can matter, then the version is checked as any othe
 
 from __future__ import annotations
 
+from hourglass.adapters import storage
 from hourglass.core import limits
 from hourglass.core.model import Message, Queue
 from hourglass.service.context import Context
+
+# The storage this module uses (`adapters.storage`).
+StorageUsed = storage.Messages
 
 
 def with_bodies(ctx: Context, messages: list[Message], queue: Queue | None) -> list[Message]:

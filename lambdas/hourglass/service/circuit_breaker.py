@@ -6,12 +6,16 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from hourglass.adapters import storage
 from hourglass.core import circuit_breaker, delivery_control, failure_notice
 from hourglass.core.model import Queue
 from hourglass.errors import StoreError
 from hourglass.logs import log
 from hourglass.service import failure_notices
 from hourglass.service.context import Context
+
+# The storage this module uses (`adapters.storage`).
+StorageUsed = storage.BreakerTallies
 
 
 def record(ctx: Context, queue: Queue | None, *, failed: bool, now: datetime) -> None:

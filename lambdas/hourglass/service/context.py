@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from hourglass import logs
-from hourglass.adapters import http_target
+from hourglass.adapters import http_target, storage
 from hourglass.adapters.body_store import BodyStore
 from hourglass.adapters.metric_reader import CloudWatchSeries
 from hourglass.adapters.metrics import Metrics
@@ -39,7 +39,7 @@ HANDOFF_PARTS = frozenset({"settings", "store", "timers", "metrics", "pacer"})
 @dataclass
 class Context:
     settings: Settings
-    store: Store
+    store: storage.Storage
     timers: TimerQueue
     targets: SqsTargets
     metrics: Metrics = field(default_factory=Metrics)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
+from hourglass.adapters import storage
 from hourglass.core import admission, attempts, delivery_control, lifecycle, redelivery
 from hourglass.core.attempts import Attempt
 from hourglass.core.delivery_control import PAUSE_SETTLE
@@ -15,10 +16,14 @@ from hourglass.service.context import Context
 from hourglass.service.messages import Messages
 
 
+class StorageUsed(storage.Queues, storage.Attempts, Protocol):
+    """The storage nouns this module uses (`adapters.storage`)."""
+
+
 class Control:
     def __init__(self, ctx: Context, messages: Messages) -> None:
         self.ctx = ctx
-        self.store = ctx.store
+        self.store: StorageUsed = ctx.store
         self.messages = messages
 
     def pause(self, name: str) -> Queue:

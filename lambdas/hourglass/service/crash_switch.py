@@ -7,11 +7,17 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
+from hourglass.adapters import storage
 from hourglass.core.model import JSON, Message
 from hourglass.logs import log
 from hourglass.service.context import Context
+
+
+class StorageUsed(storage.Messages, storage.MessageChanges, Protocol):
+    """The storage nouns this module uses (`adapters.storage`)."""
+
 
 # The body field that marks a message whose first attempt kills its dispatcher (when the switch is armed).
 MARK = "hourglass_crash"

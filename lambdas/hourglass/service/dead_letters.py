@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from hourglass.adapters import storage
 from hourglass.adapters.timer_queue import read_timers
 from hourglass.core.handoff import Timer
 from hourglass.core.model import Status
@@ -9,6 +10,9 @@ from hourglass.errors import StaleVersionError, StoreError, ValidationError
 from hourglass.logs import log
 from hourglass.service import transitions
 from hourglass.service.context import Context
+
+# The storage this module uses (`adapters.storage`).
+StorageUsed = storage.Messages
 
 
 class DeadLetters:

@@ -12,6 +12,7 @@ from datetime import datetime
 from itertools import islice
 from typing import Protocol
 
+from hourglass.adapters import storage
 from hourglass.core import aws_targets, delivery, delivery_control, epoch, failure_notice
 from hourglass.core.failure_notice import Notice, QueuePaused
 from hourglass.core.handoff import DueEntry
@@ -22,6 +23,11 @@ from hourglass.errors import StoreError
 from hourglass.logs import log
 from hourglass.service import targets
 from hourglass.service.context import Context
+
+
+class StorageUsed(storage.Queues, storage.Messages, storage.Notices, storage.DueIndex, Protocol):
+    """The storage nouns this module uses (`adapters.storage`)."""
+
 
 Destination = FailureDestination
 

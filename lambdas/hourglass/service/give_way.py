@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
-from hourglass.adapters.store import Store
+from hourglass.adapters import storage
 from hourglass.core import handoff, lifecycle
 from hourglass.core.handoff import Claim
 from hourglass.core.model import Status
@@ -19,8 +19,12 @@ from hourglass.errors import StaleVersionError
 from hourglass.settings import Settings
 
 
+class StorageUsed(storage.Messages, storage.MessageChanges, Protocol):
+    """The storage nouns this module uses (`adapters.storage`)."""
+
+
 def give_way(
-    store: Store,
+    store: StorageUsed,
     settings: Settings,
     queue: str,
     message_id: str,

@@ -12,8 +12,9 @@ import enum
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
+from hourglass.adapters import storage
 from hourglass.core import handoff, holders, pacing, schedule
 from hourglass.core.handoff import Claim, DueEntry, Placement, Scheduled, Timer, Timing
 from hourglass.core.model import Message
@@ -54,28 +55,14 @@ class Moved(enum.Enum):
 LEASE_LEFT = timedelta(seconds=schedule.LEASE_AFTER_DUE / 2)
 
 
-class ClaimEntry(Protocol):
-    """A conditional claim: the claimed message version, or None when another has it or it changed."""
-
-    def __call__(
-        self, entry: DueEntry, *, now: datetime, lease_until: datetime, move_to: SweepKeys | None = None
-    ) -> Message | None: ...
-
-
-class Timers(Protocol):
-    def send(self, items: Sequence[Scheduled]) -> list[Scheduled]: ...
-
-    def send_all(self, items: Sequence[Scheduled]) -> None: ...
-
-
 class HandOff:
     def __init__(
         self,
-        timers: Timers,
+        timers: storage.Timers,
         timing: Timing,
         *,
         release: Release | None = None,
-        claim: ClaimEntry | None = None,
+        claim: storage.ClaimEntry | None = None,
         metrics: Any = None,
         pacer: Pacer | None = None,
         clock: Callable[[], datetime] | None = None,

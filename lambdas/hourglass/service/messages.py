@@ -6,6 +6,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from hourglass.adapters import storage
 from hourglass.adapters.message_storage import cursor_after
 from hourglass.core import admission, delivery_control, lifecycle, limits, schedule, validation
 from hourglass.core.admission import Fields, admit
@@ -23,6 +24,9 @@ from hourglass.service.context import Context
 from hourglass.service.failure_notices import Owed
 from hourglass.service.queues import Queues
 
+# The storage this module uses (`adapters.storage`).
+StorageUsed = storage.Messages
+
 DEDUP_WINDOW = timedelta(hours=24)
 EDIT_ATTEMPTS = 3
 
@@ -30,7 +34,7 @@ EDIT_ATTEMPTS = 3
 class Messages:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
-        self.store = ctx.store
+        self.store: StorageUsed = ctx.store
         self.queues = Queues(ctx)
 
     # messages -----------------------------------------------------------------------------

@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
+from hourglass.adapters import storage
 from hourglass.core import admission, delivery_control, fanout, lifecycle, operations, validation
 from hourglass.core.handoff import Placement
 from hourglass.core.ids import is_valid_id, new_id
@@ -19,6 +20,11 @@ from hourglass.logs import log
 from hourglass.service import transitions
 from hourglass.service.admission import with_bodies as admitted_bodies
 from hourglass.service.context import Context
+
+
+class StorageUsed(storage.Queues, storage.Operations, storage.OperationSegments, Protocol):
+    """The storage nouns this module uses (`adapters.storage`)."""
+
 
 PAGE = 200
 INVOCATIONS = 4  # per operation, each with SEGMENTS / INVOCATIONS segments
@@ -45,7 +51,7 @@ def parse_invocation(event: Mapping[str, Any]) -> tuple[str, str, list[int]]:
 class Operations:
     def __init__(self, ctx: Context, invoke: Invoke | None = None) -> None:
         self.ctx = ctx
-        self.store = ctx.store
+        self.store: StorageUsed = ctx.store
         self._invoke = invoke
 
     @property

@@ -13,8 +13,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
+from hourglass.adapters import storage
 from hourglass.adapters.metrics import Metrics
-from hourglass.adapters.store import Store
 from hourglass.core import delivery_control, holders, pacing, schedule
 from hourglass.core.admission import MAX_PRIORITY
 from hourglass.core.deadline import ATTEMPT_BUDGET, BOOKKEEPING, attempt_deadline
@@ -27,11 +27,15 @@ from hourglass.errors import StoreError
 from hourglass.logs import log
 
 
+class StorageUsed(storage.Messages, storage.PaceWindows, Protocol):
+    """The storage nouns this module uses (`adapters.storage`)."""
+
+
 class Context(Protocol):
     """The parts of `service.context.Context` the dispatcher's pacing uses (pacing sits below the context)."""
 
     @property
-    def store(self) -> Store: ...
+    def store(self) -> StorageUsed: ...
     @property
     def metrics(self) -> Metrics: ...
     @property
@@ -50,24 +54,6 @@ WINDOWS_READ_AHEAD = 100
 # How long the sweeper trusts what it read of a queue's limits; the dispatcher checks every start
 # against the queue it reads anyway, so a stale answer here costs order, never the bound.
 CONTROL_TTL = timedelta(seconds=30)
-
-
-class PaceStore(Protocol):
-    """The pacing items (`adapters.pacing_storage`): one per window of a scope's calendar (`core.pacing.Item`)."""
-
-    def advance_pace(
-        self, queue: str, item: Item, expected: PaceState, taken: tuple[int, ...], new_held: str | None
-    ) -> tuple[bool, PaceState]: ...
-
-    def pace_windows(
-        self, queue: str, scope: str | None, width_us: int, first: int, count: int
-    ) -> dict[int, PaceState]: ...
-
-    def pace_state(self, queue: str, item: Item) -> PaceState: ...
-
-    def held_fence(self, queue: str, item: Item, expected: str | None, new: str | None) -> dict[str, Any]: ...
-
-    def held_room(self, queue: str, item: Item, taken: tuple[int, ...]) -> int: ...
 
 
 class _Request:
@@ -103,7 +89,7 @@ class Pacer:
     With flow keys (v1.2) the same rule runs per scope: each key's windows and the queue's
     (`pacing.allocate_scoped`). Each window also records who holds its slots (`core.holders`), in the same write."""
 
-    def __init__(self, store: PaceStore) -> None:
+    def __init__(self, store: storage.PaceWindows) -> None:
         self.store = store
         self._known: dict[str, dict[Item, PaceState]] = {}
         self._queue_locks: dict[str, threading.Lock] = {}
@@ -399,11 +385,7 @@ def _record_item(rates: Rates, held: Held) -> Item:
     return _record_item_at(rates, held.scope, held.slot.start_ms * 1000)
 
 
-class PaceStates(Protocol):
-    def last_window(self, queue: str, width_us: int) -> int | None: ...
-
-
-def floor_after(store: PaceStates, queue: str, before: DeliveryControl, after: DeliveryControl) -> int | None:
+def floor_after(store: storage.PaceWindows, queue: str, before: DeliveryControl, after: DeliveryControl) -> int | None:
     """Where a queue's slots start after a PUT from `before` to `after` (`DeliveryControl.pace_floor_us`). When it
     moves them to windows of another width (`pacing.queue_state`) the new ones start after the old ones' last slot,
     read here, so every slot of before and after is a spacing apart. It also tells the dispatcher until when a

@@ -5,8 +5,9 @@ from __future__ import annotations
 import contextlib
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
+from hourglass.adapters import storage
 from hourglass.core import delivery_control, epoch, keys, validation
 from hourglass.core.model import Queue, Status
 from hourglass.core.timestamps import to_ms
@@ -14,6 +15,13 @@ from hourglass.errors import ConflictError, NotFoundError, StaleVersionError, Va
 from hourglass.logs import log
 from hourglass.service import pacing, targets, transitions
 from hourglass.service.context import Context
+
+
+class StorageUsed(
+    storage.Queues, storage.QueueList, storage.QueueLives, storage.Messages, storage.PaceWindows, Protocol
+):
+    """The storage nouns this module uses (`adapters.storage`)."""
+
 
 WRITE_ATTEMPTS = 3
 # DELETE cancels pending messages for at most this long (API Gateway answers within 29 s).
@@ -23,7 +31,7 @@ DELETE_QUEUE_BUDGET = timedelta(seconds=15)
 class Queues:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
-        self.store = ctx.store
+        self.store: StorageUsed = ctx.store
 
     def put(self, name: str, doc: Any) -> tuple[Queue, bool]:
         """Create or replace, conditional on the version read: a pause or resume (or another PUT) between the

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
+from hourglass.adapters import storage
 from hourglass.adapters.items import schedule_key
 from hourglass.adapters.message_storage import COUNT_FLUSH_SECONDS
 from hourglass.adapters.queue_registry import queue_cursor
@@ -40,6 +41,9 @@ from hourglass.service.operations import Operations
 from hourglass.service.queues import Queues
 from hourglass.service.schedules import Schedules
 from hourglass.version import __version__
+
+# The storage this module uses (`adapters.storage`).
+StorageUsed = storage.Counters
 
 Response = dict[str, Any]
 NAME = r"([^/]+)"

@@ -12,8 +12,9 @@ from __future__ import annotations
 import contextlib
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
+from hourglass.adapters import storage
 from hourglass.core import admission, epoch, validation
 from hourglass.core.model import Queue, Status, carried
 from hourglass.core.recurrence import Schedule
@@ -22,6 +23,11 @@ from hourglass.service import targets, transitions
 from hourglass.service.context import Context
 from hourglass.service.messages import Messages
 from hourglass.service.transitions import is_current, materialize
+
+
+class StorageUsed(storage.Messages, storage.Schedules, Protocol):
+    """The storage nouns this module uses (`adapters.storage`)."""
+
 
 __all__ = ["Schedules", "is_current", "materialize"]
 
@@ -36,7 +42,7 @@ def of_queue(schedule: Schedule, queue: Queue) -> bool:
 class Schedules:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
-        self.store = ctx.store
+        self.store: StorageUsed = ctx.store
         self.messages = Messages(ctx)
 
     def put(self, queue_name: str, name: str, doc: Any) -> tuple[Schedule, bool]:

@@ -10,8 +10,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
+from hourglass.adapters import storage
 from hourglass.core import fanout, handoff, schedule
 from hourglass.core.handoff import Claim, DueEntry
 from hourglass.core.pacing import Slot
@@ -22,6 +23,11 @@ from hourglass.errors import InvokeError, StoreError
 from hourglass.logs import log
 from hourglass.service import transitions
 from hourglass.service.context import Context
+
+
+class StorageUsed(storage.DueIndex, storage.SweepProgress, Protocol):
+    """The storage nouns this module uses (`adapters.storage`)."""
+
 
 INITIAL_LOOKBACK = timedelta(minutes=10)
 # The watermark of a stack that has never been swept (no state item).
@@ -74,7 +80,7 @@ class Sweeper:
     ) -> None:
         """With `shards`, a fan-out invocation sweeping only those up to `until`; else a scheduled run."""
         self.ctx = ctx
-        self.store = ctx.store
+        self.store: StorageUsed = ctx.store
         self.is_fanout = shards is not None
         self.shards = list(shards) if shards is not None else list(range(ctx.settings.shards))
         self.invoke = invoke

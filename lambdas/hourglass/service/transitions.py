@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Protocol
 
+from hourglass.adapters import storage
 from hourglass.core import admission, catch_up, delivery_control, epoch, lifecycle
 from hourglass.core.attempts import Attempt
 from hourglass.core.handoff import Placement
@@ -25,6 +27,12 @@ from hourglass.logs import log
 from hourglass.service import failure_notices
 from hourglass.service.context import Context
 from hourglass.service.failure_notices import Owed
+
+
+class StorageUsed(
+    storage.Queues, storage.Messages, storage.MessageChanges, storage.Schedules, storage.Attempts, Protocol
+):
+    """The storage nouns this module uses (`adapters.storage`)."""
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import Protocol
 
+from hourglass.adapters import storage
 from hourglass.core import admission, catch_up, delivery, delivery_control, epoch, lifecycle, schedule
 from hourglass.core.delivery_control import DeliveryControl
 from hourglass.core.handoff import Scheduled, Timer
@@ -17,6 +19,11 @@ from hourglass.service import targets, transitions
 from hourglass.service.context import Context
 from hourglass.service.dispatch.outcome import Outcomes, Result
 from hourglass.service.pacing import PacedStarts
+
+
+class StorageUsed(storage.Messages, storage.MessageChanges, storage.Schedules, Protocol):
+    """The storage nouns this module uses (`adapters.storage`)."""
+
 
 # A timer can beat the ingest write it belongs to (the timer is sent first); give the write time.
 MISSING_GRACE = timedelta(seconds=60)

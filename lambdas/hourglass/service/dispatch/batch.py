@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 
+from hourglass.adapters import storage
 from hourglass.adapters.message_storage import CountBatch
 from hourglass.adapters.timer_queue import SEND_BACK_SECONDS, NewerFormatError, read_timers
 from hourglass.core.handoff import Timer
@@ -18,6 +19,9 @@ from hourglass.service.dispatch.outcome import Outcomes, Result
 from hourglass.service.dispatch.start_gate import QueueReads, StartGate
 from hourglass.service.heartbeat import Heartbeat
 from hourglass.service.pacing import PacedStarts
+
+# The storage this module uses (`adapters.storage`).
+StorageUsed = storage.Counters
 
 # Timers of one invocation handled at once: most of each one's time is the sleep until it is due.
 DISPATCH_THREADS = 32

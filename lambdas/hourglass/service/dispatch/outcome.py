@@ -7,6 +7,7 @@ import random
 from dataclasses import dataclass
 from datetime import datetime
 
+from hourglass.adapters import storage
 from hourglass.core import admission, delivery, delivery_control, next_attempt
 from hourglass.core.attempts import Attempt, AttemptOutcome
 from hourglass.core.model import Message, Queue, RetryPolicy, Status, past_expiry
@@ -15,6 +16,9 @@ from hourglass.errors import StaleVersionError
 from hourglass.logs import log
 from hourglass.service import circuit_breaker, transitions
 from hourglass.service.context import Context
+
+# The storage this module uses (`adapters.storage`).
+StorageUsed = storage.Attempts
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,9 @@ import random
 import threading
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from typing import Protocol
 
+from hourglass.adapters import storage
 from hourglass.core import concurrency, deadline, delivery_control, handoff, schedule
 from hourglass.core.concurrency import Lease
 from hourglass.core.delivery_control import DeliveryControl
@@ -24,6 +26,11 @@ from hourglass.service.context import Context
 from hourglass.service.dispatch.attempt import Attempts
 from hourglass.service.dispatch.outcome import Result
 from hourglass.service.pacing import REPACE_HOLD, PacedStarts
+
+
+class StorageUsed(storage.Queues, storage.ConcurrencySlots, Protocol):
+    """The storage nouns this module uses (`adapters.storage`)."""
+
 
 # The attempt starts (pending -> delivering, one conditional write) this long before the due time,
 # so the write's latency is not added to the delivery's lateness; the delivery waits for the due time.

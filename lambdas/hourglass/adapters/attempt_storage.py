@@ -1,4 +1,4 @@
-"""A queue's pause flag, attempt history items and the redelivery write, in the one table."""
+"""A message's attempt history items in the one table."""
 
 from __future__ import annotations
 
@@ -6,13 +6,11 @@ from datetime import datetime
 from typing import Any
 
 from hourglass import contract
-from hourglass.adapters.items import Item, n, queue_from_item, queue_key, s
+from hourglass.adapters.items import Item, n, s
 from hourglass.adapters.table import Table
 from hourglass.core.attempts import Attempt, AttemptOutcome
 from hourglass.core.keys import history_key, history_prefix
-from hourglass.core.model import Queue
 from hourglass.core.timestamps import from_ms, to_ms
-from hourglass.errors import NotFoundError, StaleVersionError
 
 
 def attempt_to_item(queue: str, attempt: Attempt, expire_at: datetime | None = None) -> Item:
@@ -52,32 +50,7 @@ def attempt_from_item(item: Item) -> Attempt:
     )
 
 
-class ControlStorage(Table):
-    # pause --------------------------------------------------------------------------------
-    def set_paused(self, name: str, paused: bool, now: datetime | None = None) -> Queue:
-        """One conditional update of the queue item; NotFoundError when the queue does not exist. A resume at
-        `now` starts the circuit breaker's fresh window; either clears the reason the queue paused itself."""
-        values: dict[str, Any] = {":p": {"BOOL": paused}, ":zero": n(0), ":one": n(1)}
-        update = "SET paused = :p, version = if_not_exists(version, :zero) + :one"
-        if not paused and now is not None:
-            update += ", resumed_at = :r"
-            values[":r"] = n(to_ms(now))
-        try:
-            answer = self._conditional(
-                "update_item",
-                f"queue {name} does not exist",
-                TableName=self.table,
-                Key=queue_key(name),
-                # A new version: a settings write that read the queue before this one is refused (and retried).
-                UpdateExpression=update + " REMOVE paused_reason",
-                ConditionExpression="attribute_exists(pk)",
-                ExpressionAttributeValues=values,
-                ReturnValues="ALL_NEW",
-            )
-        except StaleVersionError as exc:
-            raise NotFoundError(f"queue {name} does not exist") from exc
-        return queue_from_item(answer["Attributes"])
-
+class AttemptStorage(Table):
     # attempt history ----------------------------------------------------------------------
     def put_attempt(self, queue: str, attempt: Attempt, *, expire_at: datetime | None = None) -> None:
         self._guard("put_item", TableName=self.table, Item=attempt_to_item(queue, attempt, expire_at))
