@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
 from tests.model.test_system_model import BREAKERS, WINDOWS, SystemModel
 
 
@@ -115,6 +117,9 @@ def test_a_paused_rate_limited_queue_keeps_its_message_alive_on_its_recheck_time
     )
 
 
+# Its messages wait out the whole half-hour drain behind the pause, rechecked all along (the slowest replay,
+# 20-60 s): `make test-slow`.
+@pytest.mark.slow
 def test_a_queue_its_breaker_paused_keeps_its_messages_waiting() -> None:
     # Its retried messages stay pending while it is paused: the reference learns the self-pause, not liveness.
     replay(
