@@ -17,7 +17,7 @@ export PYTHONPATH := lambdas:.
 # check-node says it once instead.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION ?= 20
 
-.PHONY: dev test test-console test-realtime test-upgrade total-queue test-deployed smoke tools lint synth bench bench-modes soak model spark-schedule spark-report sample clean \
+.PHONY: dev test test-slow test-console test-realtime test-upgrade total-queue test-deployed smoke tools lint synth bench bench-modes soak model spark-schedule spark-report sample clean \
 	check-node check-java check-chromium
 
 $(STAMP): requirements.txt requirements-dev.txt
@@ -72,10 +72,18 @@ dev: $(STAMP) check-node $(if $(filter cdk ministack,$(DEPLOY)),tools)
 
 # One process: every fixture stops the runtime, servers and threads it started, and moto's in-process
 # state is emptied between modules (tests/conftest.py), so no suite runs behind another's leftovers.
-# The total-queue run under every quick fault ends with its liveness check (every message ended or has a
-# way forward); `make total-queue` runs it alone, `make soak` its long form with SIGKILLs.
+# It leaves the long runs to `make test-slow` (pytest markers `slow` and `long_form`, pyproject.toml).
 test: $(STAMP) check-node check-java check-chromium
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+# What `make test` leaves out for time (CI runs both; ~10 minutes on 2 cores): the `slow` tests (the total-queue
+# run under every quick fault with its liveness check, the benchmark smoke run, a 30 s Retry-After waited out,
+# the sweep over a day the autumn clock change skips, the model's two replays of a paused queue), and the `long_form` ones with the example counts
+# `make test` used to run: the model test's 30 fixed stories, the fault state machine's 25, 60 OpenAPI
+# examples per operation.
+test-slow: $(STAMP) check-node
+	HOURGLASS_MODEL_EXAMPLES=30 HOURGLASS_FAULT_MACHINE_EXAMPLES=25 HOURGLASS_OPENAPI_FUZZ_EXAMPLES=60 \
+		$(BIN)/python -m pytest -q -p no:cacheprovider -o timeout=1800 -m "slow or long_form"
 
 # The console's longer browser flows in Chromium (editing and deleting queues, tabs, search, row actions,
 # purge, auto-refresh, charts); `make test` runs the representative ones. Screenshots: tests/artifacts/console/.
@@ -97,7 +105,8 @@ test-deployed: $(STAMP) tools
 # The previous release's stack (tag UPGRADE_FROM) deployed into MiniStack with its own `cdk deploy`, messages put
 # in flight, then HEAD deployed over it, and the rollback the other way round: nothing lost, early, duplicated or
 # dead-lettered (docs/upgrades.md; ~15 minutes on 2 cores).
-UPGRADE_FROM ?= v1.2.0
+# v1.2.0 is commit 0b61823: a clone without the tag uses the commit.
+UPGRADE_FROM ?= $(shell git rev-parse -q --verify refs/tags/v1.2.0 >/dev/null 2>&1 && echo v1.2.0 || echo 0b61823)
 test-upgrade: $(STAMP) tools
 	HOURGLASS_UPGRADE_FROM=$(UPGRADE_FROM) $(BIN)/python -m pytest -q -p no:cacheprovider -o timeout=1800 \
 		tests/upgrade/test_upgrade.py
@@ -138,10 +147,12 @@ bench-modes: $(STAMP) tools
 # Then the fuzz through delivery with SOAK_FUZZ_EXAMPLES examples (`make test` runs 20; ~1.5 s each).
 SOAK_ROUNDS ?= 5
 SOAK_FUZZ_EXAMPLES ?= 300
-# The whole-system model test (tests/model): `make test` runs HOURGLASS_MODEL_EXAMPLES (30) examples, soak this many.
+# The whole-system model test (tests/model): `make test` runs 10 fixed examples, `make test-slow` 30, soak this many.
 SOAK_MODEL_EXAMPLES ?= 500
+# The total-queue run under every quick fault alone (part of `make test-slow`), ending with its liveness check
+# (every message ended or has a way forward); `make soak` runs its long form with SIGKILLs.
 total-queue: $(STAMP) check-node
-	$(BIN)/python -m pytest -q -p no:cacheprovider tests/faults/test_total_queue.py -k "not soak" -rA
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m slow tests/faults/test_total_queue.py -k "not soak" -rA
 
 soak: $(STAMP) check-node
 	HOURGLASS_SOAK=1 HOURGLASS_SOAK_ROUNDS=$(SOAK_ROUNDS) $(BIN)/python -m pytest -q -p no:cacheprovider \

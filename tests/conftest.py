@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import threading
@@ -9,6 +10,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import botocore.session
 import pytest
 
 os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
@@ -17,6 +19,11 @@ os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 os.environ.pop("AWS_ENDPOINT_URL", None)
 
 NOW = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
+
+# Every botocore session parses the JSON models of the services it makes clients for (~0.1 s each), and
+# moto's mock_aws starts a new default session each time it starts (every harness): one loader for the
+# run reads each model once, which makes a harness 3-6 times cheaper. Models do not change during a run.
+botocore.session.create_loader = functools.cache(botocore.session.create_loader)
 
 
 class FakeClock:

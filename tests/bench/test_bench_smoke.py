@@ -9,6 +9,8 @@ import pytest
 
 from bench.__main__ import ORDER, run_all
 
+# The quick run of the benchmarks takes a minute or more on 2 cores: `make test-slow`.
+pytestmark = pytest.mark.slow
 TARGETS = ("precision", "sweep_scaling", "cost", "body_cost", "throughput", "schedules", "memory", "capacity")
 
 

@@ -78,6 +78,7 @@ def test_pause_holds_deliveries_and_resume_delivers_them(api: Client, scripted: 
     assert sorted(h.body for h in got) == [0, 1, 2] and min(h.at for h in got) >= resumed
 
 
+@pytest.mark.slow  # waits out the 30 s Retry-After in real time: `make test-slow`
 def test_retry_after_beyond_backoff_max_is_waited_out(api: Client, scripted: ScriptedReceiver) -> None:
     scripted.script["/busy"] = [Answer(503, {"Retry-After": "30"})]
     name = queue(api, scripted, "/busy", retry={"max_attempts": 3, "backoff_base": 1, "backoff_max": 2})

@@ -275,6 +275,7 @@ def chaos_runtime(endpoint: str, tmp_path: Path, odds: dict[str, Any]) -> LocalR
     return LocalRuntime(endpoint, free_port(), tmp_path, env=env, module="tests.faults.chaos")
 
 
+@pytest.mark.slow  # 2,000 messages in real time (1-2 minutes): `make test-slow`, `make total-queue`
 def test_total_queue_under_faults(moto_endpoint: str, tmp_path: Path, callback: Callback) -> None:
     runtime = chaos_runtime(moto_endpoint, tmp_path, QUICK_ODDS).start()
     started = time.monotonic()

@@ -1,11 +1,14 @@
-"""Schemathesis over docs/openapi.yaml, in process: no input may cause a 5xx, and a 4xx changes nothing."""
+"""Schemathesis over docs/openapi.yaml, in process: no input may cause a 5xx, and a 4xx changes nothing.
+HOURGLASS_OPENAPI_FUZZ_EXAMPLES: examples per operation (20, as `make test` runs it; `make test-slow` runs 60)."""
 
 from __future__ import annotations
 
+import os
 import random
 from pathlib import Path
 from typing import Any
 
+import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
@@ -24,7 +27,8 @@ def app(environ: dict[str, Any], start_response: Any) -> Any:
 
 schema = schemathesis.openapi.from_path(str(SCHEMA))
 schema.app = app
-schema.config.generation.update(max_examples=60)
+schema.config.generation.update(max_examples=int(os.environ.get("HOURGLASS_OPENAPI_FUZZ_EXAMPLES", "20")))
+pytestmark = pytest.mark.long_form
 
 
 @schema.hook

@@ -146,6 +146,9 @@ def test_occurrence_of_a_replaced_rule_that_escaped_cancel_is_not_delivered(harn
     assert harness.receiver.requests == []
 
 
+# The sweep walks every minute of the day the clock skips, shard by shard (~24,000 due-index queries on moto,
+# half a minute or more): `make test-slow`.
+@pytest.mark.slow
 def test_cron_occurrences_follow_london_time_across_the_autumn_change(harness: Harness) -> None:
     harness.clock.now = datetime(2026, 10, 24, 12, 0, tzinfo=UTC)
     make_queue(harness)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
 from tests.model.test_system_model import BREAKERS, WINDOWS, SystemModel
 
 
@@ -104,6 +106,8 @@ def test_a_crash_in_a_schedule_resume_does_not_stall_it() -> None:
     )
 
 
+# Rechecked all through the half-hour drain behind the pause (20-80 s): `make test-slow`.
+@pytest.mark.slow
 def test_a_paused_rate_limited_queue_keeps_its_message_alive_on_its_recheck_timer() -> None:
     # Found by the model after the fixes (not in the list): the liveness check took a paused queue's
     # pending message, which lives on the timer its dispatcher sends again on every recheck, for stuck.
@@ -115,6 +119,8 @@ def test_a_paused_rate_limited_queue_keeps_its_message_alive_on_its_recheck_time
     )
 
 
+# Its messages wait out the whole half-hour drain behind the pause, rechecked all along (20-100 s): `make test-slow`.
+@pytest.mark.slow
 def test_a_queue_its_breaker_paused_keeps_its_messages_waiting() -> None:
     # Its retried messages stay pending while it is paused: the reference learns the self-pause, not liveness.
     replay(
