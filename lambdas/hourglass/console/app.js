@@ -474,7 +474,7 @@ function openQueueForm(queue) {
     $(selector).value = queue.circuit_breaker ? String(queue.circuit_breaker[key]) : "";
   }
   fillWindowForm("qf", queue.window);
-  $("#qf-secret").placeholder = queue.signing_secret_set ? "set: type it again to keep it" : "none";
+  $("#qf-secret").placeholder = queue.signing_secret_set ? "set: leave empty to keep it" : "none";
   $("#qf-target-url").focus({ preventScroll: true });
 }
 
@@ -545,8 +545,8 @@ function placeOf(url) {
 }
 
 // The queue's document as PUT replaces it: the form's fields, and what the form does not show (target
-// headers, a target of another kind, delays, ttl) carried over from the queue being edited. Every bad
-// field is in `problems`.
+// headers, a target of another kind, delays, ttl) carried over from the queue being edited; the secrets
+// are left out unless changed, so the queue keeps them. Every bad field is in `problems`.
 function queueFormDoc(problems) {
   const existing = state.editing ? state.queues[state.editing] || {} : {};
   const doc = {};
@@ -570,12 +570,13 @@ function queueFormDoc(problems) {
   if (breaker) doc.circuit_breaker = breaker;
   const window = windowFormDoc("qf", problems);
   if (window) doc.window = window;
+  // A PUT without the secret keeps the queue's (the API never returns it): only a typed one or the
+  // remove box changes it.
   const secret = $("#qf-secret").value;
+  const remove = $("#qf-remove-secret").checked;
+  if (secret && remove) problems.add("#qf-secret", "type a new secret or tick \u201cremove the secret\u201d, not both");
   if (secret) doc.signing_secret = secret;
-  // The API never returns a secret and a PUT without one removes it: the form cannot keep it unseen.
-  if (existing.signing_secret_set && !secret && !$("#qf-remove-secret").checked) {
-    problems.add("#qf-secret", "is set on this queue but never shown: type it again to keep it, or tick \u201cremove the secret\u201d");
-  }
+  else if (remove) doc.signing_secret = null;
   return doc;
 }
 
