@@ -649,7 +649,8 @@ function messageActions(m) {
   return td;
 }
 
-// When the console cancelled a message (the API keeps no time of a cancel), for its timeline.
+// When the console cancelled a message, for the timeline of one whose document has no `finished_at`
+// (a server older than that field).
 const CANCELLED_AT = "hourglass.cancelled_at";
 function cancelledAt(queue, id) {
   return JSON.parse(sessionStorage.getItem(CANCELLED_AT) || "{}")[`${queue}/${id}`] || null;
@@ -931,11 +932,14 @@ async function openTimeline(queue, id) {
   } else if (m.attempts) {
     event(list, null, `${m.attempts} attempt(s)` + (m.last_error ? `, last error: ${m.last_error}` : ""));
   }
-  if (m.status === "delivered") event(list, m.delivered_at, "delivered", "status-delivered");
-  if (["failed", "expired"].includes(m.status)) event(list, null, m.status, `status-${m.status}`);
+  if (m.status === "delivered") event(list, m.finished_at || m.delivered_at, "delivered", "status-delivered");
+  if (["failed", "expired"].includes(m.status)) event(list, m.finished_at || null, m.status, `status-${m.status}`);
   if (m.status === "cancelled") {
-    const at = cancelledAt(queue, id);
-    event(list, at, at ? "cancelled (from this console)" : "cancelled (elsewhere: the API does not say when)", "status-cancelled");
+    // The API says when (`finished_at`), but not for a message cancelled before it kept that time: then the
+    // time this console cancelled it, if it did.
+    const mine = m.finished_at ? null : cancelledAt(queue, id);
+    const text = m.finished_at ? "cancelled" : mine ? "cancelled (from this console)" : "cancelled (the API does not say when)";
+    event(list, m.finished_at || mine, text, "status-cancelled");
   }
   // Only the actions its status allows are offered.
   for (const [kind, selector] of Object.entries(TIMELINE_BUTTONS)) {
