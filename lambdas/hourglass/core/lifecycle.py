@@ -80,7 +80,7 @@ def _change(message: Message, retention: timedelta | None = None, now: datetime 
 def _finished_at(message: Message, now: datetime | None) -> datetime | None:
     """The time a version that ends the message keeps of its ending, when nothing else dates it: a delivered
     one has `delivered_at`, one ended by an attempt that attempt's end (`final_attempt`). It rides on the write
-    that ends the message, which drops more (the due-index keys or the lease) than it adds."""
+    that ends the message, within the headroom an inline item keeps (`body_placement`): no added write unit."""
     if not message.status.finished or message.delivered_at is not None or message.final_attempt is not None:
         return None
     return now

@@ -349,8 +349,7 @@ def signing_secrets(doc: Mapping[str, Any], current: QueueSettings | None) -> tu
     - one naming only `signing_secret_next` keeps the current secret and sets the next (null: none).
     """
     kept = current or QueueSettings()
-    names = ("signing_secret", "signing_secret_next")
-    if not any(name in doc for name in names):
+    if "signing_secret" not in doc and "signing_secret_next" not in doc:
         return kept.signing_secret, kept.signing_secret_next
     secret = _secret(doc, "signing_secret") if "signing_secret" in doc else kept.signing_secret
     next_secret = _secret(doc, "signing_secret_next")
