@@ -4,6 +4,7 @@ verifies every callback of the roll (signed with both secrets while `signing_sec
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from hourglass.adapters import http_target
@@ -88,3 +89,47 @@ def test_after_the_roll_the_old_secret_no_longer_verifies(harness: Harness, rece
     post(harness, receiver)
     deliver(harness)
     assert check(receiver.received, "old") == [False]
+
+
+# What a PUT leaves of the secrets (docs/authentication.md): they are never returned, so a body that names
+# neither keeps them; `signing_secret` sets the pair; `signing_secret_next` alone keeps the current secret.
+def secrets_after(h: Harness, *bodies: dict[str, Any]) -> tuple[str, ...]:
+    for body in bodies:
+        status, doc = h.call("PUT", "/v1/queues/kept", {"retry": RETRY, **body})
+        assert status in (200, 201), doc
+    stored = h.ctx.store.get_queue("kept", consistent=True)
+    assert stored is not None
+    return stored.settings.signing_secrets
+
+
+def test_a_put_without_the_secrets_keeps_them(harness: Harness) -> None:
+    rolling = {"signing_secret": "old", "signing_secret_next": "new"}
+    assert secrets_after(harness, rolling, {"max_delay": 60}) == ("old", "new")
+
+
+def test_a_put_with_a_null_secret_removes_both(harness: Harness) -> None:
+    rolling = {"signing_secret": "old", "signing_secret_next": "new"}
+    assert secrets_after(harness, rolling, {"signing_secret": None}) == ()
+
+
+def test_a_put_of_the_next_secret_alone_keeps_the_current_one(harness: Harness) -> None:
+    assert secrets_after(harness, {"signing_secret": "old"}, {"signing_secret_next": "new"}) == ("old", "new")
+
+
+def test_a_put_of_a_null_next_secret_ends_the_rotation_keeping_the_current_one(harness: Harness) -> None:
+    rolling = {"signing_secret": "old", "signing_secret_next": "new"}
+    assert secrets_after(harness, rolling, {"signing_secret_next": None}) == ("old",)
+
+
+def test_promoting_the_next_secret_without_naming_the_next_ends_the_rotation(harness: Harness) -> None:
+    rolling = {"signing_secret": "old", "signing_secret_next": "new"}
+    assert secrets_after(harness, rolling, {"signing_secret": "new"}) == ("new",)
+
+
+def test_a_next_secret_on_a_queue_without_a_secret_is_refused_and_changes_nothing(harness: Harness) -> None:
+    assert secrets_after(harness, {"max_delay": 60}) == ()
+    status, doc = harness.call("PUT", "/v1/queues/kept", {"max_delay": 30, "signing_secret_next": "new"})
+    stored = harness.ctx.store.get_queue("kept", consistent=True)
+    assert stored is not None
+    named = doc["error"]["message"].split(":")[0]
+    assert (status, named, stored.settings.max_delay) == (400, "signing_secret_next", 60)

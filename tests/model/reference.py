@@ -46,7 +46,7 @@ class Generation:
     target_failed_ever: bool = False  # its target answered anything but 2xx at some point
     schedules: dict[str, bool] = field(default_factory=dict)  # name -> paused
     admitted: int = 0  # messages, occurrences and redeliveries this lifetime admitted (pacing backlog)
-    secrets: tuple[str, ...] = ()  # signing_secret, then signing_secret_next, as the last PUT set them
+    secrets: tuple[str, ...] = ()  # signing_secret, then signing_secret_next, as the last PUT naming them set them
     window: Window | None = None  # its delivery window, as last PUT
     breaker_ever: bool = False  # some PUT of this lifetime gave it a circuit breaker (it may pause itself)
     # It paused itself with a failure destination set (kept since): a `queue.paused` notice is owed, after the

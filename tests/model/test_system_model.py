@@ -175,7 +175,7 @@ class SystemModel(RuleBasedStateMachine):
         if live.destination is None and destination is not None:
             live.destination_since = self.world.clock()
         live.target, live.rate, live.destination, live.max_attempts = kind, rate, destination, attempts
-        live.secrets = ()  # a PUT without them clears the signing secrets
+        # A PUT that names no signing secret keeps them (they are never returned); a new lifetime has none.
         if not created and validation.window(window) != live.window:
             live.window_changed = True
         live.window = validation.window(window)
@@ -189,12 +189,13 @@ class SystemModel(RuleBasedStateMachine):
     @rule(name=st.sampled_from(QUEUES), secrets=st.sampled_from(ROLL))
     def roll_signing_secret(self, name: str, secrets: tuple[str, ...]) -> None:
         """A step of a key rotation (or a start or end of signing): the queue's last PUT again (its window, breaker
-        and flow control kept: a PUT replaces every setting), with these secrets."""
+        and flow control kept: a PUT replaces every setting), with these secrets (none: an explicit null, as a PUT
+        without them keeps them)."""
         live = self.reference.live(name)
         if live is None:
             return
         doc = {key: value for key, value in self.settings[name].items() if not key.startswith("signing_secret")}
-        doc.update(zip(("signing_secret", "signing_secret_next"), secrets, strict=False))
+        doc.update(zip(("signing_secret", "signing_secret_next"), secrets or (None,), strict=False))
         status, answer = self.call("PUT", f"/v1/queues/{name}", doc)
         assert status == 200, answer
         assert (answer["signing_secret_set"], answer["signing_secret_next_set"]) == (len(secrets) > 0, len(secrets) > 1)

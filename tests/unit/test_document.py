@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta, timezone
 
+from hourglass.core import lifecycle
 from hourglass.core.document import created_doc, later_doc, message_doc, queue_doc
 from hourglass.core.model import (
     HttpTarget,
@@ -137,3 +138,20 @@ def test_later_document_uses_unix_seconds_and_retry_counts():
         "content": "hello",
         "creat_time": 1795255200,
     }
+
+
+# finished_at: the time an ending keeps when nothing else dates it (core.lifecycle), as the document shows it.
+PENDING = Message(id="m", queue="q", body=1, status=Status.PENDING, created_at=NOW, due_at=NOW + timedelta(hours=1))
+LATER = NOW + timedelta(minutes=5)
+
+
+def test_a_cancelled_messages_document_shows_the_cancel_time():
+    cancelled = lifecycle.cancel(PENDING, LATER, timedelta(days=7)).message
+    assert message_doc(cancelled)["finished_at"] == "2026-11-21T10:05:00.000Z"
+
+
+def test_an_expiry_without_an_attempt_keeps_its_time_until_a_redelivery():
+    expired = lifecycle.finish(PENDING, Status.EXPIRED, LATER, timedelta(days=7), error="expired").message
+    redelivered = lifecycle.redeliver(expired, LATER + timedelta(minutes=1)).message
+    shown = [message_doc(m)["finished_at"] for m in (expired, redelivered)]
+    assert shown == ["2026-11-21T10:05:00.000Z", None]

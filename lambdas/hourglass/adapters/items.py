@@ -136,6 +136,7 @@ def message_to_item(message: Message, sweep: SweepKeys | None = None, *, body: B
     optional: dict[str, dict[str, str] | None] = {
         "expires_at": n(to_ms(message.expires_at)) if message.expires_at else None,
         "delivered_at": n(to_ms(message.delivered_at)) if message.delivered_at else None,
+        "finished_at": n(to_ms(message.finished_at)) if message.finished_at else None,
         "last_error": s(message.last_error) if message.last_error else None,
         "dedup_id": s(message.dedup_id) if message.dedup_id else None,
         "target": s(target_to_json(message.target)) if message.target else None,
@@ -192,6 +193,7 @@ def message_from_item(item: Item) -> Message:
         expires_at=_time(item, "expires_at"),
         attempts=_int(item, "attempts", 0),
         delivered_at=_time(item, "delivered_at"),
+        finished_at=_time(item, "finished_at"),
         last_error=_str(item, "last_error"),
         dedup_id=_str(item, "dedup_id"),
         target=target_from_json(target) if target else None,

@@ -474,7 +474,7 @@ function openQueueForm(queue) {
     $(selector).value = queue.circuit_breaker ? String(queue.circuit_breaker[key]) : "";
   }
   fillWindowForm("qf", queue.window);
-  $("#qf-secret").placeholder = queue.signing_secret_set ? "set: type it again to keep it" : "none";
+  $("#qf-secret").placeholder = queue.signing_secret_set ? "set: leave empty to keep it" : "none";
   $("#qf-target-url").focus({ preventScroll: true });
 }
 
@@ -545,8 +545,8 @@ function placeOf(url) {
 }
 
 // The queue's document as PUT replaces it: the form's fields, and what the form does not show (target
-// headers, a target of another kind, delays, ttl) carried over from the queue being edited. Every bad
-// field is in `problems`.
+// headers, a target of another kind, delays, ttl) carried over from the queue being edited; the secrets
+// are left out unless changed, so the queue keeps them. Every bad field is in `problems`.
 function queueFormDoc(problems) {
   const existing = state.editing ? state.queues[state.editing] || {} : {};
   const doc = {};
@@ -570,12 +570,13 @@ function queueFormDoc(problems) {
   if (breaker) doc.circuit_breaker = breaker;
   const window = windowFormDoc("qf", problems);
   if (window) doc.window = window;
+  // A PUT without the secret keeps the queue's (the API never returns it): only a typed one or the
+  // remove box changes it.
   const secret = $("#qf-secret").value;
+  const remove = $("#qf-remove-secret").checked;
+  if (secret && remove) problems.add("#qf-secret", "type a new secret or tick \u201cremove the secret\u201d, not both");
   if (secret) doc.signing_secret = secret;
-  // The API never returns a secret and a PUT without one removes it: the form cannot keep it unseen.
-  if (existing.signing_secret_set && !secret && !$("#qf-remove-secret").checked) {
-    problems.add("#qf-secret", "is set on this queue but never shown: type it again to keep it, or tick \u201cremove the secret\u201d");
-  }
+  else if (remove) doc.signing_secret = null;
   return doc;
 }
 
@@ -648,7 +649,8 @@ function messageActions(m) {
   return td;
 }
 
-// When the console cancelled a message (the API keeps no time of a cancel), for its timeline.
+// When the console cancelled a message, for the timeline of one whose document has no `finished_at`
+// (a server older than that field).
 const CANCELLED_AT = "hourglass.cancelled_at";
 function cancelledAt(queue, id) {
   return JSON.parse(sessionStorage.getItem(CANCELLED_AT) || "{}")[`${queue}/${id}`] || null;
@@ -930,11 +932,14 @@ async function openTimeline(queue, id) {
   } else if (m.attempts) {
     event(list, null, `${m.attempts} attempt(s)` + (m.last_error ? `, last error: ${m.last_error}` : ""));
   }
-  if (m.status === "delivered") event(list, m.delivered_at, "delivered", "status-delivered");
-  if (["failed", "expired"].includes(m.status)) event(list, null, m.status, `status-${m.status}`);
+  if (m.status === "delivered") event(list, m.finished_at || m.delivered_at, "delivered", "status-delivered");
+  if (["failed", "expired"].includes(m.status)) event(list, m.finished_at || null, m.status, `status-${m.status}`);
   if (m.status === "cancelled") {
-    const at = cancelledAt(queue, id);
-    event(list, at, at ? "cancelled (from this console)" : "cancelled (elsewhere: the API does not say when)", "status-cancelled");
+    // The API says when (`finished_at`), but not for a message cancelled before it kept that time: then the
+    // time this console cancelled it, if it did.
+    const mine = m.finished_at ? null : cancelledAt(queue, id);
+    const text = m.finished_at ? "cancelled" : mine ? "cancelled (from this console)" : "cancelled (the API does not say when)";
+    event(list, m.finished_at || mine, text, "status-cancelled");
   }
   // Only the actions its status allows are offered.
   for (const [kind, selector] of Object.entries(TIMELINE_BUTTONS)) {

@@ -27,7 +27,7 @@ class BodyLimits:
 
     # The message item, body included, must stay within this many bytes (one write unit) ...
     inline_item_max: int = WRITE_UNIT_BYTES
-    # ... with room for what it gains after ingest: lease, delivered_at, expire_at, a short last_error.
+    # ... with room for what it gains after ingest: lease, delivered_at, expire_at, finished_at, a short last_error.
     headroom: int = 128
     # Bodies up to this many bytes go to a body item; larger ones to S3.
     item_body_max: int = 6 * 1024

@@ -93,6 +93,7 @@ def message_doc(message: Message) -> dict[str, Any]:
         "expires_at": _time(message.expires_at),
         "attempts": message.attempts,
         "delivered_at": _time(message.delivered_at),
+        "finished_at": _time(finished_at(message)),
         "last_error": message.last_error,
         "dedup_id": message.dedup_id,
         "schedule": message.schedule,
@@ -100,6 +101,18 @@ def message_doc(message: Message) -> dict[str, Any]:
         # Only a finished version has one (a version made from it in memory may still carry its predecessor's).
         "notice": notice_doc(message.notice) if message.status in FINISHED else None,
     }
+
+
+def finished_at(message: Message) -> datetime | None:
+    """When a finished message reached its status: its delivery, the end of the attempt that ended it, or the
+    time its ending kept (`lifecycle`); None while it is not finished, or for a version stored before then."""
+    if message.status not in FINISHED:
+        return None
+    if message.delivered_at is not None:
+        return message.delivered_at
+    if message.final_attempt is not None:
+        return message.final_attempt.finished_at
+    return message.finished_at
 
 
 def next_attempt(message: Message) -> datetime | None:

@@ -71,9 +71,19 @@ def _change(message: Message, retention: timedelta | None = None, now: datetime 
     new = replace(message, version=message.version + 1, notice=None, **fields)
     if not can_transition(message.status, new.status):
         raise ValueError(f"no transition from {message.status.value} to {new.status.value}")
+    new = replace(new, finished_at=_finished_at(new, now))
     # Only a version that ends the message is kept for `retention`, then TTL removes it.
     expire_at = now + retention if new.status.finished and retention is not None and now is not None else None
     return Change(new, message.version, message.status, expire_at)
+
+
+def _finished_at(message: Message, now: datetime | None) -> datetime | None:
+    """The time a version that ends the message keeps of its ending, when nothing else dates it: a delivered
+    one has `delivered_at`, one ended by an attempt that attempt's end (`final_attempt`). It rides on the write
+    that ends the message, within the headroom an inline item keeps (`body_placement`): no added write unit."""
+    if not message.status.finished or message.delivered_at is not None or message.final_attempt is not None:
+        return None
+    return now
 
 
 def cancel(message: Message, now: datetime, retention: timedelta) -> Change:

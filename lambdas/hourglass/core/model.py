@@ -291,6 +291,8 @@ class Message(MessageFields):
     expires_at: datetime | None = None
     attempts: int = 0
     delivered_at: datetime | None = None
+    # When it ended, for an ending no attempt dates (a cancel, an expiry or failure before an attempt).
+    finished_at: datetime | None = None
     last_error: str | None = None
     queue_epoch: datetime | None = None
     claimed_until: datetime | None = None

@@ -316,7 +316,9 @@ def window(value: object, field: str = "window") -> windows.Window | None:
     )
 
 
-def queue_settings(doc: object) -> QueueSettings:
+def queue_settings(doc: object, current: QueueSettings | None = None) -> QueueSettings:
+    """The settings a PUT body gives; `current`: the queue's settings before it, whose secrets it may keep
+    (`signing_secrets`)."""
     settings = _object({} if doc is None else doc, "body")
     _only(settings, QUEUE_FIELDS, "")
     defaults = QueueSettings()
@@ -325,9 +327,7 @@ def queue_settings(doc: object) -> QueueSettings:
     assert max_delay is not None and default_delay is not None
     if default_delay > max_delay:
         raise ValidationError("default_delay", "must not exceed max_delay")
-    secret, next_secret = (_secret(settings, name) for name in ("signing_secret", "signing_secret_next"))
-    if next_secret is not None and secret is None:
-        raise ValidationError("signing_secret_next", "needs signing_secret (the secret receivers verify today)")
+    secret, next_secret = signing_secrets(settings, current)
     raw_target = settings.get("target")
     raw_retry = settings.get("retry")
     return QueueSettings(
@@ -339,6 +339,24 @@ def queue_settings(doc: object) -> QueueSettings:
         signing_secret=secret,
         signing_secret_next=next_secret,
     )
+
+
+def signing_secrets(doc: Mapping[str, Any], current: QueueSettings | None) -> tuple[str | None, str | None]:
+    """The secrets a PUT leaves, which are never returned, so a client cannot send back what it read:
+
+    - a body naming neither keeps `current`'s (both);
+    - one naming `signing_secret` sets the pair: the secret (null: none) and `signing_secret_next` as given
+      (absent: none, so the PUT that promotes the next secret ends a rotation, as in the contract);
+    - one naming only `signing_secret_next` keeps the current secret and sets the next (null: none).
+    """
+    kept = current or QueueSettings()
+    if "signing_secret" not in doc and "signing_secret_next" not in doc:
+        return kept.signing_secret, kept.signing_secret_next
+    secret = _secret(doc, "signing_secret") if "signing_secret" in doc else kept.signing_secret
+    next_secret = _secret(doc, "signing_secret_next")
+    if next_secret is not None and secret is None:
+        raise ValidationError("signing_secret_next", "needs signing_secret (the secret receivers verify today)")
+    return secret, next_secret
 
 
 def _secret(settings: Mapping[str, Any], name: str) -> str | None:

@@ -35,15 +35,18 @@ class Queues:
 
     def put(self, name: str, doc: Any) -> tuple[Queue, bool]:
         """Create or replace, conditional on the version read: a pause or resume (or another PUT) between the
-        read and the write makes it read again, so a write never undoes a change that was answered."""
+        read and the write makes it read again, so a write never undoes a change that was answered. The signing
+        secrets the body leaves out are kept (`validation.signing_secrets`)."""
         validation.queue_name(name)
-        settings = validation.queue_settings(doc)
-        targets.check_allowed(self.ctx, settings.target, "target")
-        # PUT leaves the paused state as it is (only /pause and /resume change it).
-        control = validation.delivery_control(doc or {})
-        targets.check_allowed(self.ctx, control.failure_destination, "failure_destination")
         for _ in range(WRITE_ATTEMPTS):
             existing = self.store.get_queue(name, consistent=True)
+            # Every setting is the body's, but the secrets it leaves out are kept (never returned, they cannot
+            # be sent back).
+            settings = validation.queue_settings(doc, existing.settings if existing else None)
+            targets.check_allowed(self.ctx, settings.target, "target")
+            # PUT leaves the paused state as it is (only /pause and /resume change it).
+            control = validation.delivery_control(doc or {})
+            targets.check_allowed(self.ctx, control.failure_destination, "failure_destination")
             before = delivery_control.of(existing)
             # PUT keeps the pause, its reason and the breaker's window as they are.
             kept = replace(
