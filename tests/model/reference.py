@@ -6,13 +6,16 @@ here compare that with the stored state. Each violation names the rule of issue 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from hourglass.core import failure_notice
+from hourglass.core.handoff import Timer
 from hourglass.core.model import Message, NoticeStatus, Status
+from hourglass.core.pacing import HANDOFF_LEAD_MS, pace
+from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.core.window import Window
 from hourglass_client import verify
 
@@ -26,6 +29,13 @@ ON_TIME = timedelta(seconds=90)
 COMPARED = ("status", "attempts", "last_error", "body", "flow_key", "priority")
 # The windows (seconds) over which a steady rate limit's starts are counted: at most r*W + max(1, r) in each.
 BOUND_WINDOWS = (1, 2, 5, 10)
+# A paced start below its limit is at most its slot tolerance after its floor, and this: a slot's start is rounded
+# up to whole milliseconds, and so is its floor.
+ROUNDING = timedelta(milliseconds=2)
+
+# The pacing slots a store holds for one queue (µs since the epoch), by scope: None for the queue's own, else the
+# flow key's ("" for messages without one). See World.calendar.
+Calendar = dict[str | None, list[int]]
 
 
 @dataclass
@@ -148,11 +158,62 @@ class Reference:
         paced.steady_rate &= doc is not None and rate == paced.rate
         paced.steady_flow &= doc is not None and flow == paced.flow
 
-    def started(self, message: Message | None, now: datetime) -> None:
-        """An attempt of `message` began reaching its target (the HTTP request or the SQS/SNS send) at `now`."""
+    def started(
+        self,
+        message: Message | None,
+        now: datetime,
+        *,
+        own: Timer | None = None,
+        crashed: bool = False,
+        calendar: Callable[[str], Calendar] | None = None,
+    ) -> None:
+        """An attempt of `message` began reaching its target (the HTTP request or the SQS/SNS send) at `now`; `own`:
+        the paced timer it started from, when the world handed that one over in time for its slot (else None), and
+        `calendar`: the pacing slots its queue's store holds now (`check_due_start`)."""
         paced = None if message is None else self.paced.get((message.queue, message.queue_epoch))
         if message is not None and paced is not None:
             paced.starts.append((now, message.flow_key or ""))
+            if own is not None and calendar is not None and not crashed:
+                self.check_due_start(message, now, paced, own, calendar)
+
+    def check_due_start(
+        self, message: Message, now: datetime, paced: Paced, own: Timer, calendar: Callable[[str], Calendar]
+    ) -> None:
+        """Below its limit a paced attempt starts at its due time (issue 34): a limit holds a start back only where
+        it binds. Its floor is its due time, or a second after its timer was sent when that is later (a slot is
+        never sooner: the timer must reach a dispatcher). Started more than the slot tolerance (the least of its
+        scopes') after its floor, it must have met its limit there: another slot of one of its scopes within one
+        spacing of its floor in the store's calendar (its own slot, the timer's, left out), or, with a concurrency
+        limit, a refusal (the timer counts them: `waits`).
+
+        Only where nothing else explains the lateness: a limit kept all the lifetime (no PUT moved its slots), a
+        lifetime never paused, no crash in the whole story, and the timer handed over alone in its record no later
+        than its slot (`World.handed`: the model's dispatcher threads share one fake clock). A give-way victim is
+        judged from its new timer: no instant from its first floor to its old slot (now the taker's, at least 4 s
+        after the give-way) was free, so a slot lies within a spacing of its new floor."""
+        generation = self.of(message.queue, message.queue_epoch)
+        if generation is None or generation.paused_ever or not (paced.steady_rate and paced.steady_flow) or own.waits:
+            return
+        key_rate = (paced.flow or {}).get("key_rate_limit")
+        limits = {scope: rate for scope, rate in ((None, paced.rate), (message.flow_key or "", key_rate)) if rate}
+        if not limits:
+            return
+        floor = max(message.due_at, from_ms(own.sent_ms + HANDOFF_LEAD_MS))
+        tolerance = timedelta(microseconds=min(pace(rate).tolerance_us for rate in limits.values()))
+        if now <= floor + tolerance + ROUNDING:
+            return
+        slots, floor_us = calendar(message.queue), to_ms(floor) * 1000
+        for scope, rate in limits.items():
+            near = [c for c in slots.get(scope, []) if abs(c - floor_us) < pace(rate).spacing_us]
+            if any(-(-c // 1000) != own.due_ms for c in near):
+                return  # the limit binds at its floor
+        late = (now - floor).total_seconds()
+        self.violate(
+            "pacing",
+            f"{message.queue}/{message.id} (key {message.flow_key!r}) started {late:.3f} s after its floor "
+            f"{floor.isoformat()} (due {message.due_at.isoformat()}) with no other slot of its scopes within a "
+            f"spacing of it (limits {limits})",
+        )
 
     def check_rate_bounds(self) -> None:
         """Over any window of W >= 1 s at most r*W + max(1, r) attempts start: per lifetime for a steady

@@ -13,8 +13,9 @@ from typing import Any
 
 from hourglass.adapters.http_target import HttpReply
 from hourglass.adapters.timer_queue import read_timers
+from hourglass.core import handoff
 from hourglass.core.model import Message
-from hourglass.core.timestamps import to_ms
+from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.handlers import sweeper
 from hourglass.service.dead_letters import DeadLetters
 from hourglass.service.dispatch import Dispatcher
@@ -27,7 +28,7 @@ from tests.conftest import FakeClock
 from tests.faults.proxies import Crash, FaultyClient, Serialized
 from tests.faults.test_state_machine import VISIBILITY, TransitionChecker
 from tests.integration.conftest import Harness, harness_for
-from tests.model.reference import Reference
+from tests.model.reference import Calendar, Reference
 
 SWEEP_EVERY = timedelta(seconds=60)  # EventBridge's rate(1 minute)
 MAX_RECEIVES = 10  # the timer queue's redrive policy (stacks/hourglass_stack.py MAX_RECEIVE_COUNT)
@@ -87,6 +88,9 @@ class World:
         self.dead: list[Timer] = []
         self.next_sweep = self.clock() + SWEEP_EVERY
         self.crashes = 0
+        # The timer a dispatcher is working on when the world handed it over in time for its pacing slot, alone in
+        # its record (the threads of a pack sleep on one fake clock: their sleeps add up). None: none such.
+        self.handed: handoff.Timer | None = None
         # The sweeper and the dispatchers are processes of their own (Lambda containers): the same table, queues
         # and targets, their own memory (pacing caches, notes of slots handed off, the sweeper's view of limits);
         # one that dies comes back with none.
@@ -135,7 +139,7 @@ class World:
         def sending(to: str, text: str, **kwargs: Any) -> None:
             if to in (self.target_url, self.target_topic):
                 doc = json.loads(text)
-                self.reference.started(self.h.ctx.store.get_message(doc["queue"], doc["id"]), self.clock())
+                self._start(self.h.ctx.store.get_message(doc["queue"], doc["id"]))
             send(to, text, **kwargs)
 
         return sending
@@ -152,10 +156,41 @@ class World:
         message_id = headers["Hourglass-Message-Id"]
         self.reference.signed(queue, headers, body, self.clock())
         stored = self.h.ctx.store.get_message(queue, message_id)
-        self.reference.started(stored, self.clock())
+        self._start(stored)
         self.reference.delivered(stored, queue, message_id, self.clock(), crashed=self.crashes > 0)
         status = modes.script.pop(0) if modes.script else ANSWER[modes.target]
         return HttpReply(status=status, headers={}, body=REPLY)
+
+    def _start(self, stored: Message | None) -> None:
+        """An attempt of `stored` begins reaching its target now: the reference notes it, with the timer it started
+        from when the world handed that one over in time (`handed`)."""
+        own = self.handed if self.handed is not None and stored is not None and self.handed.id == stored.id else None
+        self.reference.started(stored, self.clock(), own=own, crashed=self.crashes > 0, calendar=self.calendar)
+
+    def calendar(self, queue: str) -> Calendar:
+        """Every pacing slot the store holds for `queue` (µs since the epoch), by scope: None for the queue's own,
+        a flow key's ("" for messages without one). Read from its window items (`#pace#w#<width>#<index>`,
+        `#pace#k#<len>:<key>#w#<width>#<index>`); guards (negative offsets repeat the window before's last slot) and
+        items of other shapes are left out."""
+        request = {
+            "TableName": self.h.ctx.settings.table,
+            "KeyConditionExpression": "pk = :q AND begins_with(sk, :p)",
+            "ExpressionAttributeValues": {":q": {"S": queue}, ":p": {"S": "#pace#"}},
+            "ConsistentRead": True,
+        }
+        slots: Calendar = {}
+        while True:
+            page = self.h.ddb.query(**request)
+            for item in page.get("Items", []):
+                window = _window(item["sk"]["S"].removeprefix("#pace#"))
+                if window is None or "taken" not in item:
+                    continue
+                scope, start_us = window
+                taken = (int(part, 36) for part in item["taken"]["S"].split() if part != "-")
+                slots.setdefault(scope, []).extend(start_us + offset for offset in taken if offset >= 0)
+            if "LastEvaluatedKey" not in page:
+                return slots
+            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     def read_sqs(self) -> None:
         """What reached the SQS target and destination (directly or through their SNS topics): deliveries checked
@@ -223,16 +258,27 @@ class World:
         received MAX_RECEIVES times, goes to the DLQ."""
         self.timers.remove(timer)
         timer.receives += 1
+        self.handed = self._in_time(timer.body)
         try:
             failed = Dispatcher(self.dispatcher_ctx).run_batch([(timer.record, timer.body)])
         except Crash:
             self.crashes += 1
             self.dispatcher_ctx = replace(self.h.ctx)
             failed = [timer.record]
+        finally:
+            self.handed = None
         if failed:
             timer.visible = self.clock() + VISIBILITY
             (self.dead if timer.receives >= MAX_RECEIVES else self.timers).append(timer)
         self.collect()
+
+    def _in_time(self, body: str) -> handoff.Timer | None:
+        """The record's timer when it is alone in it, paced, and handed over no later than its slot's start."""
+        with suppress(Exception):
+            timers = read_timers(body)
+            if len(timers) == 1 and timers[0].latest_ms is not None and self.clock() <= from_ms(timers[0].due_ms):
+                return timers[0]
+        return None
 
     def dead_letters(self) -> None:
         """The DLQ consumer; what it cannot finish now stays in the DLQ."""
@@ -310,3 +356,17 @@ class World:
             ExpressionAttributeNames={"#st": "status"},
         )
         return {item["sk"]["S"].removeprefix("m#"): liveness.verdict(item, now_ms, waiting) for item in items}
+
+
+def _window(sk: str) -> tuple[str | None, int] | None:
+    """A pacing window item's scope and start (µs) from its sort key after `#pace#`; None: not a window item."""
+    scope: str | None = None
+    if sk.startswith("k#"):
+        length, _, rest = sk[2:].partition(":")
+        if not length.isdigit():
+            return None
+        scope, sk = rest[: int(length)], rest[int(length) + 1 :]
+    parts = sk.split("#")
+    if len(parts) != 3 or parts[0] != "w" or not (parts[1].isdigit() and parts[2].isdigit()):
+        return None
+    return scope, int(parts[1]) * int(parts[2])
