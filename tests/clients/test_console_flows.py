@@ -208,11 +208,7 @@ def test_a_deferred_messages_detail_shows_its_next_attempt_and_its_own_window(
 
 def edit_queue(page: Any, name: str) -> None:
     sign_in(page, name)
-    # The table's counts load row by row after it is drawn: a click aimed before they settle can land on the
-    # field the save button was over a moment before.
-    page.wait_for_load_state("networkidle")
     page.click(f'#queues-table tr[data-queue="{name}"] button.edit-queue')
-    page.wait_for_load_state("networkidle")
 
 
 def test_the_queue_form_sets_a_circuit_breaker_and_the_row_shows_it(page: Any, client: Client, queue: str) -> None:
@@ -221,10 +217,10 @@ def test_the_queue_form_sets_a_circuit_breaker_and_the_row_shows_it(page: Any, c
     page.fill("#qf-breaker-min-attempts", "10")
     page.fill("#qf-breaker-window", "120")
     shot(page, "queue-form-breaker")
-    page.on("request", lambda r: print("REQUEST", r.method, r.url))
-    page.evaluate("document.querySelector('#queue-form').requestSubmit()")
-    page.wait_for_timeout(2000)
-    print("ERRORS", page.inner_text("#qf-error"), "|", page.evaluate("document.activeElement.id"), "|", page.input_value("#qf-window-timezone"))
+    # Saved from the keyboard: with many queues listed, a mouse click on Save in headless Chromium can end on
+    # another element (the page scrolls 108 px between the press and the release; cause not found yet).
+    page.focus("#save-queue")
+    page.keyboard.press("Enter")
     expect(page.locator("#notice")).to_have_text(f"saved queue {queue}")
     assert client.get_queue(queue).raw["circuit_breaker"] == {"failure_ratio": 0.25, "min_attempts": 10, "window": 120}
     limits = page.inner_text(f'#queues-table tr[data-queue="{queue}"] td.limits')
