@@ -168,7 +168,8 @@ class HandOff:
         trying = list(range(len(starts)))
         tries = changes = 0
         while tries < GIVE_WAY_TRIES:
-            held = [h for h in self._victims(queue, rate, starts, trying, now) if (h.id, h.version) not in tried]
+            victims = self._victims(queue, rate, starts, slots, trying, now)
+            held = [h for h in victims if (h.id, h.version) not in tried]
             chosen = pacing.give_way(
                 held, [starts[i] for i in trying], [slots[i] for i in trying], to_ms(now), keyed=rate.key is not None
             )
@@ -195,11 +196,21 @@ class HandOff:
         return taken
 
     def _victims(
-        self, queue: str, rate: Rates, starts: Sequence[Start], trying: list[int], now: datetime
+        self,
+        queue: str,
+        rate: Rates,
+        starts: Sequence[Start],
+        slots: Sequence[Slot],
+        trying: list[int],
+        now: datetime,
     ) -> list[Held]:
-        """The slots held in the starts' scopes: the records', and this process's notes of slots they do not list."""
+        """The slots held in the starts' scopes: the records' of the windows between the earliest a start may take
+        (`pacing.give_way`'s floor) and the latest of their own slots, and this process's notes of slots they do
+        not list."""
         assert self.pacer is not None
-        recorded = self.pacer.holders(queue, rate, {starts[i].scope for i in trying}, now)
+        first_ms = min(max(starts[i].due_ms, to_ms(now) + pacing.GIVE_WAY_MARGIN_MS) for i in trying)
+        until_ms = max(slots[i].start_ms for i in trying)
+        recorded = self.pacer.holders(queue, rate, {starts[i].scope for i in trying}, first_ms, until_ms)
         listed = {h.slot.start_ms for h in recorded}
         noted = self.pacer.held.candidates(queue, rate, to_ms(now))
         return [*recorded, *(h for h in noted if h.slot.start_ms not in listed)]

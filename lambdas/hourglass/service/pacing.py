@@ -289,18 +289,21 @@ class Pacer:
             for item, group in by_item.items()
         )
 
-    def holders(self, queue: str, rates: Rates, scopes: Iterable[str], now: datetime) -> list[Held]:
-        """The future slots recorded as held in these scopes (flow keys; "" for the queue's own), as last known:
-        in the windows this process has written or read."""
-        wanted = {_held_scope(rates, scope) for scope in scopes}
-        now_us = to_ms(now) * 1000
-        found = []
-        for item, state in list(self._known.get(queue, {}).items()):
-            if state.held is None or (item.window.index + 1) * item.window.width_us <= now_us:
-                continue
-            scope = _held_scope(rates, item.scope or "")
-            if scope in wanted and item == _record_item_at(rates, scope, item.window.index * item.window.width_us):
-                found += holders.parse(state.held, scope)
+    def holders(self, queue: str, rates: Rates, scopes: Iterable[str], first_ms: int, until_ms: int) -> list[Held]:
+        """The slots recorded as held in these scopes (flow keys; "" for the queue's own), as last known, in the
+        windows that cover `first_ms` to `until_ms` (the only ones a give-way can take from): none read when the
+        batch's slots are at their due times, and only those windows looked up otherwise."""
+        known = self._known.get(queue, {})
+        found: list[Held] = []
+        if first_ms >= until_ms:
+            return found
+        for scope in {_held_scope(rates, scope) for scope in scopes}:
+            first = _record_item_at(rates, scope, first_ms * 1000)
+            last = _record_item_at(rates, scope, until_ms * 1000)
+            for index in range(first.window.index, last.window.index + 1):
+                state = known.get(Item(first.scope, pacing.Window(first.window.width_us, index)))
+                if state is not None and state.held is not None:
+                    found += holders.parse(state.held, scope)
         return found
 
     def swap(self, queue: str, rates: Rates, victim: Held, taker: Held | None, fresh: Slot) -> Swap:
