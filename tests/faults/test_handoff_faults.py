@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from hourglass.core.schedule import RECOVERY_GRACE
@@ -184,3 +187,31 @@ def test_a_claim_that_landed_behind_a_dropped_connection_strands_nothing(harness
     faults.ddb.disconnect("update_item", kind="read", when=is_claim, after=True)
     harness.sweep()
     assert sorted(timer_ids(harness.timers())) == sorted(ids)
+
+
+def carries_dedup_id(dedup_id: str) -> Callable[[dict[str, Any]], bool]:
+    return lambda kwargs: f'"{dedup_id}"' in json.dumps(kwargs.get("TransactItems", []))
+
+
+def test_a_batch_whose_later_dedup_write_fails_still_hands_off_the_one_stored_before(
+    harness: Harness, faults: Faults
+) -> None:
+    """The client retries the refused batch and gets the stored message back as a duplicate, which sends no
+    timer: only the first request can hand it off, on time."""
+    make_queue(harness)
+    batch = {"messages": [{"body": i, "delay": 5, "dedup_id": f"d{i}"} for i in range(2)]}
+    faults.ddb.fail(
+        "transact_write_items",
+        code="TransactionCanceledException",
+        status=400,
+        reasons=["TransactionConflict", "None"],
+        times=None,
+        when=carries_dedup_id("d1"),
+    )
+    refused, _ = harness.call("POST", "/v1/queues/orders/messages", batch)
+    faults.ddb.heal()
+    status, doc = harness.call("POST", "/v1/queues/orders/messages", batch)
+    harness.clock.advance(10)
+    deliver_everything_due(harness)
+    ids = [m["id"] for m in doc["messages"]]
+    assert (refused, status, status_of(harness, *ids)) == (503, 201, ["delivered", "delivered"])

@@ -268,6 +268,9 @@ def explain(endpoint: str, tmp_path: Path, queue: str, ids: list[str], why: str)
         key = {"pk": {"S": queue}, "sk": {"S": f"m#{message_id}"}}
         item = ddb.get_item(TableName=table, Key=key).get("Item", {})
         REPORTS.append(f"{why} {message_id}: " + json.dumps({k: item[k] for k in sorted(item) if k != "body"}))
+        # What the runtime logged about it (WARNING and up unless HOURGLASS_TOTAL_QUEUE_LOG_LEVEL says more).
+        logged = [line for log in sorted(tmp_path.glob("runtime-*.log")) for line in log.read_text().splitlines()]
+        REPORTS.extend(f"  {line[:400]}" for line in [x for x in logged if message_id in x][:10])
 
 
 def chaos_runtime(endpoint: str, tmp_path: Path, odds: dict[str, Any]) -> LocalRuntime:

@@ -123,7 +123,7 @@ class HandOff:
         placed += [handoff.place(m, now, self.timing, written_first=False) for m in messages]
         placements = self.pace(placed, rate, now)
         leased, timed = placements[: len(first)], placements[len(first) :]
-        stored = [write_first(m, p) for m, p in zip(first, leased, strict=True)] if write_first else []
+        stored = self._stored_each(write_first, first, leased, now, rate) if write_first else []
         done = [(placement, s) for placement, s in zip(leased, stored, strict=True) if s is not None]
         claims = [claim for claim in (placement.claim() for placement, _ in done) if claim is not None]
         sent = self.send_first([p.timer for p in [*(p for p, _ in done), *timed] if p.timer is not None], rate)
@@ -133,6 +133,30 @@ class HandOff:
         waiting = [s for placement, s in done if placement.timer is None and placement.keys is not None]
         indexed = [m for m, p in zip(messages, timed, strict=True) if p.index_keys(sent=sent) is not None]
         self.catch_up(waiting + indexed, now, rate)
+
+    def _stored_each(
+        self,
+        write: Write[Message | None],
+        messages: Sequence[Message],
+        placements: Sequence[Placement],
+        now: datetime,
+        rate: Rates | None,
+    ) -> list[Message | None]:
+        """Each message stored by `write` in turn. When one raises, the timers of those stored before it are sent
+        before the error propagates: the client retries the request and gets them back as duplicates, which hand
+        nothing off, so their leases would hold them until the recovery sweep (minutes late)."""
+        stored: list[Message | None] = []
+        for message, placement in zip(messages, placements, strict=True):
+            try:
+                stored.append(write(message, placement))
+            except Exception:
+                done = [p.claim() for p, s in zip(placements, stored, strict=False) if s is not None]
+                try:
+                    self.send_claimed([c for c in done if c is not None], now, rates=lambda _: rate)
+                except (StoreError, TimerQueueError) as exc:
+                    log("handoff_before_error_failed", count=len(done), error=str(exc))
+                raise
+        return stored
 
     def pace(self, placements: Sequence[Placement], rate: Rates | None, now: datetime) -> list[Placement]:
         """Slots for the timers of one queue's hand-off batch, in due order, from one pacing write.
