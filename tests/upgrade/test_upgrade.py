@@ -1,5 +1,6 @@
 """`make test-upgrade`: the previous release tag deployed into MiniStack with its own `cdk deploy`, messages put in
-flight (pending near and far, retrying, failed, paused, a schedule) and kept coming while HEAD is deployed over the
+flight (pending near and far, retrying, failed, paused, keyed under limits, cancelled by a bulk operation under way,
+schedules every and cron) and kept coming while HEAD is deployed over the
 same stack, and the rollback the other way round: nothing lost, early, duplicated or dead-lettered, the schedule
 still fires (docs/upgrades.md)."""
 
@@ -137,6 +138,10 @@ class Traffic:
     paused: dict[str, float]
     retrying: dict[str, float]
     failing: dict[str, float]
+    bulk: dict[str, float]  # pending far ahead, cancelled by the operation started just before the deploy
+
+
+BULK = 300
 
 
 def put_traffic(api: dict[str, Any], receiver: CallbackReceiver) -> Traffic:
@@ -145,22 +150,46 @@ def put_traffic(api: dict[str, Any], receiver: CallbackReceiver) -> Traffic:
         "held": {},
         "retry": {"retry": {"max_attempts": 6, "backoff_base": 15, "backoff_max": 30}},
         "fail": {"retry": {"max_attempts": 1}},
+        "keyed": {"rate_limit": 5, "flow_control": {"key_rate_limit": 1, "key_max_concurrency": 1}},
+        "bulk": {},
     }
     for queue, settings in queues.items():
-        path = "/hook" if queue in ("live", "held") else f"/{queue}"
+        path = "/hook" if queue in ("live", "held", "keyed", "bulk") else f"/{queue}"
         body = {"target": {"type": "http", "url": receiver.url(path)}, **settings}
         assert call(api, "PUT", f"/v1/queues/{queue}", body)[0] == 201
     assert call(api, "POST", "/v1/queues/held/pause")[0] == 200
     assert call(api, "PUT", "/v1/queues/live/schedules/tick", {"every": 60, "body": "tick"})[0] == 201
+    assert call(api, "PUT", "/v1/queues/live/schedules/cron", {"cron": "* * * * *", "body": "tick"})[0] == 201
+    keyed = [{"body": {"k": n}, "delay": 35 + 5 * n, "flow_key": "ab"[n % 2], "priority": n % 10} for n in range(8)]
+    bulk = [{"body": "bulk", "delay": 7200} for _ in range(BULK)]
     # Due while the next release is deployed and after: handed off by the first release's sweeps and
     # dispatched by either; one far ahead stays pending throughout.
     return Traffic(
-        due=created(api, "live", [{"body": {"n": n}, "delay": 30 + 30 * n} for n in range(12)]),
+        due={
+            **created(api, "live", [{"body": {"n": n}, "delay": 30 + 30 * n} for n in range(12)]),
+            **created(api, "keyed", keyed),
+        },
         far=created(api, "live", [{"body": "far", "delay": 3600}]),
         paused=created(api, "held", [{"body": "paused", "delay": 30}]),
         retrying=created(api, "retry", [{"body": "retry", "delay": 40}, {"body": "retry", "delay": 70}]),
         failing=created(api, "fail", [{"body": "fail", "delay": 30}]),
+        bulk={k: v for n in range(0, BULK, 100) for k, v in created(api, "bulk", bulk[n : n + 100]).items()},
     )
+
+
+def start_cancel_all(api: dict[str, Any]) -> str:
+    status, doc = call(api, "POST", "/v1/queues/bulk/operations", {"action": "cancel", "filter": {"status": "pending"}})
+    assert status == 202, doc
+    return str(doc["id"])
+
+
+def finished_operation(api: dict[str, Any], operation: str) -> dict[str, Any]:
+    deadline = time.time() + 120
+    while True:
+        doc: dict[str, Any] = call(api, "GET", f"/v1/queues/bulk/operations/{operation}")[1]
+        if doc.get("status") != "running" or time.time() > deadline:
+            return doc
+        time.sleep(2)
 
 
 @pytest.mark.parametrize("direction", ["upgrade", "rollback"])
@@ -176,6 +205,7 @@ def test_a_release_deployed_over_another_loses_nothing(tmp_path: Path, direction
         version = call(api, "GET", "/health")[1].get("version")
         traffic = put_traffic(api, receiver)
 
+        operation = start_cancel_all(api)  # under way while the next release is deployed
         sender = Sender(api)
         sender.start()
         try:
@@ -217,7 +247,13 @@ def test_a_release_deployed_over_another_loses_nothing(tmp_path: Path, direction
             for m in found
         ]
         assert statuses == ["pending", "pending", "delivered", "delivered", "failed"]
-        assert any(at > deployed_at for at in ticks), "the schedule stopped firing"
+        assert any(at > deployed_at for at in ticks), "the schedules stopped firing"
+        done = finished_operation(api, operation)
+        assert (done["status"], done["applied"] + done["skipped"]) == ("succeeded", BULK), done
+        cancelled = [call(api, "GET", f"/v1/queues/bulk/messages/{m}")[1]["status"] for m in traffic.bulk]
+        assert Counter(cancelled) == Counter({"cancelled": BULK}), "the bulk operation left messages behind"
+        counts = call(api, "GET", "/v1/queues/bulk")[1]["counts"]
+        assert (counts["cancelled"], counts["pending"]) == (BULK, 0), f"counts off: {counts}"
         assert int(dlq["ApproximateNumberOfMessages"]) + int(dlq["ApproximateNumberOfMessagesNotVisible"]) == 0
     finally:
         emulator.stop()
