@@ -58,8 +58,14 @@ def page(browser: Any, api_url: str) -> Iterator[Any]:
 
 
 def shot(page: Any, name: str) -> None:
+    """A full-page screenshot that leaves the page scrolled where it was. Chromium captures beyond the viewport
+    by resizing it; with a text field focused and the page scrolled far enough (the queue form brought into view
+    above a dozen queues), scroll anchoring moves the page's scroll offset while the browser keeps the old one,
+    and the next mouse press puts it back: a click aimed at the page as it was drawn lands ~108 px away."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    scrolled = page.evaluate("[window.scrollX, window.scrollY]")
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+    page.evaluate("([x, y]) => window.scrollTo(x, y)", scrolled)
 
 
 def sign_in(page: Any, queue: str) -> None:
