@@ -95,8 +95,9 @@ def ids(receiver: CallbackReceiver, path: str, answered: int | None = None) -> C
 
 class Sender(threading.Thread):
     """Creates a message every 2 s while the next release is deployed: ingest of either release takes it. A
-    create that fails is sent again with its dedup id, as the SDK does: MiniStack ends a function's worker
-    when its code is updated, so a request in flight then gets a 502 (AWS lets it finish on the old code)."""
+    create that fails or gets no answer is sent again with its dedup id, as the SDK does: MiniStack ends a function's
+    worker when its code is updated, so a request in flight then gets a 502 or none (AWS lets it finish on the old
+    code)."""
 
     def __init__(self, api: dict[str, Any]) -> None:
         super().__init__(name="upgrade-sender", daemon=True)
@@ -114,7 +115,10 @@ class Sender(threading.Thread):
 
     def create(self, message: dict[str, Any]) -> None:
         for _ in range(5):
-            status, doc = call(self.api, "POST", "/v1/queues/live/messages", {"messages": [message]})
+            try:
+                status, doc = call(self.api, "POST", "/v1/queues/live/messages", {"messages": [message]})
+            except OSError as exc:  # no answer in time (the function's code being replaced): it may have stored it
+                status, doc = 0, repr(exc)
             if status == 201:
                 self.due.update({m["id"]: epoch(m["due_at"]) for m in doc["messages"]})
                 return
