@@ -684,6 +684,11 @@ def shard_key(shard: int) -> Item:
     return {"pk": s(keys.SWEEPER_PK), "sk": s(keys.shard_sk(shard))}
 
 
+def bucket_key(bucket: int) -> Item:
+    """A due bucket's record (core.due_width)."""
+    return {"pk": s(keys.BUCKETS_PK), "sk": s(keys.bucket_sk(bucket))}
+
+
 def due_entry_from_item(item: Item) -> DueEntry:
     """A due-index row (keys-only projection plus version, flow key and priority)."""
     due_ms, scheduled_ms, message_id = keys.sort_key_parts(item["sweep_sk"]["S"])

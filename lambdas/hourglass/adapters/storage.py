@@ -250,6 +250,22 @@ class ClaimEntry(Protocol):
     ) -> Message | None: ...
 
 
+class BucketWidths(Protocol):
+    """Each due bucket's record: the entries written into it and its width (core.due_width), which only grows."""
+
+    def bucket_width(self, bucket: int) -> int | None:
+        """The width the bucket's record holds (None: no record, the bucket is at the deployment's shards)."""
+        ...
+
+    def add_bucket_writes(self, bucket: int, entries: int, *, expire_at: int) -> tuple[int, int | None]:
+        """Adds `entries` to the bucket's count: (entries written into it in all, its recorded width)."""
+        ...
+
+    def widen_bucket(self, bucket: int, width: int, *, expire_at: int) -> None:
+        """Records `width` unless the record holds at least that already."""
+        ...
+
+
 class SweepProgress(Protocol):
     """The sweep's watermarks and the progress of its fan-out invocations, moved forward only."""
 
@@ -463,6 +479,7 @@ class Storage(
     Counters,
     Notices,
     DueIndex,
+    BucketWidths,
     SweepProgress,
     Operations,
     OperationSegments,

@@ -10,6 +10,7 @@ from typing import Any
 from hourglass import contract
 from hourglass.adapters.items import (
     STATE_KEY,
+    bucket_key,
     due_entry_from_item,
     message_from_item,
     message_key,
@@ -104,6 +105,39 @@ class SweepStorage(Table):
                 UpdateExpression="REMOVE claimed_until",
                 ConditionExpression="version = :v AND claimed_until = :lease",
                 ExpressionAttributeValues={":v": n(claim.entry.version), ":lease": n(to_ms(claim.lease))},
+            )
+
+    def bucket_width(self, bucket: int) -> int | None:
+        """One strongly consistent read: a writer records a width before it writes into the new shards."""
+        answer = self._guard("get_item", TableName=self.table, Key=bucket_key(bucket), ConsistentRead=True)
+        width = answer.get("Item", {}).get("width")
+        return None if width is None else int(width["N"])
+
+    def add_bucket_writes(self, bucket: int, entries: int, *, expire_at: int) -> tuple[int, int | None]:
+        answer = self._guard(
+            "update_item",
+            TableName=self.table,
+            Key=bucket_key(bucket),
+            UpdateExpression="ADD written :n SET #ttl = :ttl",
+            ExpressionAttributeNames={"#ttl": contract.TTL_ATTRIBUTE},
+            ExpressionAttributeValues={":n": n(entries), ":ttl": n(expire_at)},
+            ReturnValues="ALL_NEW",
+        )
+        item = answer.get("Attributes", {})
+        width = item.get("width")
+        return int(item["written"]["N"]), None if width is None else int(width["N"])
+
+    def widen_bucket(self, bucket: int, width: int, *, expire_at: int) -> None:
+        with contextlib.suppress(StaleVersionError):
+            self._conditional(
+                "update_item",
+                f"bucket {bucket} is at least {width} wide",
+                TableName=self.table,
+                Key=bucket_key(bucket),
+                UpdateExpression="SET width = :w, #ttl = :ttl",
+                ConditionExpression="attribute_not_exists(width) OR width < :w",
+                ExpressionAttributeNames={"#ttl": contract.TTL_ATTRIBUTE},
+                ExpressionAttributeValues={":w": n(width), ":ttl": n(expire_at)},
             )
 
     def load_sweep_state(self, default: SweepState) -> SweepState:

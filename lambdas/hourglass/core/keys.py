@@ -39,6 +39,7 @@ SWEEPER_STATE_SK = "#state"
 SHARD_PREFIX = "#shard#"
 REGISTRY_PK = "@queues"  # sort key: the queue's name
 RUNNING_OPERATIONS_PK = "@operations"  # sort key: `<queue>/<operation id>`
+BUCKETS_PK = "@buckets"  # sort key: a due bucket's number (`bucket_sk`); the item holds its width (core.due_width)
 REPAIR_PK = "@schedules"
 REPAIR_SK = "#repair"  # where the schedule chain repair has got to in its round of every schedule
 
@@ -135,6 +136,11 @@ def shard_sk(shard: int) -> str:
 
 def bucket_pk(bucket: int, shard: int) -> str:
     return f"{bucket}#{shard}"
+
+
+def bucket_sk(bucket: int) -> str:
+    """The sort key of a due bucket's record (its width and the entries written into it), in bucket order."""
+    return f"{bucket:012d}"
 
 
 def bucket_of_pk(pk: str) -> int | None:

@@ -23,6 +23,7 @@ from hourglass.core.schedule import SweepKeys
 from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.errors import StoreError, TimerQueueError
 from hourglass.logs import log
+from hourglass.service.due_widths import DueWidths
 from hourglass.service.pacing import Pacer
 
 Release = Callable[[Claim], None]
@@ -67,10 +68,13 @@ class HandOff:
         pacer: Pacer | None = None,
         clock: Callable[[], datetime] | None = None,
         give_way: GiveWayTo | None = None,
+        widths: DueWidths | None = None,
     ) -> None:
         self.timers = timers
         self.give_way = give_way
-        self.timing = timing
+        # Index entries are placed at this process's bucket widths, and counted towards the buckets' records.
+        self.widths = widths
+        self.timing = timing if widths is None else replace(timing, widths=widths.widths)
         self.release = release
         self.claim = claim
         self.metrics = metrics
@@ -97,6 +101,7 @@ class HandOff:
         with index keys only is handed off by its writer if a sweep may have passed it (`catch_up`).
         An error of `write` propagates, and nothing more is sent."""
         placed = [handoff.place(message, now, self.timing, written_first=True) for message in messages]
+        self._count_entries(placed)
         placements = self.pace(placed, rate, now)
         stored = list(each(write, messages, placements))
         done = [(placement, s) for placement, s in zip(placements, stored, strict=True) if s is not None]
@@ -121,6 +126,7 @@ class HandOff:
         One pacing write for all, in due order."""
         placed = [handoff.place(m, now, self.timing, written_first=True) for m in first]
         placed += [handoff.place(m, now, self.timing, written_first=False) for m in messages]
+        self._count_entries(placed)
         placements = self.pace(placed, rate, now)
         leased, timed = placements[: len(first)], placements[len(first) :]
         stored = [write_first(m, p) for m, p in zip(first, leased, strict=True)] if write_first else []
@@ -133,6 +139,10 @@ class HandOff:
         waiting = [s for placement, s in done if placement.timer is None and placement.keys is not None]
         indexed = [m for m, p in zip(messages, timed, strict=True) if p.index_keys(sent=sent) is not None]
         self.catch_up(waiting + indexed, now, rate)
+
+    def _count_entries(self, placements: Sequence[Placement]) -> None:
+        if self.widths is not None:
+            self.widths.placed(placement.keys for placement in placements)
 
     def pace(self, placements: Sequence[Placement], rate: Rates | None, now: datetime) -> list[Placement]:
         """Slots for the timers of one queue's hand-off batch, in due order, from one pacing write.

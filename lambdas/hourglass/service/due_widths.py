@@ -1,0 +1,45 @@
+"""A process's due-bucket widths kept with the buckets' records: it counts the entries it places and widens a
+bucket only after its record holds the new width, so a sweep that reads the record reads every shard written."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Iterable
+
+from hourglass.adapters import storage
+from hourglass.core.due_width import Widths, record_expiry
+from hourglass.core.keys import bucket_of_pk
+from hourglass.core.schedule import SweepKeys
+from hourglass.errors import StoreError
+from hourglass.logs import log
+
+
+class DueWidths:
+    def __init__(self, store: storage.BucketWidths, widths: Widths, bucket_seconds: int) -> None:
+        self.store = store
+        self.widths = widths
+        self.bucket_seconds = bucket_seconds
+        self._lock = threading.Lock()
+
+    def placed(self, keys: Iterable[SweepKeys | None]) -> None:
+        """Counts entries about to be written; every FLUSH of them into one bucket adds to its record (one write),
+        and a bucket whose entries need more shards is widened (one conditional write) before any goes there."""
+        buckets = Counter(bucket_of_pk(k.pk) for k in keys if k is not None)
+        with self._lock:
+            for bucket, entries in buckets.items():
+                due = None if bucket is None else self.widths.count(bucket, entries)
+                if bucket is not None and due is not None:
+                    self._record(bucket, due)
+
+    def _record(self, bucket: int, entries: int) -> None:
+        expire_at = record_expiry(bucket, self.bucket_seconds)
+        try:
+            written, recorded = self.store.add_bucket_writes(bucket, entries, expire_at=expire_at)
+            wider = self.widths.learned(bucket, written, recorded)
+            if wider is not None:
+                self.store.widen_bucket(bucket, wider, expire_at=expire_at)
+                self.widths.widen(bucket, wider)
+        except StoreError as exc:
+            # The bucket stays as wide as it was: its entries only share fewer partitions.
+            log("bucket_width_not_recorded", bucket=bucket, error=str(exc))
