@@ -107,3 +107,9 @@ def test_entries_of_the_fixed_layout_are_swept_after_an_upgrade(small: Harness) 
     small.clock.advance(400)
     small.sweep()
     assert set(handed_off(small)) == set(old + new)
+
+
+def test_the_next_bucket_starts_as_wide_as_the_busy_one(small: Harness) -> None:
+    busy_bucket(small)
+    post(small, *({"body": i, "delay": DELAY + 60} for i in range(USUAL)))
+    assert sorted(int(r["width"]["N"]) for r in bucket_records(small)) == [32, 32]

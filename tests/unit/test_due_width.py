@@ -61,3 +61,20 @@ def test_a_width_never_narrows():
 
 def test_a_buckets_record_outlives_the_bucket_by_a_week():
     assert due_width.record_expiry(100, 60) == 101 * 60 + 7 * 86_400
+
+
+def test_a_process_starts_a_bucket_as_wide_as_the_one_before():
+    widths = Widths(8)
+    widths.widen(7, 64)
+    assert widths.inherited(8) == 64
+
+
+def test_a_bucket_after_one_at_the_deployments_shards_inherits_nothing():
+    assert Widths(8).inherited(8) is None
+
+
+def test_a_bucket_already_written_inherits_nothing():
+    widths = Widths(8)
+    widths.widen(7, 64)
+    widths.count(8)
+    assert widths.inherited(8) is None

@@ -10,9 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 # Entries one shard partition of a bucket holds before the bucket widens. A bucket's entries are removed in
-# the bucket's own `bucket_seconds` (their deliveries start), so a full shard takes 2,000 / 60 ≈ 33 removals a
-# second; writes into a bucket widen it within about FLUSH x processes entries of the rate that needs it.
-PER_SHARD = 2_000
+# the bucket's own `bucket_seconds` (their deliveries start), so a full shard takes 500 / 60 ≈ 8 removals a
+# second; writes into a bucket widen it within about FLUSH x processes entries of the rate that needs it, and
+# a process starts the next bucket as wide as the one before (steady traffic at a fixed delay fills bucket
+# after bucket at the same rate).
+PER_SHARD = 500
 # Writes one process counts into a bucket before it adds them to the bucket's record (one write): a process
 # writing fewer into a bucket (10 messages/s into 60 s buckets is 600) never writes the record.
 FLUSH = 1_000
@@ -48,6 +50,13 @@ class Widths:
 
     def width(self, bucket: int) -> int:
         return self.widths.get(bucket, self.shards)
+
+    def inherited(self, bucket: int) -> int | None:
+        """For a bucket this process has not written into yet: the width of the one before, if it is wider."""
+        if bucket in self.widths or bucket in self.pending:
+            return None
+        before = self.width(bucket - 1)
+        return before if before > self.shards else None
 
     def count(self, bucket: int, entries: int = 1) -> int | None:
         """Counts entries placed into `bucket`; returns how many to add to its record when that is due."""

@@ -22,24 +22,40 @@ class DueWidths:
         self.bucket_seconds = bucket_seconds
         self._lock = threading.Lock()
 
-    def placed(self, keys: Iterable[SweepKeys | None]) -> None:
+    def placed(self, keys: Iterable[SweepKeys | None]) -> bool:
         """Counts entries about to be written; every FLUSH of them into one bucket adds to its record (one write),
-        and a bucket whose entries need more shards is widened (one conditional write) before any goes there."""
+        and a bucket whose entries need more shards (or that follows a wider one) is widened (one conditional
+        write) before any goes there. Whether a bucket was widened: the entries are better placed again."""
         buckets = Counter(bucket_of_pk(k.pk) for k in keys if k is not None)
+        widened = False
         with self._lock:
             for bucket, entries in buckets.items():
-                due = None if bucket is None else self.widths.count(bucket, entries)
-                if bucket is not None and due is not None:
-                    self._record(bucket, due)
+                if bucket is None:
+                    continue
+                inherited = self.widths.inherited(bucket)
+                if inherited is not None:
+                    widened |= self._widen(bucket, inherited)
+                due = self.widths.count(bucket, entries)
+                if due is not None:
+                    widened |= self._record(bucket, due)
+        return widened
 
-    def _record(self, bucket: int, entries: int) -> None:
-        expire_at = record_expiry(bucket, self.bucket_seconds)
+    def _record(self, bucket: int, entries: int) -> bool:
         try:
+            expire_at = record_expiry(bucket, self.bucket_seconds)
             written, recorded = self.store.add_bucket_writes(bucket, entries, expire_at=expire_at)
-            wider = self.widths.learned(bucket, written, recorded)
-            if wider is not None:
-                self.store.widen_bucket(bucket, wider, expire_at=expire_at)
-                self.widths.widen(bucket, wider)
+        except StoreError as exc:
+            log("bucket_width_not_recorded", bucket=bucket, error=str(exc))
+            return False
+        wider = self.widths.learned(bucket, written, recorded)
+        return wider is not None and self._widen(bucket, wider)
+
+    def _widen(self, bucket: int, width: int) -> bool:
+        try:
+            self.store.widen_bucket(bucket, width, expire_at=record_expiry(bucket, self.bucket_seconds))
         except StoreError as exc:
             # The bucket stays as wide as it was: its entries only share fewer partitions.
             log("bucket_width_not_recorded", bucket=bucket, error=str(exc))
+            return False
+        self.widths.widen(bucket, width)
+        return True

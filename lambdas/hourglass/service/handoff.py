@@ -100,8 +100,7 @@ class HandOff:
         timer keeps its lease, which runs out, and the recovery sweep hands the message off; one stored
         with index keys only is handed off by its writer if a sweep may have passed it (`catch_up`).
         An error of `write` propagates, and nothing more is sent."""
-        placed = [handoff.place(message, now, self.timing, written_first=True) for message in messages]
-        self._count_entries(placed)
+        placed = self._placed(lambda: [handoff.place(m, now, self.timing, written_first=True) for m in messages])
         placements = self.pace(placed, rate, now)
         stored = list(each(write, messages, placements))
         done = [(placement, s) for placement, s in zip(placements, stored, strict=True) if s is not None]
@@ -124,9 +123,12 @@ class HandOff:
         stored by `write_first` with a lease (None: nothing stored); then every timer goes out at once,
         all or none; then `messages` are stored by `write`, with index keys only where no timer was sent.
         One pacing write for all, in due order."""
-        placed = [handoff.place(m, now, self.timing, written_first=True) for m in first]
-        placed += [handoff.place(m, now, self.timing, written_first=False) for m in messages]
-        self._count_entries(placed)
+        placed = self._placed(
+            lambda: [
+                *(handoff.place(m, now, self.timing, written_first=True) for m in first),
+                *(handoff.place(m, now, self.timing, written_first=False) for m in messages),
+            ]
+        )
         placements = self.pace(placed, rate, now)
         leased, timed = placements[: len(first)], placements[len(first) :]
         stored = [write_first(m, p) for m, p in zip(first, leased, strict=True)] if write_first else []
@@ -140,9 +142,12 @@ class HandOff:
         indexed = [m for m, p in zip(messages, timed, strict=True) if p.index_keys(sent=sent) is not None]
         self.catch_up(waiting + indexed, now, rate)
 
-    def _count_entries(self, placements: Sequence[Placement]) -> None:
-        if self.widths is not None:
-            self.widths.placed(placement.keys for placement in placements)
+    def _placed(self, place: Callable[[], list[Placement]]) -> list[Placement]:
+        """The placements, counted towards their buckets' widths; placed again if that widened a bucket."""
+        placed = place()
+        if self.widths is not None and self.widths.placed(placement.keys for placement in placed):
+            return place()
+        return placed
 
     def pace(self, placements: Sequence[Placement], rate: Rates | None, now: datetime) -> list[Placement]:
         """Slots for the timers of one queue's hand-off batch, in due order, from one pacing write.
