@@ -18,6 +18,7 @@ from hourglass.core.attempts import Attempt
 from hourglass.core.body_placement import BodyLimits
 from hourglass.core.circuit_breaker import Tally
 from hourglass.core.concurrency import Lease
+from hourglass.core.due_width import Record
 from hourglass.core.failure_notice import QueuePaused
 from hourglass.core.handoff import Claim, DueEntry, Scheduled
 from hourglass.core.lifecycle import Change, DeliveryStart
@@ -257,8 +258,8 @@ class BucketWidths(Protocol):
         """The width the bucket's record holds (None: no record, the bucket is at the deployment's shards)."""
         ...
 
-    def add_bucket_writes(self, bucket: int, entries: int, *, expire_at: int) -> tuple[int, int | None]:
-        """Adds `entries` to the bucket's count: (entries written into it in all, its recorded width)."""
+    def add_bucket_writes(self, bucket: int, entries: int, *, now: datetime, expire_at: int) -> Record:
+        """Adds `entries` to the bucket's count: the record as it is after (its first entry's time set if none)."""
         ...
 
     def widen_bucket(self, bucket: int, width: int, *, expire_at: int) -> None:

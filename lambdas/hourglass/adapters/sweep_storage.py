@@ -20,12 +20,13 @@ from hourglass.adapters.items import (
     sweep_state_from_items,
 )
 from hourglass.adapters.table import Table
+from hourglass.core.due_width import Record
 from hourglass.core.handoff import Claim, DueEntry
 from hourglass.core.keys import SWEEPER_PK, bucket_of_pk
 from hourglass.core.model import Message, Status
 from hourglass.core.schedule import SweepKeys
 from hourglass.core.sweep_state import ShardProgress, SweepState
-from hourglass.core.timestamps import to_ms
+from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.errors import StaleVersionError
 
 
@@ -113,19 +114,21 @@ class SweepStorage(Table):
         width = answer.get("Item", {}).get("width")
         return None if width is None else int(width["N"])
 
-    def add_bucket_writes(self, bucket: int, entries: int, *, expire_at: int) -> tuple[int, int | None]:
+    def add_bucket_writes(self, bucket: int, entries: int, *, now: datetime, expire_at: int) -> Record:
         answer = self._guard(
             "update_item",
             TableName=self.table,
             Key=bucket_key(bucket),
-            UpdateExpression="ADD written :n SET #ttl = :ttl",
+            UpdateExpression="ADD written :n SET #ttl = :ttl, since = if_not_exists(since, :now)",
             ExpressionAttributeNames={"#ttl": contract.TTL_ATTRIBUTE},
-            ExpressionAttributeValues={":n": n(entries), ":ttl": n(expire_at)},
+            ExpressionAttributeValues={":n": n(entries), ":ttl": n(expire_at), ":now": n(to_ms(now))},
             ReturnValues="ALL_NEW",
         )
         item = answer.get("Attributes", {})
         width = item.get("width")
-        return int(item["written"]["N"]), None if width is None else int(width["N"])
+        return Record(
+            int(item["written"]["N"]), None if width is None else int(width["N"]), from_ms(int(item["since"]["N"]))
+        )
 
     def widen_bucket(self, bucket: int, width: int, *, expire_at: int) -> None:
         with contextlib.suppress(StaleVersionError):

@@ -91,7 +91,10 @@ class Context:
             clock=lambda: self.clock(),
             give_way=functools.partial(give_way, self.store, self.settings),
             widths=DueWidths(
-                self.store, self.bucket_widths or Widths(self.settings.shards), self.settings.bucket_seconds
+                self.store,
+                self.bucket_widths or Widths(self.settings.shards),
+                self.settings.bucket_seconds,
+                lambda: self.clock(),
             ),
         )
 

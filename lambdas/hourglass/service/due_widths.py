@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from datetime import datetime
 
 from hourglass.adapters import storage
 from hourglass.core.due_width import Widths, record_expiry
@@ -16,16 +17,20 @@ from hourglass.logs import log
 
 
 class DueWidths:
-    def __init__(self, store: storage.BucketWidths, widths: Widths, bucket_seconds: int) -> None:
+    def __init__(
+        self, store: storage.BucketWidths, widths: Widths, bucket_seconds: int, clock: Callable[[], datetime]
+    ) -> None:
         self.store = store
+        self.clock = clock
         self.widths = widths
         self.bucket_seconds = bucket_seconds
         self._lock = threading.Lock()
 
     def placed(self, keys: Iterable[SweepKeys | None]) -> bool:
-        """Counts entries about to be written; every FLUSH of them into one bucket adds to its record (one write),
-        and a bucket whose entries need more shards (or that follows a wider one) is widened (one conditional
-        write) before any goes there. Whether a bucket was widened: the entries are better placed again."""
+        """Counts entries about to be written; every FLUSH of them into one bucket (EARLY within a second) adds to
+        its record (one write), and a bucket whose entries need more shards (or that follows a wider one) is
+        widened (one conditional write) before any goes there. Whether a bucket was widened: the entries are
+        better placed again."""
         buckets = Counter(bucket_of_pk(k.pk) for k in keys if k is not None)
         widened = False
         with self._lock:
@@ -35,19 +40,20 @@ class DueWidths:
                 inherited = self.widths.inherited(bucket)
                 if inherited is not None:
                     widened |= self._widen(bucket, inherited)
-                due = self.widths.count(bucket, entries)
+                due = self.widths.count(bucket, entries, self.clock())
                 if due is not None:
                     widened |= self._record(bucket, due)
         return widened
 
     def _record(self, bucket: int, entries: int) -> bool:
         try:
+            now = self.clock()
             expire_at = record_expiry(bucket, self.bucket_seconds)
-            written, recorded = self.store.add_bucket_writes(bucket, entries, expire_at=expire_at)
+            record = self.store.add_bucket_writes(bucket, entries, now=now, expire_at=expire_at)
         except StoreError as exc:
             log("bucket_width_not_recorded", bucket=bucket, error=str(exc))
             return False
-        wider = self.widths.learned(bucket, written, recorded)
+        wider = self.widths.learned(bucket, record, now)
         return wider is not None and self._widen(bucket, wider)
 
     def _widen(self, bucket: int, width: int) -> bool:
