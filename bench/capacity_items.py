@@ -89,7 +89,7 @@ def rows(s: Scenario, index_shard_wru: float) -> list[Row]:
     sweeper_w = (INVOCATIONS + 1) / RUN_SECONDS
     q = "queue"
     return [
-        Row("message item", "message_sk(id)", q, 4 / 60, 0.0, queue_partition_w, queue_partition_r),
+        Row("message item (LATER_QUEUE's too)", "message_sk(id)", q, 4 / 60, 0.0, queue_partition_w, queue_partition_r),
         Row("status counters", f"count_sk(epoch, shard<{COUNT_SHARDS})", q, counter_writes / COUNT_SHARDS, 0.0,
             queue_partition_w, queue_partition_r),
         Row("queue item (read at each POST and dispatcher batch)", "QUEUE_SK", q, 0.0, queue_reads,
@@ -119,10 +119,13 @@ def rows(s: Scenario, index_shard_wru: float) -> list[Row]:
             "failure notices, 5 % failing"),
         Row("due-bucket records", "BUCKETS_PK / bucket_sk(bucket)", keys.BUCKETS_PK, bucket_records_w,
             bucket_records_r, bucket_records_w, bucket_records_r),
-        Row("sweep state and shard progress", "SWEEPER_PK / SWEEPER_STATE_SK, shard_sk", keys.SWEEPER_PK,
+        Row("sweep state and shard progress", "SWEEPER_PK / SWEEPER_STATE_SK, shard_sk(shard)", keys.SWEEPER_PK,
             1 / RUN_SECONDS, (INVOCATIONS + 1) / RUN_SECONDS, sweeper_w, sweeper_w),
-        Row("queue registry, running operations, schedule repair", "REGISTRY_PK, RUNNING_OPERATIONS_PK, REPAIR_PK",
-            "@queues etc.", 0.0, 0.0, 0.0, 0.0, "queue and bulk calls"),
+        Row("queue registry, running operations, schedule repair",
+            "REGISTRY_PK, RUNNING_OPERATIONS_PK / running_operation_sk, REPAIR_PK / REPAIR_SK", "@queues etc.",
+            0.0, 0.0, 0.0, 0.0, "queue and bulk calls"),
+        Row("list of every schedule (due index)", "SCHEDULES_PK / schedules_sk(queue, name)", "schedules#", 0.0,
+            0.0, 0.0, 0.0, "schedules"),
     ]  # fmt: skip
 
 
@@ -200,7 +203,7 @@ def index_shard_peak(run: BucketRun) -> float:
 
 
 def section() -> Section:
-    result = Section("capacity_items", "6b. Capacity per item (every item a message writes or reads; model)")
+    result = Section("capacity_items", "Capacity per item (every item a message writes or reads; model)")
     buckets = {name: write_buckets(rate) for name, rate in BUCKET_CASES.items()}
     for name, run in buckets.items():
         result.at_most(

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 
 from hourglass.core import fanout
 
+from bench import capacity_items
 from bench.report import Section, percentile
 
 
@@ -244,6 +245,10 @@ def section(costs: Costs | None = None, *, scale: float = 1.0) -> Section:
     result.data.update({"rows": rows, "configs": {k: asdict(v) for k, v in CONFIGS.items()}})
     result.data["costs"] = asdict(costs or Costs())
     result.notes.append("A model, not a measurement: AWS latencies and the event source's ramp are assumptions.")
+    per_item = capacity_items.section()
+    result.checks += per_item.checks
+    result.notes += per_item.notes
+    result.data["per_item"] = per_item.data
     return result
 
 
