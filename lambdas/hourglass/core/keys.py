@@ -176,9 +176,22 @@ def sort_key_bound(due_ms: int, *, upper: bool) -> str:
     return f"{due_ms:013d}#{'~' if upper else ''}"
 
 
-def breaker_sk(since_ms: int, bucket: int) -> str:
-    """A circuit breaker counter: per resume (a fresh window) and time bucket, in time order."""
-    return f"{BREAKER_PREFIX}{since_ms:013d}#{bucket:012d}"
+# The items one circuit-breaker bucket's counts are spread over: one item takes at most 1,000 writes a second,
+# and every attempt outcome of a queue is one ADD (10,000 deliveries/s on a queue: 625 a second on each).
+BREAKER_SHARDS = 16
+
+
+def breaker_sk(since_ms: int, bucket: int, shard: int | None = None) -> str:
+    """A circuit breaker counter: per resume (a fresh window), time bucket and shard (0 to BREAKER_SHARDS - 1, any:
+    they are summed), in time order. Without a shard: the bucket's single item of releases before shards, which
+    sorts first among its bucket's."""
+    head = f"{BREAKER_PREFIX}{since_ms:013d}#{bucket:012d}"
+    return head if shard is None else f"{head}#{shard:02d}"
+
+
+def breaker_range(since_ms: int, first: int, last: int) -> tuple[str, str]:
+    """Inclusive sort-key range of every counter of buckets first..last of one resume (sharded or not)."""
+    return breaker_sk(since_ms, first), f"{breaker_sk(since_ms, last)}#~"
 
 
 def queue_notice_sk(notice_id: str) -> str:
