@@ -226,7 +226,8 @@ def section() -> Section:
     result.check(
         "due index, 100,000/s into one bucket (every queue of the second case at one delay): busiest shard",
         f"{cold.peak_shard_wru:,} WU/s in the first bucket's first second (OVER: its writes are throttled and "
-        f"retried), {cold.next_peak_shard_wru:,} in the next bucket (width {cold.final_width}, {cold.processes} writers)",
+        f"retried), {cold.next_peak_shard_wru:,} in the next bucket "
+        f"(width {cold.final_width}, {cold.processes} writers)",
     )
     low = buckets["10 messages/s (low load)"]
     result.at_most("due-bucket records: extra write units per message at 10 messages/s", low.extra_wu_per_message,
