@@ -71,7 +71,7 @@ def test_a_bucket_is_widened_for_the_rate_its_record_grew_at():
 
 
 def test_a_bucket_is_widened_for_its_average_rate_at_the_first_answer():
-    assert Widths(8).learned(7, Record(4_000, None, T0), T0 + timedelta(seconds=0.5)) == 16
+    assert Widths(8).learned(7, Record(3_000, None, T0), T0 + timedelta(seconds=1)) == 16
 
 
 def test_a_process_adopts_a_width_another_recorded():

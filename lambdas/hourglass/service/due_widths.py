@@ -15,11 +15,12 @@ from hourglass.core.schedule import SweepKeys
 from hourglass.errors import StoreError
 from hourglass.logs import log
 
+# The storage this module uses (`adapters.storage`).
+StorageUsed = storage.BucketWidths
+
 
 class DueWidths:
-    def __init__(
-        self, store: storage.BucketWidths, widths: Widths, bucket_seconds: int, clock: Callable[[], datetime]
-    ) -> None:
+    def __init__(self, store: StorageUsed, widths: Widths, bucket_seconds: int, clock: Callable[[], datetime]) -> None:
         self.store = store
         self.clock = clock
         self.widths = widths
