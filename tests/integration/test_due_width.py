@@ -113,3 +113,11 @@ def test_the_next_bucket_starts_as_wide_as_the_busy_one(small: Harness) -> None:
     busy_bucket(small)
     post(small, *({"body": i, "delay": DELAY + 60} for i in range(USUAL)))
     assert sorted(int(r["width"]["N"]) for r in bucket_records(small)) == [32, 32]
+
+
+def test_ten_messages_a_second_for_a_minute_write_nothing_beyond_their_messages(harness: Harness) -> None:
+    make_queue(harness)  # the defaults: 8 shards, records every 1,000 entries (250 within a second)
+    for second in range(60):
+        post(harness, *({"body": i, "delay": 3_600 - second} for i in range(10)))
+        harness.clock.advance(1)
+    assert (bucket_records(harness), len(index_partitions(harness))) == ([], 8)
