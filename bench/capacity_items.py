@@ -26,7 +26,6 @@ PARTITION_RRU = 3_000
 POST_SIZE = 100  # messages per ingest POST
 BATCH = 100  # deliveries per dispatcher invocation at these rates (10 packs of 10)
 SEND_CHUNK = 500  # service.sweep.SEND_CHUNK: one pacing write per chunk of a rate-limited queue
-COUNT_SHARDS = 16  # adapters.items.COUNT_SHARDS
 COUNTS_PER_MESSAGE = 0.02  # status-counter ADDs per message (docs/design.md, "Counts")
 RUN_SECONDS = 60  # the sweep's schedule
 INVOCATIONS = 8  # sweep fan-out invocations at these rates (the stack's 8 shards: at most one per base shard)
@@ -96,8 +95,8 @@ def rows(s: Scenario, index_shard_wru: float) -> list[Row]:
     q = "queue"
     return [
         Row("message item (LATER_QUEUE's too)", "message_sk(id)", q, 4 / 60, 0.0, queue_partition_w, queue_partition_r),
-        Row("status counters", f"count_sk(epoch, shard<{COUNT_SHARDS})", q, counter_writes / COUNT_SHARDS, 0.0,
-            queue_partition_w, queue_partition_r),
+        Row("status counters", f"count_sk(epoch, shard<{keys.COUNT_SHARDS})", q,
+            counter_writes / keys.COUNT_SHARDS, 0.0, queue_partition_w, queue_partition_r),
         Row("queue item (read at each POST and dispatcher batch)", "QUEUE_SK", q, 0.0, queue_reads,
             queue_partition_w, queue_partition_r),
         Row("body item (bodies above the item threshold)", "body_sk(id, version)", q, 1 / 60, 1 / 60,

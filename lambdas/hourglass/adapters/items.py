@@ -589,9 +589,7 @@ def _placed_body(message: Message, ref: BodyRef, retention: timedelta) -> BodyVe
 
 
 # status counters -----------------------------------------------------------------------------
-# Each queue life's counts are spread over this many items, so that no one item takes every status change
-# of a busy queue; reading them is one Query of this many small items.
-COUNT_SHARDS = 16
+COUNT_SHARDS = keys.COUNT_SHARDS
 CountKey = tuple[str, int, int]  # queue, epoch ms, shard
 
 

@@ -121,6 +121,11 @@ def count_prefix(epoch_ms: int) -> str:
     return f"{COUNT_PREFIX}{epoch_ms}#"
 
 
+# Each queue life's counts are spread over this many items, so that no one item takes every status change
+# of a busy queue; reading them is one Query of this many small items.
+COUNT_SHARDS = 16
+
+
 def count_sk(epoch_ms: int, shard: int) -> str:
     return f"{count_prefix(epoch_ms)}{shard:02d}"
 
