@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from hourglass.adapters.timer_queue import read_timers
@@ -36,7 +37,7 @@ def index_partitions(h: Harness) -> Counter[str]:
     return Counter(item["sweep_pk"]["S"] for item in items)
 
 
-def bucket_records(h: Harness) -> list[dict[str, object]]:
+def bucket_records(h: Harness) -> list[dict[str, Any]]:
     got = h.ddb.query(
         TableName=h.ctx.settings.table,
         KeyConditionExpression="pk = :p",
