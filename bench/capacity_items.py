@@ -86,8 +86,8 @@ def rows(s: Scenario, index_shard_wru: float) -> list[Row]:
     pacing_writes = d / SEND_CHUNK + posts  # one per sweep chunk and per ingest batch of the queue
     slot_writes = 2 * d  # a slot taken and given back per attempt (key or queue concurrency)
     breaker_writes = d  # one ADD per attempt outcome, on one of the current bucket's BREAKER_SHARDS items
-    # A window Query per failure (10 % failing): (BUCKETS + 1) x BREAKER_SHARDS items of ~80 B, strongly consistent.
-    breaker_query_ru = math.ceil((circuit_breaker.BUCKETS + 1) * keys.BREAKER_SHARDS * 80 / 4096)
+    # A window Query per failure (10 % failing): (BUCKETS + 1) x BREAKER_SHARDS items of ~80 B, eventually consistent.
+    breaker_query_ru = math.ceil((circuit_breaker.BUCKETS + 1) * keys.BREAKER_SHARDS * 80 / 4096) / 2
     breaker_reads = d * 0.1 * breaker_query_ru
     bucket_records_w = s.deliveries / due_width.FLUSH + 1  # ADDs of the writers' counts, the widen writes
     bucket_records_r = INVOCATIONS * BUCKETS_PER_RUN / RUN_SECONDS
