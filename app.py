@@ -71,7 +71,10 @@ def settings_from_context(app: cdk.App) -> HourglassSettings:
             min_units=_int(app, "hourglass:capacity_min", DEFAULTS.capacity.min_units),
             max_units=_int(app, "hourglass:capacity_max", DEFAULTS.capacity.max_units),
             target_percent=_int(app, "hourglass:capacity_target", DEFAULTS.capacity.target_percent),
+            warm_writes=_int(app, "hourglass:warm_writes", DEFAULTS.capacity.warm_writes),
+            warm_reads=_int(app, "hourglass:warm_reads", DEFAULTS.capacity.warm_reads),
         ),
+        dispatch_concurrency=_int(app, "hourglass:dispatch_concurrency", DEFAULTS.dispatch_concurrency),
     )
 
 

@@ -35,6 +35,7 @@ from hourglass.adapters.items import item_size
 from hourglass.core.keys import (
     BODY_PREFIX,
     BREAKER_PREFIX,
+    BUCKETS_PK,
     COUNT_PREFIX,
     MESSAGE_PREFIX,
     PACE_SK,
@@ -134,7 +135,7 @@ class CapacityMeter:
     def _transact_write_items(self, kwargs: dict[str, Any]) -> None:
         failed = kwargs.get("_failed", False)
         for entry in kwargs["TransactItems"]:
-            (kind, body), = entry.items()
+            ((kind, body),) = entry.items()
             if kind == "Put":
                 self.indexed_at_ingest.setdefault(_key(body["Item"]), self._indexed(body["Item"]))
             op = {"Put": self._put_item, "Update": self._update_item, "Delete": self._delete_item}.get(kind)
@@ -238,7 +239,7 @@ class CapacityMeter:
         if key[1].startswith(MESSAGE_PREFIX):
             self.by_key[key].add(write, read)
         else:
-            use = {SWEEPER_PK: "sweeper state"}.get(key[0]) or _use_of(key[1])
+            use = {SWEEPER_PK: "sweeper state", BUCKETS_PK: "due-bucket records"}.get(key[0]) or _use_of(key[1])
             self.by_use[use].add(write, read)
 
     def snapshot(self) -> tuple[dict[Key, Units], dict[str, Units]]:
@@ -267,12 +268,12 @@ def _key(item: Mapping[str, Any]) -> Key:
     return (str(item["pk"]["S"]), str(item["sk"]["S"]))
 
 
-_SET = re.compile(r"^(#?\w+)\s*=\s*(?:if_not_exists\(\s*#?\w+\s*,\s*(:\w+)\s*\)\s*\+\s*(:\w+)|(:\w+))$")
+_SET = re.compile(r"^(#?\w+)\s*=\s*(?:if_not_exists\(\s*#?\w+\s*,\s*(:\w+)\s*\)(?:\s*\+\s*(:\w+))?|(:\w+))$")
 
 
 def apply_update(before: Item, kwargs: Mapping[str, Any]) -> Item:
     """The item after an UpdateExpression of the forms the Store uses: SET a = :v, SET a = if_not_exists(a, :z) + :o,
-    REMOVE a, b, ADD a :n (a number)."""
+    SET a = if_not_exists(a, :v), REMOVE a, b, ADD a :n (a number)."""
     names = kwargs.get("ExpressionAttributeNames") or {}
     values = kwargs.get("ExpressionAttributeValues") or {}
     item = dict(before)
@@ -295,6 +296,8 @@ def apply_update(before: Item, kwargs: Mapping[str, Any]) -> Item:
             attr = names.get(name, name)
             if value:
                 item[attr] = values[value]
+            elif not one:
+                item[attr] = item.get(attr, values[zero])
             else:
                 current = Decimal(item.get(attr, values[zero])["N"])
                 item[attr] = {"N": str(current + Decimal(values[one]["N"]))}

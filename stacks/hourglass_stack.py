@@ -64,8 +64,13 @@ class HourglassSettings:
     order_created: bool = True
     # How the table is billed (`hourglass:capacity` and its min, max and target utilisation): docs/capacity.md.
     capacity: Capacity = field(default_factory=Capacity)
+    # The dispatcher's event source's maximum concurrency (`hourglass:dispatch_concurrency`, 2-1,000): the most
+    # timer batches processed at once; 1,000, the event source's own ceiling, by default (docs/capacity.md).
+    dispatch_concurrency: int = 1_000
 
     def __post_init__(self) -> None:
+        if not 2 <= self.dispatch_concurrency <= 1_000:
+            raise ValueError(f"dispatch_concurrency must be 2-1000, got {self.dispatch_concurrency}")
         if self.auth not in contract.AUTH_MODES:
             raise ValueError(f"auth must be one of {', '.join(contract.AUTH_MODES)}, got {self.auth!r}")
         for kind in aws_targets.KINDS.values():
@@ -152,9 +157,7 @@ class HourglassStack(Stack):
         stack_props.setdefault("description", "Hourglass: serverless delay queue")
         super().__init__(scope, construct_id, **stack_props)
 
-        store = MessageTable(
-            self, "MessageStore", created_index=settings.order_created, capacity=settings.capacity
-        )
+        store = MessageTable(self, "MessageStore", created_index=settings.order_created, capacity=settings.capacity)
         timer = TimerQueueWithDlq(
             self,
             "Timer",
@@ -235,6 +238,7 @@ class HourglassStack(Stack):
                 timer.queue,
                 batch_size=DISPATCH_BATCH_SIZE,
                 report_batch_item_failures=True,
+                max_concurrency=settings.dispatch_concurrency,
             )
         )
         # The timer DLQ drives it too: a dead-lettered timer's message ends failed with a reason

@@ -29,6 +29,11 @@ class Capacity:
     min_units: int = 5
     max_units: int = 4000
     target_percent: int = 70
+    # Warm throughput (`hourglass:warm_writes`, `hourglass:warm_reads`): units a second the table and its due index
+    # serve at once, without first ramping from a new table's 4,000 writes (docs/capacity.md). 0: not set (AWS
+    # charges once for raising it, so a stack asks for it only when a known peak needs it).
+    warm_writes: int = 0
+    warm_reads: int = 0
 
     def __post_init__(self) -> None:
         if self.mode not in CAPACITY_MODES:
@@ -41,6 +46,14 @@ class Capacity:
     @property
     def provisioned(self) -> bool:
         return self.mode == PROVISIONED
+
+    @property
+    def warm_throughput(self) -> dynamodb.WarmThroughput | None:
+        if not (self.warm_writes or self.warm_reads):
+            return None
+        return dynamodb.WarmThroughput(
+            write_units_per_second=self.warm_writes or None, read_units_per_second=self.warm_reads or None
+        )
 
 
 class MessageTable(Construct):
@@ -74,6 +87,7 @@ class MessageTable(Construct):
             ),
             time_to_live_attribute=TTL_ATTRIBUTE,
             removal_policy=removal_policy,
+            warm_throughput=self.capacity.warm_throughput,
         )
         # Keys + `version`, and a message's `flow_key` and `priority` (v1.2, set at create, so never
         # rewritten): the sweeper's lease (`claimed_until`) is not projected, so claiming a message
@@ -86,6 +100,7 @@ class MessageTable(Construct):
             non_key_attributes=["version", "flow_key", "priority"],
             read_capacity=units,
             write_capacity=units,
+            warm_throughput=self.capacity.warm_throughput,
         )
         # Lists in order (v1.2), keys only: each message's entry is written when it is stored and again
         # only when it is rescheduled (its status changes never touch them). Without `created_index`

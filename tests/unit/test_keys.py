@@ -27,7 +27,14 @@ QUEUE_PARTITION = (
 )
 SWEEPER_PARTITION = (keys.SWEEPER_STATE_SK, keys.SHARD_PREFIX)
 REPAIR_PARTITION = (keys.REPAIR_SK,)
-TABLE_PARTITIONS = (keys.LATER_QUEUE, keys.SWEEPER_PK, keys.REGISTRY_PK, keys.RUNNING_OPERATIONS_PK, keys.REPAIR_PK)
+TABLE_PARTITIONS = (
+    keys.LATER_QUEUE,
+    keys.SWEEPER_PK,
+    keys.REGISTRY_PK,
+    keys.RUNNING_OPERATIONS_PK,
+    keys.REPAIR_PK,
+    keys.BUCKETS_PK,
+)
 DUE_INDEX_PARTITIONS = (keys.OUTBOX_PK, keys.SCHEDULES_PK)
 GROUPS = {
     "queue partition": QUEUE_PARTITION,
@@ -87,3 +94,15 @@ def test_one_message_range_holds_its_messages_and_nothing_else_of_the_queue():
     assert low <= keys.message_sk("a" + "f" * 31) <= high
     outside = [keys.history_key("a1", 1), keys.body_sk("a1", 1), keys.dedup_sk("a1"), keys.message_sk("b0")]
     assert not any(low <= key <= high for key in outside)
+
+
+def test_every_breaker_counter_of_a_window_is_in_its_range():
+    low, high = keys.breaker_range(5, 10, 12)
+    counters = [keys.breaker_sk(5, 10), keys.breaker_sk(5, 12), keys.breaker_sk(5, 11, 0), keys.breaker_sk(5, 12, 15)]
+    assert all(low <= sk <= high for sk in counters)
+
+
+def test_no_breaker_counter_outside_a_window_is_in_its_range():
+    low, high = keys.breaker_range(5, 10, 12)
+    outside = [keys.breaker_sk(5, 9, 15), keys.breaker_sk(5, 13), keys.breaker_sk(6, 11, 0), keys.breaker_sk(4, 11)]
+    assert not any(low <= sk <= high for sk in outside)

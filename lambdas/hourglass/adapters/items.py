@@ -589,9 +589,7 @@ def _placed_body(message: Message, ref: BodyRef, retention: timedelta) -> BodyVe
 
 
 # status counters -----------------------------------------------------------------------------
-# Each queue life's counts are spread over this many items, so that no one item takes every status change
-# of a busy queue; reading them is one Query of this many small items.
-COUNT_SHARDS = 16
+COUNT_SHARDS = keys.COUNT_SHARDS
 CountKey = tuple[str, int, int]  # queue, epoch ms, shard
 
 
@@ -682,6 +680,11 @@ STATE_KEY: Item = {"pk": {"S": keys.SWEEPER_PK}, "sk": {"S": keys.SWEEPER_STATE_
 
 def shard_key(shard: int) -> Item:
     return {"pk": s(keys.SWEEPER_PK), "sk": s(keys.shard_sk(shard))}
+
+
+def bucket_key(bucket: int) -> Item:
+    """A due bucket's record (core.due_width)."""
+    return {"pk": s(keys.BUCKETS_PK), "sk": s(keys.bucket_sk(bucket))}
 
 
 def due_entry_from_item(item: Item) -> DueEntry:

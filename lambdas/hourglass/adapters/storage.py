@@ -18,6 +18,7 @@ from hourglass.core.attempts import Attempt
 from hourglass.core.body_placement import BodyLimits
 from hourglass.core.circuit_breaker import Tally
 from hourglass.core.concurrency import Lease
+from hourglass.core.due_width import Record
 from hourglass.core.failure_notice import QueuePaused
 from hourglass.core.handoff import Claim, DueEntry, Scheduled
 from hourglass.core.lifecycle import Change, DeliveryStart
@@ -250,6 +251,22 @@ class ClaimEntry(Protocol):
     ) -> Message | None: ...
 
 
+class BucketWidths(Protocol):
+    """Each due bucket's record: the entries written into it and its width (core.due_width), which only grows."""
+
+    def bucket_width(self, bucket: int) -> int | None:
+        """The width the bucket's record holds (None: no record, the bucket is at the deployment's shards)."""
+        ...
+
+    def add_bucket_writes(self, bucket: int, entries: int, *, now: datetime, expire_at: int) -> Record:
+        """Adds `entries` to the bucket's count: the record as it is after (its first entry's time set if none)."""
+        ...
+
+    def widen_bucket(self, bucket: int, width: int, *, expire_at: int) -> None:
+        """Records `width` unless the record holds at least that already."""
+        ...
+
+
 class SweepProgress(Protocol):
     """The sweep's watermarks and the progress of its fan-out invocations, moved forward only."""
 
@@ -463,6 +480,7 @@ class Storage(
     Counters,
     Notices,
     DueIndex,
+    BucketWidths,
     SweepProgress,
     Operations,
     OperationSegments,

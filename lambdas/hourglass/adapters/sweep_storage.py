@@ -10,6 +10,7 @@ from typing import Any
 from hourglass import contract
 from hourglass.adapters.items import (
     STATE_KEY,
+    bucket_key,
     due_entry_from_item,
     message_from_item,
     message_key,
@@ -19,12 +20,13 @@ from hourglass.adapters.items import (
     sweep_state_from_items,
 )
 from hourglass.adapters.table import Table
+from hourglass.core.due_width import Record
 from hourglass.core.handoff import Claim, DueEntry
 from hourglass.core.keys import SWEEPER_PK, bucket_of_pk
 from hourglass.core.model import Message, Status
 from hourglass.core.schedule import SweepKeys
 from hourglass.core.sweep_state import ShardProgress, SweepState
-from hourglass.core.timestamps import to_ms
+from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.errors import StaleVersionError
 
 
@@ -104,6 +106,41 @@ class SweepStorage(Table):
                 UpdateExpression="REMOVE claimed_until",
                 ConditionExpression="version = :v AND claimed_until = :lease",
                 ExpressionAttributeValues={":v": n(claim.entry.version), ":lease": n(to_ms(claim.lease))},
+            )
+
+    def bucket_width(self, bucket: int) -> int | None:
+        """One strongly consistent read: a writer records a width before it writes into the new shards."""
+        answer = self._guard("get_item", TableName=self.table, Key=bucket_key(bucket), ConsistentRead=True)
+        width = answer.get("Item", {}).get("width")
+        return None if width is None else int(width["N"])
+
+    def add_bucket_writes(self, bucket: int, entries: int, *, now: datetime, expire_at: int) -> Record:
+        answer = self._guard(
+            "update_item",
+            TableName=self.table,
+            Key=bucket_key(bucket),
+            UpdateExpression="ADD written :n SET #ttl = :ttl, since = if_not_exists(since, :now)",
+            ExpressionAttributeNames={"#ttl": contract.TTL_ATTRIBUTE},
+            ExpressionAttributeValues={":n": n(entries), ":ttl": n(expire_at), ":now": n(to_ms(now))},
+            ReturnValues="ALL_NEW",
+        )
+        item = answer.get("Attributes", {})
+        width = item.get("width")
+        return Record(
+            int(item["written"]["N"]), None if width is None else int(width["N"]), from_ms(int(item["since"]["N"]))
+        )
+
+    def widen_bucket(self, bucket: int, width: int, *, expire_at: int) -> None:
+        with contextlib.suppress(StaleVersionError):
+            self._conditional(
+                "update_item",
+                f"bucket {bucket} is at least {width} wide",
+                TableName=self.table,
+                Key=bucket_key(bucket),
+                UpdateExpression="SET width = :w, #ttl = :ttl",
+                ConditionExpression="attribute_not_exists(width) OR width < :w",
+                ExpressionAttributeNames={"#ttl": contract.TTL_ATTRIBUTE},
+                ExpressionAttributeValues={":w": n(width), ":ttl": n(expire_at)},
             )
 
     def load_sweep_state(self, default: SweepState) -> SweepState:

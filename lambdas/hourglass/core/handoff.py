@@ -6,10 +6,11 @@ Ingest, PATCH, the sweep, retries and the bulk writer all place a message throug
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from hourglass.core import schedule
+from hourglass.core.due_width import Widths
 from hourglass.core.model import DEFAULT_PRIORITY, Message, Status
 from hourglass.core.pacing import Slot, Start
 from hourglass.core.schedule import SweepKeys
@@ -31,6 +32,8 @@ class Timing:
     bucket_seconds: int
     lookahead: float
     safety: float
+    # This process's bucket widths, where it places index entries (None: every bucket at `shards`).
+    widths: Widths | None = field(default=None, compare=False)
 
     @property
     def sweep_ahead(self) -> float:
@@ -222,7 +225,12 @@ def moved_keys(entry: DueEntry, slot: Slot | None, timing: Timing) -> SweepKeys 
 
 def keys_of(message_id: str, due: datetime, timing: Timing, scheduled_ms: int | None = None) -> SweepKeys:
     return schedule.sweep_keys(
-        message_id, due, shards=timing.shards, bucket_seconds=timing.bucket_seconds, scheduled_ms=scheduled_ms
+        message_id,
+        due,
+        shards=timing.shards,
+        bucket_seconds=timing.bucket_seconds,
+        scheduled_ms=scheduled_ms,
+        width=None if timing.widths is None else timing.widths.width,
     )
 
 

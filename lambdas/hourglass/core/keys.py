@@ -39,6 +39,7 @@ SWEEPER_STATE_SK = "#state"
 SHARD_PREFIX = "#shard#"
 REGISTRY_PK = "@queues"  # sort key: the queue's name
 RUNNING_OPERATIONS_PK = "@operations"  # sort key: `<queue>/<operation id>`
+BUCKETS_PK = "@buckets"  # sort key: a due bucket's number (`bucket_sk`); the item holds its width (core.due_width)
 REPAIR_PK = "@schedules"
 REPAIR_SK = "#repair"  # where the schedule chain repair has got to in its round of every schedule
 
@@ -120,6 +121,11 @@ def count_prefix(epoch_ms: int) -> str:
     return f"{COUNT_PREFIX}{epoch_ms}#"
 
 
+# Each queue life's counts are spread over this many items, so that no one item takes every status change
+# of a busy queue; reading them is one Query of this many small items.
+COUNT_SHARDS = 16
+
+
 def count_sk(epoch_ms: int, shard: int) -> str:
     return f"{count_prefix(epoch_ms)}{shard:02d}"
 
@@ -135,6 +141,11 @@ def shard_sk(shard: int) -> str:
 
 def bucket_pk(bucket: int, shard: int) -> str:
     return f"{bucket}#{shard}"
+
+
+def bucket_sk(bucket: int) -> str:
+    """The sort key of a due bucket's record (its width and the entries written into it), in bucket order."""
+    return f"{bucket:012d}"
 
 
 def bucket_of_pk(pk: str) -> int | None:
@@ -170,9 +181,22 @@ def sort_key_bound(due_ms: int, *, upper: bool) -> str:
     return f"{due_ms:013d}#{'~' if upper else ''}"
 
 
-def breaker_sk(since_ms: int, bucket: int) -> str:
-    """A circuit breaker counter: per resume (a fresh window) and time bucket, in time order."""
-    return f"{BREAKER_PREFIX}{since_ms:013d}#{bucket:012d}"
+# The items one circuit-breaker bucket's counts are spread over: one item takes at most 1,000 writes a second,
+# and every attempt outcome of a queue is one ADD (10,000 deliveries/s on a queue: 625 a second on each).
+BREAKER_SHARDS = 16
+
+
+def breaker_sk(since_ms: int, bucket: int, shard: int | None = None) -> str:
+    """A circuit breaker counter: per resume (a fresh window), time bucket and shard (0 to BREAKER_SHARDS - 1, any:
+    they are summed), in time order. Without a shard: the bucket's single item of releases before shards, which
+    sorts first among its bucket's."""
+    head = f"{BREAKER_PREFIX}{since_ms:013d}#{bucket:012d}"
+    return head if shard is None else f"{head}#{shard:02d}"
+
+
+def breaker_range(since_ms: int, first: int, last: int) -> tuple[str, str]:
+    """Inclusive sort-key range of every counter of buckets first..last of one resume (sharded or not)."""
+    return breaker_sk(since_ms, first), f"{breaker_sk(since_ms, last)}#~"
 
 
 def queue_notice_sk(notice_id: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -47,10 +47,17 @@ def shard_of(message_id: str, shards: int) -> int:
 
 
 def sweep_keys(
-    message_id: str, due: datetime, *, shards: int, bucket_seconds: int, scheduled_ms: int | None = None
+    message_id: str,
+    due: datetime,
+    *,
+    shards: int,
+    bucket_seconds: int,
+    scheduled_ms: int | None = None,
+    width: Callable[[int], int] | None = None,
 ) -> SweepKeys:
+    """The entry's keys; `width` gives a bucket's width (`core.due_width`), `shards` when there is none."""
     bucket = bucket_of(due, bucket_seconds)
-    pk = bucket_pk(bucket, shard_of(message_id, shards))
+    pk = bucket_pk(bucket, shard_of(message_id, shards if width is None else width(bucket)))
     return SweepKeys(pk=pk, sk=sort_key(to_ms(due), message_id, scheduled_ms))
 
 

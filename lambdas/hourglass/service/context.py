@@ -19,9 +19,11 @@ from hourglass.adapters.sqs_target import SqsTargets
 from hourglass.adapters.store import Store
 from hourglass.adapters.timer_queue import TimerQueue
 from hourglass.core.charts import SeriesReader
+from hourglass.core.due_width import Widths
 from hourglass.core.handoff import Claim, DueEntry
 from hourglass.core.model import Message
 from hourglass.core.schedule import SweepKeys
+from hourglass.service.due_widths import DueWidths
 from hourglass.service.give_way import give_way
 from hourglass.service.handoff import HandOff
 from hourglass.service.pacing import Pacer, QueueLimits
@@ -33,7 +35,7 @@ def utc_now() -> datetime:
 
 
 # The parts the hand-off is built from: replacing one (tests change settings on a running context) builds it again.
-HANDOFF_PARTS = frozenset({"settings", "store", "timers", "metrics", "pacer"})
+HANDOFF_PARTS = frozenset({"settings", "store", "timers", "metrics", "pacer", "bucket_widths"})
 
 
 @dataclass
@@ -55,6 +57,8 @@ class Context:
     metric_series: SeriesReader = field(default_factory=CloudWatchSeries)
     # The S3 body store; by default built from settings.body_bucket on first use.
     body_store: BodyStore | None = None
+    # The due-bucket widths this process places index entries at; None: fresh ones at the settings' shards.
+    bucket_widths: Widths | None = None
     # Rate-limit pacing (shared by every hand-off of this process) and the sweeper's view of limits.
     pacer: Pacer = field(init=False)
     limits: QueueLimits = field(init=False)
@@ -86,6 +90,12 @@ class Context:
             pacer=self.pacer,
             clock=lambda: self.clock(),
             give_way=functools.partial(give_way, self.store, self.settings),
+            widths=DueWidths(
+                self.store,
+                self.bucket_widths or Widths(self.settings.shards),
+                self.settings.bucket_seconds,
+                lambda: self.clock(),
+            ),
         )
 
     # The store's claim and release as they are at each call (tests wrap them on a running context).

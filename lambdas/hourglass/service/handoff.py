@@ -23,6 +23,7 @@ from hourglass.core.schedule import SweepKeys
 from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.errors import StoreError, TimerQueueError
 from hourglass.logs import log
+from hourglass.service.due_widths import DueWidths
 from hourglass.service.pacing import Pacer
 
 Release = Callable[[Claim], None]
@@ -67,10 +68,13 @@ class HandOff:
         pacer: Pacer | None = None,
         clock: Callable[[], datetime] | None = None,
         give_way: GiveWayTo | None = None,
+        widths: DueWidths | None = None,
     ) -> None:
         self.timers = timers
         self.give_way = give_way
-        self.timing = timing
+        # Index entries are placed at this process's bucket widths, and counted towards the buckets' records.
+        self.widths = widths
+        self.timing = timing if widths is None else replace(timing, widths=widths.widths)
         self.release = release
         self.claim = claim
         self.metrics = metrics
@@ -96,7 +100,7 @@ class HandOff:
         timer keeps its lease, which runs out, and the recovery sweep hands the message off; one stored
         with index keys only is handed off by its writer if a sweep may have passed it (`catch_up`).
         An error of `write` propagates, and nothing more is sent."""
-        placed = [handoff.place(message, now, self.timing, written_first=True) for message in messages]
+        placed = self._placed(lambda: [handoff.place(m, now, self.timing, written_first=True) for m in messages])
         placements = self.pace(placed, rate, now)
         stored = list(each(write, messages, placements))
         done = [(placement, s) for placement, s in zip(placements, stored, strict=True) if s is not None]
@@ -119,8 +123,12 @@ class HandOff:
         stored by `write_first` with a lease (None: nothing stored); then every timer goes out at once,
         all or none; then `messages` are stored by `write`, with index keys only where no timer was sent.
         One pacing write for all, in due order."""
-        placed = [handoff.place(m, now, self.timing, written_first=True) for m in first]
-        placed += [handoff.place(m, now, self.timing, written_first=False) for m in messages]
+        placed = self._placed(
+            lambda: [
+                *(handoff.place(m, now, self.timing, written_first=True) for m in first),
+                *(handoff.place(m, now, self.timing, written_first=False) for m in messages),
+            ]
+        )
         placements = self.pace(placed, rate, now)
         leased, timed = placements[: len(first)], placements[len(first) :]
         stored = self._stored_each(write_first, first, leased, now, rate) if write_first else []
@@ -157,6 +165,13 @@ class HandOff:
                     log("handoff_before_error_failed", count=len(done), error=str(exc))
                 raise
         return stored
+
+    def _placed(self, place: Callable[[], list[Placement]]) -> list[Placement]:
+        """The placements, counted towards their buckets' widths; placed again if that widened a bucket."""
+        placed = place()
+        if self.widths is not None and self.widths.placed(placement.keys for placement in placed):
+            return place()
+        return placed
 
     def pace(self, placements: Sequence[Placement], rate: Rates | None, now: datetime) -> list[Placement]:
         """Slots for the timers of one queue's hand-off batch, in due order, from one pacing write.

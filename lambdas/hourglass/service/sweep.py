@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol, TypeVar
 
 from hourglass.adapters import storage
-from hourglass.core import fanout, handoff, schedule
+from hourglass.core import due_width, fanout, handoff, schedule
 from hourglass.core.handoff import Claim, DueEntry
 from hourglass.core.pacing import Slot
 from hourglass.core.schedule import SweepKeys
@@ -25,7 +25,7 @@ from hourglass.service import transitions
 from hourglass.service.context import Context
 
 
-class StorageUsed(storage.DueIndex, storage.SweepProgress, Protocol):
+class StorageUsed(storage.DueIndex, storage.BucketWidths, storage.SweepProgress, Protocol):
     """The storage nouns this module uses (`adapters.storage`)."""
 
 
@@ -241,9 +241,11 @@ class Sweeper:
                 return max(low, bucket_start)
             batch = _Batch(self, now, report, recovery)
             paced: list[DueEntry] = []
-            for shard, start in starts.items():
-                if start < bucket_start + bucket_seconds * 1000:
-                    self._sweep_shard(shard, bucket, start, high, batch, paced)
+            swept = {shard: start for shard, start in starts.items() if start < bucket_start + bucket_seconds * 1000}
+            width = self.store.bucket_width(bucket) if swept else None
+            for shard, start in swept.items():
+                for part in due_width.shards_under(shard, self.ctx.settings.shards, width or 0):
+                    self._sweep_shard(shard, schedule.bucket_pk(bucket, part), start, high, batch, paced)
             self._hand_off_paced(paced, batch)
             earliest_failure = batch.flush()
             if earliest_failure is not None:
@@ -251,11 +253,12 @@ class Sweeper:
                 return max(low, earliest_failure - 1)
         return high
 
-    def _sweep_shard(self, shard: int, bucket: int, low: int, high: int, batch: _Batch, paced: list[DueEntry]) -> None:
-        """Claims and hands off the shard's due entries; a rate-limited queue's go to `paced`, handed
-        off once every shard of the bucket is read, so their slots follow due order across shards."""
+    def _sweep_shard(self, shard: int, pk: str, low: int, high: int, batch: _Batch, paced: list[DueEntry]) -> None:
+        """Claims and hands off the due entries of one of the bucket's partitions under base `shard` (one of
+        the bucket's width, `core.due_width`); a rate-limited queue's go to `paced`, handed off once every
+        shard of the bucket is read, so their slots follow due order across shards."""
         entries = self.store.query_due(
-            schedule.bucket_pk(bucket, shard),
+            pk,
             schedule.sort_key_bound(low + 1, upper=False),
             schedule.sort_key_bound(high, upper=True),
         )

@@ -1,0 +1,274 @@
+"""Every table item a message writes or reads, with its peak rate per item and per partition, in two cases:
+10,000 deliveries/s on one queue and 100,000/s over 100 queues; and the due index's adaptive widths, simulated
+with the writers' own rule (`core.due_width`) to show what a bucket's busiest shard takes.
+
+The per-message operations are the ones the code makes (docs/design.md, "Paths and their costs", counted by
+`make bench`'s *steady* section); the rest of each figure is arithmetic on the scenario, written out below.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import sys
+from collections import Counter, defaultdict
+from dataclasses import asdict, dataclass, replace
+from datetime import UTC, datetime, timedelta
+
+from hourglass.core import circuit_breaker, due_width, keys
+from hourglass.core.due_width import Record, Widths
+
+from bench.report import Section
+
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+PARTITION_WRU = 1_000  # DynamoDB, per partition: table and each GSI
+PARTITION_RRU = 3_000
+POST_SIZE = 100  # messages per ingest POST
+BATCH = 100  # deliveries per dispatcher invocation at these rates (10 packs of 10)
+SEND_CHUNK = 500  # service.sweep.SEND_CHUNK: one pacing write per chunk of a rate-limited queue
+COUNTS_PER_MESSAGE = 0.02  # status-counter ADDs per message (docs/design.md, "Counts")
+RUN_SECONDS = 60  # the sweep's schedule
+INVOCATIONS = 8  # sweep fan-out invocations at these rates (the stack's 8 shards: at most one per base shard)
+BUCKETS_PER_RUN = 6  # buckets a run's window (look-ahead 300 s, 60 s buckets) touches
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    deliveries: float  # per second, every queue together (ingest at the same rate: the steady state)
+    queues: int
+
+    @property
+    def per_queue(self) -> float:
+        return self.deliveries / self.queues
+
+
+SCENARIOS = (Scenario("10,000/s on one queue", 10_000, 1), Scenario("100,000/s over 100 queues", 100_000, 100))
+
+
+@dataclass(frozen=True)
+class Row:
+    """One kind of item: the builder of its key, its partition, its rate per item and on its partition."""
+
+    item: str
+    key: str
+    partition: str
+    write_item: float  # write units/s on the busiest item of the kind
+    read_item: float
+    write_partition: float  # units/s on the busiest partition that holds it (every kind sharing it added)
+    read_partition: float
+    opt_in: str = ""  # the feature that writes it ("" for every message)
+
+    @property
+    def item_over(self) -> bool:
+        """One item over a partition's limit: DynamoDB cannot split it (a hot key stays on one partition)."""
+        return self.write_item > PARTITION_WRU or self.read_item > PARTITION_RRU
+
+    @property
+    def partition_over(self) -> bool:
+        """The partition key's items together over the limit: served only once DynamoDB splits the partition
+        for heat (by sort-key range, minutes after the load arrives), never at once."""
+        return self.write_partition > PARTITION_WRU or self.read_partition > PARTITION_RRU
+
+
+def rows(s: Scenario, index_shard_wru: float) -> list[Row]:
+    """The items of one scenario. The queue partition (pk = queue) is shared by the queue's messages and every
+    queue-scoped item; its total is the sum of what each kind puts on it at the queue's rate."""
+    d = s.per_queue
+    posts = d / POST_SIZE
+    batches = d / BATCH
+    # The queue partition: message items (put, claim, begin, outcome: sweep path), counters, queue item reads.
+    message_writes = 4 * d
+    counter_writes = COUNTS_PER_MESSAGE * d
+    queue_reads = posts + batches  # strongly consistent, ≤ 4 KB: 1 RU each
+    queue_partition_w = message_writes + counter_writes
+    queue_partition_r = queue_reads + 0.5 * d * 0  # bodies inline: a begin returns the item (no read)
+    pacing_writes = d / SEND_CHUNK + posts  # one per sweep chunk and per ingest batch of the queue
+    slot_writes = 2 * d  # a slot taken and given back per attempt (key or queue concurrency)
+    breaker_writes = d  # one ADD per attempt outcome, on one of the current bucket's BREAKER_SHARDS items
+    # A window Query per failure (10 % failing): (BUCKETS + 1) x BREAKER_SHARDS items of ~80 B, eventually consistent.
+    breaker_query_ru = math.ceil((circuit_breaker.BUCKETS + 1) * keys.BREAKER_SHARDS * 80 / 4096) / 2
+    breaker_reads = d * 0.1 * breaker_query_ru
+    bucket_records_w = s.deliveries / due_width.FLUSH + 1  # ADDs of the writers' counts, the widen writes
+    bucket_records_r = INVOCATIONS * BUCKETS_PER_RUN / RUN_SECONDS
+    sweeper_w = (INVOCATIONS + 1) / RUN_SECONDS
+    q = "queue"
+    return [
+        Row("message item (LATER_QUEUE's too)", "message_sk(id)", q, 4 / 60, 0.0, queue_partition_w, queue_partition_r),
+        Row("status counters", f"count_sk(epoch, shard<{keys.COUNT_SHARDS})", q,
+            counter_writes / keys.COUNT_SHARDS, 0.0, queue_partition_w, queue_partition_r),
+        Row("queue item (read at each POST and dispatcher batch)", "QUEUE_SK", q, 0.0, queue_reads,
+            queue_partition_w, queue_partition_r),
+        Row("body item (bodies above the item threshold)", "body_sk(id, version)", q, 1 / 60, 1 / 60,
+            queue_partition_w + d,
+            queue_partition_r + d, "large bodies"),
+        Row("dedup record", "dedup_sk(dedup_id)", q, 1.0, 0.0, queue_partition_w + d, queue_partition_r,
+            "dedup ids"),
+        Row("attempt history", "history_key(id, attempt)", q, 1.0, 0.0, queue_partition_w + 2 * d,
+            queue_partition_r, "history, per retry"),
+        Row("pacing items and holders record", "pace_sk(key, window)", q, pacing_writes, pacing_writes,
+            queue_partition_w + pacing_writes, queue_partition_r + pacing_writes, "rate_limit"),
+        Row("concurrency slots", "slot_key(slot, key)", q, slot_writes / 1_000, slot_writes / 1_000,
+            queue_partition_w + slot_writes, queue_partition_r + slot_writes, "max_concurrency 1,000"),
+        Row("breaker buckets", "breaker_sk(since, bucket, shard)", q, breaker_writes / keys.BREAKER_SHARDS,
+            breaker_reads,
+            queue_partition_w + breaker_writes, queue_partition_r + breaker_reads, "circuit breaker"),
+        Row("schedule items", "schedule_sk(name)", q, 1 / 60, 0.0, queue_partition_w, queue_partition_r,
+            "schedules"),
+        Row("queue notices, ended marker, operations", "queue_notice_sk, ENDED_SK, operation_sk", q, 0.0, 0.0,
+            queue_partition_w, queue_partition_r, "rare"),
+        Row("list index entry (GSI `list`)", "list_pk = queue", "list_pk = queue", 1 / 60, 0.0, d, 0.0),
+        Row("created index entry (GSI `created`)", "list_pk = queue", "list_pk = queue", 1 / 60, 0.0, d, 0.0,
+            "order_created"),
+        Row("due-index entry (GSI `due`)", "bucket_pk(bucket, shard < width)", "bucket#shard", 1 / 60,
+            0.0, index_shard_wru, 0.5 * index_shard_wru / 40),
+        Row("failure-notice outbox", "OUTBOX_PK (due index)", "notice#", 0.0, 0.0, 0.05 * s.deliveries, 0.0,
+            "failure notices, 5 % failing"),
+        Row("due-bucket records", "BUCKETS_PK / bucket_sk(bucket)", keys.BUCKETS_PK, bucket_records_w,
+            bucket_records_r, bucket_records_w, bucket_records_r),
+        Row("sweep state and shard progress", "SWEEPER_PK / SWEEPER_STATE_SK, shard_sk(shard)", keys.SWEEPER_PK,
+            1 / RUN_SECONDS, (INVOCATIONS + 1) / RUN_SECONDS, sweeper_w, sweeper_w),
+        Row("queue registry, running operations, schedule repair",
+            "REGISTRY_PK, RUNNING_OPERATIONS_PK / running_operation_sk, REPAIR_PK / REPAIR_SK", "@queues etc.",
+            0.0, 0.0, 0.0, 0.0, "queue and bulk calls"),
+        Row("list of every schedule (due index)", "SCHEDULES_PK / schedules_sk(queue, name)", "schedules#", 0.0,
+            0.0, 0.0, 0.0, "schedules"),
+    ]  # fmt: skip
+
+
+@dataclass
+class BucketRun:
+    """What writes at one rate into bucket after bucket did under the adaptive widths: the first (cold) bucket's
+    and the next one's busiest shard in any second, the first's final width, the records' writes."""
+
+    rate: float
+    processes: int
+    peak_shard_wru: int  # the first bucket: from the deployment's shards, nothing known
+    next_peak_shard_wru: int  # the bucket after it: each writer starts as wide as the one before
+    final_width: int
+    record_writes: int
+    messages: int
+
+    @property
+    def extra_wu_per_message(self) -> float:
+        return self.record_writes / max(1, self.messages)
+
+
+def write_buckets(
+    rate: float, *, bucket_seconds: int = 60, shards: int = 8, processes: int | None = None, seed: int = 7
+) -> BucketRun:
+    """Messages at `rate` for two buckets' time at one fixed delay (the worst case: everything written now is
+    due in the same bucket), in POSTs of 100 dealt over `processes` writers, each with its own `Widths` (the
+    code's), and the buckets' records shared: the busiest shard's writes in any one second."""
+    rnd = random.Random(seed)
+    processes = processes or max(1, math.ceil(rate * 0.1 / POST_SIZE))  # a POST takes ~100 ms
+    writers = [Widths(shards) for _ in range(processes)]
+    records: dict[int, Record] = {}
+    per_second: dict[tuple[int, int], Counter[int]] = defaultdict(Counter)
+    record_writes = 0
+    messages = int(rate * bucket_seconds * 2)
+    for start in range(0, messages, POST_SIZE):
+        count = min(POST_SIZE, messages - start)
+        elapsed = start / rate
+        bucket = 1 + int(elapsed // bucket_seconds)
+        widths = writers[(start // POST_SIZE) % processes]
+        now = EPOCH + timedelta(seconds=elapsed)
+        record = records.get(bucket, Record(0, None, now))
+        inherited = widths.inherited(bucket)
+        if inherited is not None:
+            record = replace(record, width=max(record.width or shards, inherited))
+            record_writes += 1
+            widths.widen(bucket, inherited)
+        due = widths.count(bucket, count, now)
+        if due is not None:
+            record = replace(record, written=record.written + due)
+            record_writes += 1
+            wider = widths.learned(bucket, record, now)
+            if wider is not None:
+                record = replace(record, width=max(record.width or shards, wider))
+                record_writes += 1
+                widths.widen(bucket, wider)
+        records[bucket] = record
+        per_second[(bucket, int(elapsed))].update(rnd.randrange(widths.width(bucket)) for _ in range(count))
+    peaks = {b: max((max(c.values()) for (pb, _), c in per_second.items() if pb == b), default=0) for b in (1, 2)}
+    final = records[1].width or shards if 1 in records else shards
+    return BucketRun(rate, processes, peaks[1], peaks[2], final, record_writes, messages)
+
+
+BUCKET_CASES = {
+    "10 messages/s (low load)": 10.0,
+    "200 messages/s (a usual busy bucket)": 200.0,
+    "10,000/s (50 times that)": 10_000.0,
+    "16,700/s (a million due in one minute)": 16_700.0,
+}
+
+
+def index_shard_peak(run: BucketRun) -> float:
+    """The busiest due-index shard: the writes' busiest second, or the deletes when the bucket comes due (its
+    entries, written at `rate` for its seconds, removed within its own seconds over its final width)."""
+    return max(run.peak_shard_wru, run.next_peak_shard_wru, run.rate / run.final_width)
+
+
+def section() -> Section:
+    result = Section("capacity_items", "Capacity per item (every item a message writes or reads; model)")
+    buckets = {name: write_buckets(rate) for name, rate in BUCKET_CASES.items()}
+    for name, run in buckets.items():
+        result.at_most(
+            f"due index, {name} into one bucket: busiest shard",
+            index_shard_peak(run),
+            f"WU/s (first bucket {run.peak_shard_wru:,}, next {run.next_peak_shard_wru:,}; width "
+            f"{run.final_width}, {run.processes} writers)",
+            PARTITION_WRU,
+            shown="1,000",
+        )
+    cold = write_buckets(100_000.0)
+    result.check(
+        "due index, 100,000/s into one bucket (every queue of the second case at one delay): busiest shard",
+        f"{cold.peak_shard_wru:,} WU/s in the first bucket's first second (OVER: its writes are throttled and "
+        f"retried), {cold.next_peak_shard_wru:,} in the next bucket "
+        f"(width {cold.final_width}, {cold.processes} writers)",
+    )
+    low = buckets["10 messages/s (low load)"]
+    result.at_most("due-bucket records: extra write units per message at 10 messages/s", low.extra_wu_per_message,
+                   "WU", 0.0, shown="0")  # fmt: skip
+    busy = buckets["10,000/s (50 times that)"]
+    result.check("due-bucket records: extra write units per message at 10,000/s", round(busy.extra_wu_per_message, 4),
+                 "WU")  # fmt: skip
+    index_peak = {s.name: index_shard_peak(write_buckets(s.deliveries)) for s in SCENARIOS}
+    table = {s.name: rows(s, index_peak[s.name]) for s in SCENARIOS}
+    for s in SCENARIOS:
+        for row in table[s.name]:
+            item = "OVER" if row.item_over else "within"
+            partition = "OVER: split for heat" if row.partition_over else "within"
+            result.check(
+                f"{s.name}: {row.item}" + (f" ({row.opt_in})" if row.opt_in else ""),
+                f"item {row.write_item:,.1f} WU/s, {row.read_item:,.1f} RU/s ({item}); partition {row.partition} "
+                f"{row.write_partition:,.0f} WU/s, {row.read_partition:,.0f} RU/s ({partition})",
+            )
+    result.data.update(
+        {
+            "buckets": {name: asdict(run) | {"shard_peak": index_shard_peak(run)} for name, run in buckets.items()},
+            "items": {
+                name: [asdict(r) | {"item_over": r.item_over, "partition_over": r.partition_over} for r in rs]
+                for name, rs in table.items()
+            },
+        }
+    )
+    hot = sorted({f"{r.item} ({name})" for name, rs in table.items() for r in rs if r.item_over})
+    split = sorted({r.partition for rs in table.values() for r in rs if r.partition_over})
+    result.notes.append("Single items over a partition's limit (no split serves them): " + ("; ".join(hot) or "none"))
+    result.notes.append(
+        "Partitions over the limit, served only after DynamoDB splits them for heat (docs/capacity.md says what a "
+        "fix by design takes): " + "; ".join(split)
+    )
+    result.notes.append("A model: per-message operations from the code, rates from the scenario; nothing timed.")
+    return result
+
+
+def main() -> int:
+    print(section().markdown())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
