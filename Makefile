@@ -108,6 +108,9 @@ test-deployed: $(STAMP) tools
 # v1.2.0 is commit 0b61823: a clone without the tag uses the commit.
 UPGRADE_FROM ?= $(shell git rev-parse -q --verify refs/tags/v1.2.0 >/dev/null 2>&1 && echo v1.2.0 || echo 0b61823)
 test-upgrade: $(STAMP) tools
+	@git cat-file -e "$(UPGRADE_FROM)^{commit}" 2>/dev/null || git fetch -q --unshallow 2>/dev/null || true
+	@git cat-file -e "$(UPGRADE_FROM)^{commit}" 2>/dev/null \
+		|| { echo "error: the previous release $(UPGRADE_FROM) is not in this clone (a shallow clone? git fetch --unshallow)"; exit 1; }
 	HOURGLASS_UPGRADE_FROM=$(UPGRADE_FROM) $(BIN)/python -m pytest -q -p no:cacheprovider -o timeout=1800 \
 		tests/upgrade/test_upgrade.py
 
