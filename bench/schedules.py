@@ -52,6 +52,11 @@ QUICK = SchedulesConfig(
 )
 # Occurrences are as precise as one-off messages of the same run: p99 at most this much later.
 P99_MARGIN_MS = 20.0
+# Issue 35: a schedule occurrence costs at most this many US$ per million, on-demand.
+OCCURRENCE_BUDGET = 2.00
+# ... and its chaining (the schedule reads and writes of the chain and of its repair) reads far fewer than the
+# 35 read units it did before.
+CHAINING_READ_BUDGET = 5.0
 
 
 @dataclass(frozen=True)
@@ -243,13 +248,23 @@ def _costs(
         "Lambda requests": invocations * cost.PRICE_LAMBDA_REQUEST * 1e6,
         "Lambda duration": gb_seconds * cost.PRICE_LAMBDA_GB_SECOND * 1e6,
     }
-    dollars["Hourglass total"] = sum(dollars.values())
+    total = sum(dollars.values())
     section.check("schedule item units per occurrence (chaining)", f"{schedule_write:.2f} WU + {schedule_read:.2f} RU")
+    section.at_most("read units of the chaining per occurrence", schedule_read, "RU", CHAINING_READ_BUDGET)
+    section.check("units per occurrence, all told", f"{writes:.2f} WU + {reads:.2f} RU")
+    for name, (calls, seconds) in sorted(final["lambdas"].items()):
+        before_calls, before_seconds = baseline["lambdas"].get(name, (0, 0.0))
+        section.check(
+            f"Lambda {name}: invocations, seconds per delivered message",
+            f"{(calls - before_calls) * per:.3f}, {(seconds - before_seconds) * per:.3f} s",
+        )
     section.check("attempt history units per delivered message", f"{other_write:.2f} WU + {other_read:.2f} RU")
     section.check("SQS requests per delivered message", sqs)
     section.check("Lambda invocations per delivered message", invocations)
     for name, value in dollars.items():
         section.check(f"US$ per million occurrences: {name}", value)
+    section.at_most("US$ per million occurrences: Hourglass total, on-demand", total, "", OCCURRENCE_BUDGET)
+    dollars["Hourglass total"] = total
     section.check("US$ per million: EventBridge Scheduler invocations", cost.PRICE_SCHEDULER_INVOCATION * 1e6)
     section.data["per_occurrence"] = {
         "write": writes,

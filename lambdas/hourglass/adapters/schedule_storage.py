@@ -96,7 +96,8 @@ class ScheduleStorage(Table):
         return sorted(found, key=lambda schedule: (schedule.queue, schedule.name))
 
     def repair_position(self) -> RepairRound:
-        got = self._guard("get_item", TableName=self.table, Key=REPAIR_KEY, ConsistentRead=True).get("Item", {})
+        # Eventually consistent: a stale position at worst looks at a batch again or starts a round early.
+        got = self._guard("get_item", TableName=self.table, Key=REPAIR_KEY, ConsistentRead=False).get("Item", {})
         started = got.get("started", {}).get("N")
         return RepairRound(got.get("after", {}).get("S"), None if started is None else from_ms(int(started)))
 
