@@ -157,3 +157,18 @@ def test_the_repair_reads_the_schedules_of_each_queue_in_its_batch(
     assert sorted(m["schedule"] for m in doc["messages"]) == ["a", "b", "c"]
     _, doc = harness.call("GET", "/v1/queues/orders/messages", params={"status": "pending"})
     assert sorted(m["schedule"] for m in doc["messages"]) == ["a", "b", "c"]
+
+
+def test_the_repair_stores_a_far_occurrence_missing_long_after_the_write_before_it_is_due(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_queue(harness)
+    monkeypatch.setattr(harness.ctx.store, "put_occurrence", lambda *_: False)  # as if its chain had broken
+    put(harness, "daily", {"every": 86400, "body": 1})
+    monkeypatch.undo()
+    harness.clock.now += timedelta(hours=1)
+    assert transitions.repair(harness.ctx) == 0  # written an hour ago, due in 23: a later round looks
+    assert occurrences(harness, "daily") == []
+    harness.clock.now += timedelta(hours=22, minutes=50)
+    assert transitions.repair(harness.ctx) == 1  # due within the horizon
+    assert [m["due_at"] for m in occurrences(harness, "daily", "pending")] == ["2026-11-22T10:00:00.000Z"]

@@ -3,6 +3,7 @@ messages: `MessageStorage.put_occurrence`)."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from hourglass import contract
@@ -98,8 +99,12 @@ class ScheduleStorage(Table):
     def repair_position(self) -> RepairRound:
         # Eventually consistent: a stale position at worst looks at a batch again or starts a round early.
         got = self._guard("get_item", TableName=self.table, Key=REPAIR_KEY, ConsistentRead=False).get("Item", {})
-        started = got.get("started", {}).get("N")
-        return RepairRound(got.get("after", {}).get("S"), None if started is None else from_ms(int(started)))
+        started, took = got.get("started", {}).get("N"), got.get("took", {}).get("N")
+        return RepairRound(
+            got.get("after", {}).get("S"),
+            None if started is None else from_ms(int(started)),
+            None if took is None else timedelta(milliseconds=int(took)),
+        )
 
     def save_repair_position(self, position: RepairRound) -> None:
         item = {**REPAIR_KEY}
@@ -107,4 +112,6 @@ class ScheduleStorage(Table):
             item["after"] = s(position.after)
         if position.started is not None:
             item["started"] = n(to_ms(position.started))
+        if position.took is not None:
+            item["took"] = n(int(position.took / timedelta(milliseconds=1)))
         self._guard("put_item", TableName=self.table, Item=item)

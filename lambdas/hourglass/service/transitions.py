@@ -21,6 +21,7 @@ from hourglass.core.lifecycle import Change
 from hourglass.core.model import Message, Queue, Status
 from hourglass.core.pacing import Rates
 from hourglass.core.recurrence import Schedule
+from hourglass.core.repair_round import RepairRound
 from hourglass.core.schedule import SweepKeys
 from hourglass.errors import StaleVersionError, StoreError, TimerQueueError
 from hourglass.logs import log
@@ -314,7 +315,7 @@ def repair(ctx: Context, time_left: Callable[[], float] = lambda: 60.0, limit: i
             break
         if schedule.queue not in queues:
             queues[schedule.queue] = ctx.store.get_queue(schedule.queue, consistent=True)
-        if _repair_one(ctx, schedule, queues[schedule.queue], now) is not None:
+        if _repair_one(ctx, schedule, queues[schedule.queue], now, progress) is not None:
             log("chain_repaired", queue=schedule.queue, schedule=schedule.name)
             ctx.metrics.count("ChainRepaired", queue=schedule.queue)
             stored += 1
@@ -322,7 +323,9 @@ def repair(ctx: Context, time_left: Callable[[], float] = lambda: 60.0, limit: i
     return stored
 
 
-def _repair_one(ctx: Context, schedule: Schedule, queue: Queue | None, now: datetime) -> Message | None:
+def _repair_one(
+    ctx: Context, schedule: Schedule, queue: Queue | None, now: datetime, progress: RepairRound
+) -> Message | None:
     # A schedule older than its queue belongs to a deleted queue of the same name; a paused queue holds
     # its occurrence pending, which chains when it is delivered.
     if schedule.paused or queue is None or schedule.created_at < queue.created_at:
@@ -333,6 +336,8 @@ def _repair_one(ctx: Context, schedule: Schedule, queue: Queue | None, now: date
     # What its chain stores next: a closed window's stretch stores one occurrence for its opening.
     window = admission.plan_window(schedule, queue)
     at = None if following is None else catch_up.in_stretch(schedule, window, now, following)
-    if at is None or ctx.store.get_message(queue.name, schedule.occurrence_id(at), consistent=False) is not None:
+    if at is None or not progress.looks_at(schedule, at, now):
+        return None  # none to store, or not yet: a later round looks, before it is due
+    if ctx.store.get_message(queue.name, schedule.occurrence_id(at), consistent=False) is not None:
         return None
     return materialize(ctx, schedule, queue, now, now)
