@@ -20,7 +20,8 @@ HORIZON = timedelta(minutes=10)
 class RepairRound:
     """`after`: the last schedule looked at (its due-index sort key); None at the start of a round.
     `started`: when the round under way (or the last one) started; None if never (or unknown).
-    `took`: how long the last whole round took; None if unknown."""
+    `took`: how long the last whole round took, with the wait for the next one (about the longest a schedule
+    waits between two looks); None if unknown."""
 
     after: str | None = None
     started: datetime | None = None

@@ -302,7 +302,8 @@ def materialize(ctx: Context, schedule: Schedule, queue: Queue, after: datetime,
 def repair(ctx: Context, time_left: Callable[[], float] = lambda: 60.0, limit: int = REPAIR_BATCH) -> int:
     """The next occurrence of every running schedule that has none stored (its chaining failed or a writer
     died between two writes), for the next `limit` schedules of a round through all of them (a new round at
-    most once a minute: `core.repair_round`). Called by every scheduled sweeper run; returns how many it stored."""
+    most once a minute; a schedule looked at when its next occurrence is near or it was written lately:
+    `core.repair_round`). Called by every scheduled sweeper run; returns how many it stored."""
     now = ctx.clock()
     progress = ctx.store.repair_position()
     if not progress.due(now):
