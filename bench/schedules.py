@@ -3,8 +3,9 @@
 Through the local runtime in real time, like precision: `every: 60` schedules whose starts are spread
 over a minute, and as many one-off messages due over the same minutes, all to one loopback receiver.
 Lateness = the receiver's clock when the request arrived - the due time. DynamoDB units are counted
-per message item (bench.capacity_units); the schedule item reads of the chaining are the table's
-other items (`other`); SQS requests and Lambda invocations are the run's, per delivered message.
+per message item (bench.capacity_units); the chaining's units (the schedule reads of the claim and of the
+attempt, the chain repair's round and its position item) are the `schedule items` use; SQS requests and
+Lambda invocations are the run's, per delivered message.
 """
 
 from __future__ import annotations
@@ -276,10 +277,13 @@ def _costs(
         "lambda_invocations": invocations,
         "usd_per_million": {k: round(v, 3) for k, v in dollars.items()},
     }
-    section.notes.append(
+    section.notes += [
         "SQS requests and Lambda invocations are the run's per delivered message (occurrences and one-offs share "
-        "the timer queue and functions); sweeper runs are every few seconds here, 60 s in the stack."
-    )
+        "the timer queue and functions); sweeper runs are every few seconds here, 60 s in the stack.",
+        f"Budgets (issue 35): at most US$ {OCCURRENCE_BUDGET:.2f} per million occurrences on-demand, and at most "
+        f"{CHAINING_READ_BUDGET:g} read units of chaining per occurrence (35 before). An occurrence is a message "
+        "on the sweep path: its writes are the sweep path's (docs/design.md, 'Paths and their costs').",
+    ]
 
 
 def _list(api: str, queue: str) -> list[dict[str, Any]]:
