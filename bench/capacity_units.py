@@ -40,7 +40,9 @@ from hourglass.core.keys import (
     MESSAGE_PREFIX,
     PACE_SK,
     QUEUE_SK,
+    REPAIR_PK,
     SCHEDULE_PREFIX,
+    SCHEDULES_PK,
     SLOT_PREFIX,
     SWEEPER_PK,
     message_sk,
@@ -196,7 +198,9 @@ class CapacityMeter:
         index = kwargs.get("IndexName")
         partition = _condition_values(kwargs)[0]
         use = f"query {index}" if index else ("sweeper state" if partition == SWEEPER_PK else "query table")
-        if any(str(v.get("S", "")).startswith(BREAKER_PREFIX) for v in kwargs["ExpressionAttributeValues"].values()):
+        if partition == SCHEDULES_PK or _sort_values(kwargs, SCHEDULE_PREFIX):
+            use = "schedule items"  # the chain repair's round: the due index's schedule entries, then the items
+        if _sort_values(kwargs, BREAKER_PREFIX):
             use = "circuit breaker"
         self.by_use[use].add(read=units)
 
@@ -239,7 +243,8 @@ class CapacityMeter:
         if key[1].startswith(MESSAGE_PREFIX):
             self.by_key[key].add(write, read)
         else:
-            use = {SWEEPER_PK: "sweeper state", BUCKETS_PK: "due-bucket records"}.get(key[0]) or _use_of(key[1])
+            shared = {SWEEPER_PK: "sweeper state", BUCKETS_PK: "due-bucket records", REPAIR_PK: "schedule items"}
+            use = shared.get(key[0]) or _use_of(key[1])
             self.by_use[use].add(write, read)
 
     def snapshot(self) -> tuple[dict[Key, Units], dict[str, Units]]:
@@ -262,6 +267,11 @@ def _use_of(sort_key: str) -> str:
     if sort_key.startswith(BREAKER_PREFIX):
         return "circuit breaker"
     return "schedule items" if sort_key.startswith(SCHEDULE_PREFIX) else "other"
+
+
+def _sort_values(kwargs: Mapping[str, Any], prefix: str) -> bool:
+    """Whether a Query's condition names a value that starts with `prefix` (the items of one kind it reads)."""
+    return any(str(v.get("S", "")).startswith(prefix) for v in kwargs["ExpressionAttributeValues"].values())
 
 
 def _key(item: Mapping[str, Any]) -> Key:
@@ -318,18 +328,23 @@ def _top_level_split(text: str) -> list[str]:
 
 
 _CONDITION = re.compile(
-    r"^(#?\w+)\s*=\s*(:\w+)(?:\s+AND\s+(?:begins_with\(\s*#?\w+\s*,\s*(:\w+)\s*\)|#?\w+\s+BETWEEN\s+(:\w+)\s+AND\s+(:\w+)))?$"
+    r"^(#?\w+)\s*=\s*(:\w+)(?:\s+AND\s+(?:begins_with\(\s*#?\w+\s*,\s*(:\w+)\s*\)|#?\w+\s+BETWEEN\s+(:\w+)\s+AND\s+(:\w+)"
+    r"|#?\w+\s*>\s*(:\w+)))?$"
 )
 
 
 def _condition_values(kwargs: Mapping[str, Any]) -> tuple[str, Any]:
-    """The partition value and a test of the sort key, for the key conditions the Store uses."""
+    """The partition value and a test of the sort key, for the key conditions the Store uses (=, begins_with,
+    BETWEEN, >)."""
     match = _CONDITION.match(kwargs["KeyConditionExpression"].strip())
     if match is None:
         raise ValueError(f"unsupported key condition {kwargs['KeyConditionExpression']!r}")
     values = kwargs["ExpressionAttributeValues"]
     partition: str = match.group(2)
-    prefix, low, high = match.group(3), match.group(4), match.group(5)
+    prefix, low, high, above = match.group(3), match.group(4), match.group(5), match.group(6)
+    if above:
+        after = values[above]["S"]
+        return values[partition]["S"], lambda sk: sk is not None and sk > after
     if prefix:
         start = values[prefix]["S"]
         return values[partition]["S"], lambda sk: sk is not None and sk.startswith(start)

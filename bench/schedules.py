@@ -3,8 +3,9 @@
 Through the local runtime in real time, like precision: `every: 60` schedules whose starts are spread
 over a minute, and as many one-off messages due over the same minutes, all to one loopback receiver.
 Lateness = the receiver's clock when the request arrived - the due time. DynamoDB units are counted
-per message item (bench.capacity_units); the schedule item reads of the chaining are the table's
-other items (`other`); SQS requests and Lambda invocations are the run's, per delivered message.
+per message item (bench.capacity_units); the chaining's units (the schedule reads of the claim and of the
+attempt, the chain repair's round and its position item) are the `schedule items` use; SQS requests and
+Lambda invocations are the run's, per delivered message.
 """
 
 from __future__ import annotations
@@ -52,6 +53,11 @@ QUICK = SchedulesConfig(
 )
 # Occurrences are as precise as one-off messages of the same run: p99 at most this much later.
 P99_MARGIN_MS = 20.0
+# Issue 35: a schedule occurrence costs at most this many US$ per million, on-demand.
+OCCURRENCE_BUDGET = 2.00
+# ... and its chaining (the schedule reads and writes of the chain and of its repair) reads far fewer than the
+# 35 read units it did before.
+CHAINING_READ_BUDGET = 5.0
 
 
 @dataclass(frozen=True)
@@ -243,13 +249,23 @@ def _costs(
         "Lambda requests": invocations * cost.PRICE_LAMBDA_REQUEST * 1e6,
         "Lambda duration": gb_seconds * cost.PRICE_LAMBDA_GB_SECOND * 1e6,
     }
-    dollars["Hourglass total"] = sum(dollars.values())
+    total = sum(dollars.values())
     section.check("schedule item units per occurrence (chaining)", f"{schedule_write:.2f} WU + {schedule_read:.2f} RU")
+    section.at_most("read units of the chaining per occurrence", schedule_read, "RU", CHAINING_READ_BUDGET)
+    section.check("units per occurrence, all told", f"{writes:.2f} WU + {reads:.2f} RU")
+    for name, (calls, seconds) in sorted(final["lambdas"].items()):
+        before_calls, before_seconds = baseline["lambdas"].get(name, (0, 0.0))
+        section.check(
+            f"Lambda {name}: invocations, seconds per delivered message",
+            f"{(calls - before_calls) * per:.3f}, {(seconds - before_seconds) * per:.3f} s",
+        )
     section.check("attempt history units per delivered message", f"{other_write:.2f} WU + {other_read:.2f} RU")
     section.check("SQS requests per delivered message", sqs)
     section.check("Lambda invocations per delivered message", invocations)
     for name, value in dollars.items():
         section.check(f"US$ per million occurrences: {name}", value)
+    section.at_most("US$ per million occurrences: Hourglass total, on-demand", total, "", OCCURRENCE_BUDGET)
+    dollars["Hourglass total"] = total
     section.check("US$ per million: EventBridge Scheduler invocations", cost.PRICE_SCHEDULER_INVOCATION * 1e6)
     section.data["per_occurrence"] = {
         "write": writes,
@@ -261,10 +277,13 @@ def _costs(
         "lambda_invocations": invocations,
         "usd_per_million": {k: round(v, 3) for k, v in dollars.items()},
     }
-    section.notes.append(
+    section.notes += [
         "SQS requests and Lambda invocations are the run's per delivered message (occurrences and one-offs share "
-        "the timer queue and functions); sweeper runs are every few seconds here, 60 s in the stack."
-    )
+        "the timer queue and functions); sweeper runs are every few seconds here, 60 s in the stack.",
+        f"Budgets (issue 35): at most US$ {OCCURRENCE_BUDGET:.2f} per million occurrences on-demand, and at most "
+        f"{CHAINING_READ_BUDGET:g} read units of chaining per occurrence (35 before). An occurrence is a message "
+        "on the sweep path: its writes are the sweep path's (docs/design.md, 'Paths and their costs').",
+    ]
 
 
 def _list(api: str, queue: str) -> list[dict[str, Any]]:

@@ -121,3 +121,54 @@ def test_the_repair_goes_round_every_schedule_a_batch_per_sweep(
     repaired = [transitions.repair(harness.ctx, limit=2) for _ in range(3)]
     assert repaired == [2, 1, 0]
     assert all(occurrences(harness, name, "pending") for name in ("a", "b", "c"))
+
+
+def test_a_new_repair_round_waits_a_minute_from_the_last_start(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_queue(harness)
+    put(harness, "a", {"every": 3600, "body": 1})
+    assert transitions.repair(harness.ctx) == 0  # a round: nothing to repair
+    monkeypatch.setattr(harness.ctx.store, "put_occurrence", lambda *_: False)  # none stored at PUT
+    put(harness, "hourly", {"every": 3600, "body": 1})
+    monkeypatch.undo()
+    harness.clock.now += timedelta(seconds=59)
+    assert transitions.repair(harness.ctx) == 0  # no new round yet: nothing is read
+    assert pending(harness) == []
+    harness.clock.now += timedelta(seconds=1)
+    assert transitions.repair(harness.ctx) == 1
+    assert pending(harness) == ["2026-11-21T11:00:00.000Z"]
+
+
+def test_the_repair_reads_the_schedules_of_each_queue_in_its_batch(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    queues = ("orders", "other")
+    for queue in queues:
+        make_queue(harness, queue)
+    monkeypatch.setattr(harness.ctx.store, "put_occurrence", lambda *_: False)  # none stored at PUT
+    for queue in queues:
+        for name in ("a", "b", "c"):
+            harness.call("PUT", f"/v1/queues/{queue}/schedules/{name}", {"every": 3600, "body": 1})
+    monkeypatch.undo()
+    assert transitions.repair(harness.ctx, limit=5) == 5  # orders a-c, other a-b
+    assert transitions.repair(harness.ctx, limit=5) == 1  # other c: the round is over
+    _, doc = harness.call("GET", "/v1/queues/other/messages", params={"status": "pending"})
+    assert sorted(m["schedule"] for m in doc["messages"]) == ["a", "b", "c"]
+    _, doc = harness.call("GET", "/v1/queues/orders/messages", params={"status": "pending"})
+    assert sorted(m["schedule"] for m in doc["messages"]) == ["a", "b", "c"]
+
+
+def test_the_repair_stores_a_far_occurrence_missing_long_after_the_write_before_it_is_due(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_queue(harness)
+    monkeypatch.setattr(harness.ctx.store, "put_occurrence", lambda *_: False)  # as if its chain had broken
+    put(harness, "daily", {"every": 86400, "body": 1})
+    monkeypatch.undo()
+    harness.clock.now += timedelta(hours=1)
+    assert transitions.repair(harness.ctx) == 0  # written an hour ago, due in 23: a later round looks
+    assert occurrences(harness, "daily") == []
+    harness.clock.now += timedelta(hours=22, minutes=50)
+    assert transitions.repair(harness.ctx) == 1  # due within the horizon
+    assert [m["due_at"] for m in occurrences(harness, "daily", "pending")] == ["2026-11-22T10:00:00.000Z"]

@@ -200,6 +200,23 @@ def test_crash_before_the_next_occurrence_is_stored_loses_none_and_duplicates_no
     assert len(occurrences(harness, "minutely", "pending")) == 1
 
 
+def test_an_occurrence_whose_schedule_read_lags_at_its_claim_chains_after_its_outcome(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_queue(harness)
+    put(harness, "hourly", {"every": 3600, "body": 1})
+    read = harness.ctx.store.get_schedule
+
+    def lagging(queue: str, name: str, *, consistent: bool = True) -> Any:
+        # The sweep's claim reads the schedule eventually consistently: here that read has not caught up.
+        return read(queue, name) if consistent else None
+
+    monkeypatch.setattr(harness.ctx.store, "get_schedule", lagging)
+    run_until(harness, datetime(2026, 11, 21, 11, 0, 5, tzinfo=UTC))
+    assert [m["due_at"] for m in occurrences(harness, "hourly", "delivered")] == ["2026-11-21T11:00:00.000Z"]
+    assert [m["due_at"] for m in occurrences(harness, "hourly", "pending")] == ["2026-11-21T12:00:00.000Z"]
+
+
 def test_schedule_errors_name_the_field_and_change_nothing(harness: Harness) -> None:
     make_queue(harness)
     for doc, field in (

@@ -20,6 +20,7 @@ from hourglass.core.model import (
     SqsTarget,
     Status,
 )
+from hourglass.core.recurrence import Recurrence, Schedule
 from hourglass.core.schedule import SweepKeys
 
 NOW = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
@@ -135,6 +136,12 @@ def test_a_stored_schedule_with_a_period_below_todays_bound_still_reads():
         "version": {"N": "1"},
     }
     assert items.schedule_from_item(item).recurrence.every == 30
+
+
+def test_a_schedule_reads_back_when_it_was_written():
+    rule = Recurrence(every=3600)
+    schedule = Schedule("orders", "hourly", rule, {"tick": 1}, created_at=NOW, written_at=NOW + timedelta(hours=1))
+    assert items.schedule_from_item(items.schedule_to_item(schedule)) == schedule
 
 
 def test_a_message_in_the_outbox_reads_with_its_pending_notice_and_next_try():

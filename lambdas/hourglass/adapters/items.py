@@ -771,6 +771,8 @@ def schedule_to_item(schedule: Schedule) -> Item:
         item["priority"] = n(schedule.priority)
     if schedule.paused_at is not None:
         item["paused_at"] = n(to_ms(schedule.paused_at))
+    if schedule.written_at is not None:
+        item["written_at"] = n(to_ms(schedule.written_at))
     return item
 
 
@@ -801,4 +803,5 @@ def schedule_from_item(item: Item) -> Schedule:
         priority=_int(item, "priority", DEFAULT_PRIORITY),
         window=_window_of(item),
         paused_at=_time(item, "paused_at"),
+        written_at=_time(item, "written_at"),
     )

@@ -3,6 +3,7 @@ messages: `MessageStorage.put_occurrence`)."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from hourglass import contract
@@ -10,10 +11,11 @@ from hourglass.adapters.items import n, s, schedule_from_item, schedule_key, sch
 from hourglass.adapters.table import Table, decode_cursor, encode_cursor
 from hourglass.core.keys import REPAIR_PK, REPAIR_SK, SCHEDULE_PREFIX, SCHEDULES_PK
 from hourglass.core.recurrence import Schedule
+from hourglass.core.repair_round import RepairRound
+from hourglass.core.timestamps import from_ms, to_ms
 
 # Where the chain repair has got to in its round of every schedule (one small item).
 REPAIR_KEY = {"pk": s(REPAIR_PK), "sk": s(REPAIR_SK)}
-BATCH_GET = 100
 
 
 class ScheduleStorage(Table):
@@ -77,19 +79,39 @@ class ScheduleStorage(Table):
         return self._schedules(keys), position
 
     def _schedules(self, keys: list[dict[str, Any]]) -> list[Schedule]:
+        """The schedules of `keys` (a page of the round), eventually consistent: one Query per queue over the range
+        of names, priced by the total size read rather than per item. A stale read is harmless: the repair's put is
+        conditional, and an occurrence of a replaced version is cancelled at its attempt."""
+        names: dict[str, list[str]] = {}
+        for key in keys:
+            names.setdefault(key["pk"]["S"], []).append(key["sk"]["S"])
         found: list[Schedule] = []
-        for start in range(0, len(keys), BATCH_GET):
-            request: dict[str, Any] = {self.table: {"Keys": keys[start : start + BATCH_GET], "ConsistentRead": True}}
-            while request:
-                answer = self._guard("batch_get_item", RequestItems=request)
-                found.extend(schedule_from_item(item) for item in answer.get("Responses", {}).get(self.table, []))
-                request = answer.get("UnprocessedKeys") or {}
+        for queue, sort_keys in names.items():
+            request: dict[str, Any] = {
+                "TableName": self.table,
+                "KeyConditionExpression": "pk = :q AND sk BETWEEN :first AND :last",
+                "ExpressionAttributeValues": {":q": s(queue), ":first": s(min(sort_keys)), ":last": s(max(sort_keys))},
+            }
+            for page in self._pages(request):
+                found.extend(schedule_from_item(item) for item in page.get("Items", []))
         return sorted(found, key=lambda schedule: (schedule.queue, schedule.name))
 
-    def repair_position(self) -> str | None:
-        got = self._guard("get_item", TableName=self.table, Key=REPAIR_KEY, ConsistentRead=True)
-        return got.get("Item", {}).get("after", {}).get("S")
+    def repair_position(self) -> RepairRound:
+        # Eventually consistent: a stale position at worst looks at a batch again or starts a round early.
+        got = self._guard("get_item", TableName=self.table, Key=REPAIR_KEY, ConsistentRead=False).get("Item", {})
+        started, took = got.get("started", {}).get("N"), got.get("took", {}).get("N")
+        return RepairRound(
+            got.get("after", {}).get("S"),
+            None if started is None else from_ms(int(started)),
+            None if took is None else timedelta(milliseconds=int(took)),
+        )
 
-    def save_repair_position(self, after: str | None) -> None:
-        item = {**REPAIR_KEY, **({} if after is None else {"after": s(after)})}
+    def save_repair_position(self, position: RepairRound) -> None:
+        item = {**REPAIR_KEY}
+        if position.after is not None:
+            item["after"] = s(position.after)
+        if position.started is not None:
+            item["started"] = n(to_ms(position.started))
+        if position.took is not None:
+            item["took"] = n(int(position.took / timedelta(milliseconds=1)))
         self._guard("put_item", TableName=self.table, Item=item)

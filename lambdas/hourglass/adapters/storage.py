@@ -26,6 +26,7 @@ from hourglass.core.model import Message, Notice, NoticeStatus, Queue, Status
 from hourglass.core.operations import Operation, Progress, Workers
 from hourglass.core.pacing import PaceState
 from hourglass.core.recurrence import Schedule
+from hourglass.core.repair_round import RepairRound
 from hourglass.core.schedule import SweepKeys
 from hourglass.core.sweep_state import ShardProgress, SweepState
 from hourglass.core.validation import ListOrder
@@ -362,9 +363,9 @@ class Schedules(Protocol):
         """Up to `limit` schedules of every queue after position `after`, and where to go on (None: over)."""
         ...
 
-    def repair_position(self) -> str | None: ...
+    def repair_position(self) -> RepairRound: ...
 
-    def save_repair_position(self, after: str | None) -> None: ...
+    def save_repair_position(self, position: RepairRound) -> None: ...
 
 
 class PaceWindows(Protocol):

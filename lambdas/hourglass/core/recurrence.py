@@ -79,6 +79,9 @@ class Schedule(Carried):
     queue_epoch: datetime | None = None
     # When it was last paused: a resume catches up from there (`core.catch_up`); None if never or unknown.
     paused_at: datetime | None = None
+    # When this version was written (PUT, pause, resume): the chain repair looks at a schedule written lately
+    # whatever its next occurrence (`core.repair_round`); None for one stored before this was kept.
+    written_at: datetime | None = None
 
     def next_after(self, after: datetime) -> datetime | None:
         return next_occurrence(self.recurrence, after, anchor=self.created_at)

@@ -66,6 +66,7 @@ class Schedules:
                 version=existing.version + 1 if existing else 1,
                 queue_epoch=queue.created_at,
                 paused_at=existing.paused_at if existing else None,
+                written_at=now,
                 **carried(request),
             )
             admission.admit_schedule(schedule, queue, now)
@@ -122,7 +123,7 @@ class Schedules:
             # A new version: occurrences planned before the change are never delivered.
             now = self.ctx.clock()
             paused_at = now if paused else old.paused_at
-            schedule = replace(old, paused=paused, version=old.version + 1, paused_at=paused_at)
+            schedule = replace(old, paused=paused, version=old.version + 1, paused_at=paused_at, written_at=now)
             try:
                 self.store.put_schedule(schedule, expected_version=old.version)
             except StaleVersionError:

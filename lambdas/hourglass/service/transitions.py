@@ -21,6 +21,7 @@ from hourglass.core.lifecycle import Change
 from hourglass.core.model import Message, Queue, Status
 from hourglass.core.pacing import Rates
 from hourglass.core.recurrence import Schedule
+from hourglass.core.repair_round import RepairRound
 from hourglass.core.schedule import SweepKeys
 from hourglass.errors import StaleVersionError, StoreError, TimerQueueError
 from hourglass.logs import log
@@ -231,26 +232,31 @@ def chain(ctx: Context, message: Message, now: datetime, read: Chained | None = 
 
 def chain_ahead(ctx: Context, message: Message, now: datetime) -> bool:
     """An occurrence the sweep claims for its first attempt: its next occurrence stored now, a lookahead before
-    the attempt and off its path. True when its attempt need not chain (its timer says so: `Timer.chained`);
-    False for any other message, or when this failed (its attempt chains, or the repair does)."""
+    the attempt and off its path. True when it stored it, so its attempt need not chain (its timer says so:
+    `Timer.chained`); False for any other message, or when this stored none or failed (its attempt chains, or
+    the repair does)."""
     if message.schedule is None or message.occurrence_at is None or message.redelivered or message.attempts:
         return False
     try:
-        read = _read(ctx, message)
-        if read is not None and delivery_control.of(read.queue).paused:
+        # The schedule read eventually consistent: a stale one can only store an occurrence of a replaced version,
+        # which its attempt cancels (`dispatch.attempt` reads it consistently), or store none (its attempt chains).
+        read = _read(ctx, message, consistent=False)
+        if read is None or delivery_control.of(read.queue).paused:
             # A paused queue holds its occurrence pending: it chains when it is delivered, as one stored
             # while the queue was paused would.
             return False
-        _chain(ctx, message, now, read)
+        # Nothing stored (none planned, or a stale read): its attempt chains, on what it reads itself.
+        return _chain(ctx, message, now, read) is not None
     except (StoreError, TimerQueueError) as exc:
         _chain_failed(ctx, message, exc)
         return False
-    return True
 
 
-def _read(ctx: Context, message: Message) -> Chained | None:
+def _read(ctx: Context, message: Message, *, consistent: bool = True) -> Chained | None:
+    """Its schedule (`consistent` or not) and queue, if it is an occurrence of the schedule's current version."""
     assert message.schedule is not None
-    schedule = ctx.store.get_schedule(message.queue, message.schedule)
+    schedule = ctx.store.get_schedule(message.queue, message.schedule, consistent=consistent)
+    # The queue always consistently: its pause state decides whether the chain goes on now.
     queue = ctx.store.get_queue(message.queue, consistent=True) if is_current(schedule, message) else None
     return Chained(schedule, queue) if schedule is not None and queue is not None else None
 
@@ -295,10 +301,14 @@ def materialize(ctx: Context, schedule: Schedule, queue: Queue, after: datetime,
 
 def repair(ctx: Context, time_left: Callable[[], float] = lambda: 60.0, limit: int = REPAIR_BATCH) -> int:
     """The next occurrence of every running schedule that has none stored (its chaining failed or a writer
-    died between two writes), for the next `limit` schedules of a round through all of them. Called by every
-    scheduled sweeper run; returns how many it stored."""
+    died between two writes), for the next `limit` schedules of a round through all of them (a new round at
+    most once a minute; a schedule looked at when its next occurrence is near or it was written lately:
+    `core.repair_round`). Called by every scheduled sweeper run; returns how many it stored."""
     now = ctx.clock()
-    schedules, position = ctx.store.schedule_round(ctx.store.repair_position(), limit)
+    progress = ctx.store.repair_position()
+    if not progress.due(now):
+        return 0
+    schedules, after = ctx.store.schedule_round(progress.after, limit)
     queues: dict[str, Queue | None] = {}
     stored = 0
     for schedule in schedules:
@@ -306,15 +316,17 @@ def repair(ctx: Context, time_left: Callable[[], float] = lambda: 60.0, limit: i
             break
         if schedule.queue not in queues:
             queues[schedule.queue] = ctx.store.get_queue(schedule.queue, consistent=True)
-        if _repair_one(ctx, schedule, queues[schedule.queue], now) is not None:
+        if _repair_one(ctx, schedule, queues[schedule.queue], now, progress) is not None:
             log("chain_repaired", queue=schedule.queue, schedule=schedule.name)
             ctx.metrics.count("ChainRepaired", queue=schedule.queue)
             stored += 1
-    ctx.store.save_repair_position(position)
+    ctx.store.save_repair_position(progress.moved_to(after, now))
     return stored
 
 
-def _repair_one(ctx: Context, schedule: Schedule, queue: Queue | None, now: datetime) -> Message | None:
+def _repair_one(
+    ctx: Context, schedule: Schedule, queue: Queue | None, now: datetime, progress: RepairRound
+) -> Message | None:
     # A schedule older than its queue belongs to a deleted queue of the same name; a paused queue holds
     # its occurrence pending, which chains when it is delivered.
     if schedule.paused or queue is None or schedule.created_at < queue.created_at:
@@ -325,6 +337,8 @@ def _repair_one(ctx: Context, schedule: Schedule, queue: Queue | None, now: date
     # What its chain stores next: a closed window's stretch stores one occurrence for its opening.
     window = admission.plan_window(schedule, queue)
     at = None if following is None else catch_up.in_stretch(schedule, window, now, following)
-    if at is None or ctx.store.get_message(queue.name, schedule.occurrence_id(at), consistent=False) is not None:
+    if at is None or not progress.looks_at(schedule, at, now):
+        return None  # none to store, or not yet: a later round looks, before it is due
+    if ctx.store.get_message(queue.name, schedule.occurrence_id(at), consistent=False) is not None:
         return None
     return materialize(ctx, schedule, queue, now, now)
