@@ -24,7 +24,7 @@ from hourglass.core.recurrence import Schedule
 from hourglass.core.schedule import SweepKeys
 from hourglass.errors import StaleVersionError, StoreError, TimerQueueError
 from hourglass.logs import log
-from hourglass.service import failure_notices
+from hourglass.service import failure_notices, ordering
 from hourglass.service.context import Context
 from hourglass.service.failure_notices import Owed
 
@@ -106,6 +106,7 @@ def revise(
         return _end(ctx, message, change, now, write)
     leased = change.leased(placement.lease)
     ctx.store.reschedule(leased, placement.keys, new_body=new_body, last_op=operation)
+    ordering.after_reschedule(ctx, message, ctx.limits.ordering(message.queue), now)
     return leased.message
 
 
@@ -138,6 +139,7 @@ def _end(
         error=error,
     )
     chain(ctx, message, now, read)
+    ordering.after_end(ctx, message, ctx.limits.ordering(message.queue), now)
     return message
 
 

@@ -17,11 +17,13 @@ from hourglass.core import concurrency, deadline, delivery_control, handoff, sch
 from hourglass.core.concurrency import Lease
 from hourglass.core.delivery_control import DeliveryControl
 from hourglass.core.handoff import Scheduled, Timer
-from hourglass.core.model import LATER_NAMESPACE, Queue
+from hourglass.core.model import LATER_NAMESPACE, Ordering, Queue, Status
+from hourglass.core.ordering import WAIT_SAFETY_DELAY
 from hourglass.core.pacing import Rates, Slot, counted, key_paced_since
 from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.errors import StoreError
 from hourglass.logs import log
+from hourglass.service import ordering
 from hourglass.service.context import Context
 from hourglass.service.dispatch.attempt import Attempts
 from hourglass.service.dispatch.outcome import Result
@@ -131,6 +133,8 @@ class StartGate:
             self.ctx.handoff.resend([Scheduled(replace(timer, latest_ms=None), delivery_control.PAUSE_RECHECK)])
             self.ctx.metrics.count("Paused", queue=timer.queue)
             return Result(True, "paused")
+        if control.ordering is not None and not self._turn(timer, control.ordering, now):
+            return Result(True, "waiting")
         rates = delivery_control.rates(control)
         if rates is not None and (timer.slot is None or timer.slot.missed(to_ms(now))):
             # A rate-limited queue's attempt starts only inside a pacing slot: take a new one.
@@ -184,6 +188,19 @@ class StartGate:
                 return None
             held.append(got)
         return held
+
+    def _turn(self, timer: Timer, rule: Ordering, now: datetime) -> bool:
+        """Whether it is the message's turn in its key (v1.3); if not, it waits in line, woken by the end of the
+        message before it, and its timer comes back only in case that wake is lost. A version that is not this
+        pending one (a takeover of the head, a stale timer) is left to the begin."""
+        message = self.ctx.store.get_message(timer.queue, timer.id)
+        if message is None or message.status is not Status.PENDING or message.version != timer.version:
+            return True
+        if ordering.take_turn(self.ctx, message, rule, now).starts:
+            return True
+        self.ctx.handoff.resend([Scheduled(replace(timer, latest_ms=None), WAIT_SAFETY_DELAY)])
+        self.ctx.metrics.count("Waiting", queue=timer.queue)
+        return False
 
     def _stopped(self, slot: Slot | None, name: str) -> tuple[datetime, bool]:
         """The queue's pause state and when its read was sent (`QueueReads.paused`); stopped as well when a PUT
