@@ -30,7 +30,7 @@ from hourglass.service.dispatch.outcome import Result
 from hourglass.service.pacing import REPACE_HOLD, PacedStarts
 
 
-class StorageUsed(storage.Queues, storage.ConcurrencySlots, Protocol):
+class StorageUsed(storage.Queues, storage.Messages, storage.ConcurrencySlots, Protocol):
     """The storage nouns this module uses (`adapters.storage`)."""
 
 
