@@ -120,8 +120,9 @@ class Api:
             ("POST", rf"/v1/queues/{NAME}/schedules/{NAME}/pause", self.pause_schedule),
             ("POST", rf"/v1/queues/{NAME}/schedules/{NAME}/resume", self.resume_schedule),
             ("GET", rf"/v1/queues/{NAME}/metrics", self.queue_metrics),
-            ("GET", rf"/v1/queues/{NAME}/keys/(.+?)", self.get_key),
-            ("POST", rf"/v1/queues/{NAME}/keys/(.+)/release", self.release_key),
+            # A flow key in a path is percent-encoded (a "/" in it too).
+            ("GET", rf"/v1/queues/{NAME}/keys/{NAME}", self.get_key),
+            ("POST", rf"/v1/queues/{NAME}/keys/{NAME}/release", self.release_key),
             ("POST", r"/create", self.later_create),
             ("POST", r"/delete", self.later_delete),
             ("POST", r"/query", self.later_query),
