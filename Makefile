@@ -114,7 +114,7 @@ test-upgrade: $(STAMP) tools
 # Real-time end-to-end runs through the local runtime that `make test` leaves out for time (flow keys: ~1.5 min).
 test-realtime: $(STAMP)
 	HOURGLASS_E2E_MODES=inprocess HOURGLASS_E2E_REALTIME=1 $(BIN)/python -m pytest -q -p no:cacheprovider \
-		-o timeout=900 tests/e2e/test_flow_keys.py
+		-o timeout=900 tests/e2e/test_flow_keys.py tests/e2e/test_ordering.py
 
 # Deployment smoke test against a deployed stack (real AWS: credentials from the usual chain):
 # make smoke API_URL=https://abc123.execute-api.eu-west-1.amazonaws.com/prod/ API_KEY=...

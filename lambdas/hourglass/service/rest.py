@@ -48,6 +48,7 @@ StorageUsed = storage.Counters
 
 Response = dict[str, Any]
 NAME = r"([^/]+)"
+KEY = r"(.+)"
 T = TypeVar("T")
 # An error message names a field and says what is wrong: never long, but a field name may come from the request.
 MAX_ERROR_MESSAGE = 1000
@@ -120,9 +121,9 @@ class Api:
             ("POST", rf"/v1/queues/{NAME}/schedules/{NAME}/pause", self.pause_schedule),
             ("POST", rf"/v1/queues/{NAME}/schedules/{NAME}/resume", self.resume_schedule),
             ("GET", rf"/v1/queues/{NAME}/metrics", self.queue_metrics),
-            # A flow key in a path is percent-encoded (a "/" in it too).
-            ("GET", rf"/v1/queues/{NAME}/keys/{NAME}", self.get_key),
-            ("POST", rf"/v1/queues/{NAME}/keys/{NAME}/release", self.release_key),
+            # A flow key in a path is percent-encoded; a gateway may have decoded a "/" in it.
+            ("GET", rf"/v1/queues/{NAME}/keys/{KEY}", self.get_key),
+            ("POST", rf"/v1/queues/{NAME}/keys/{KEY}/release", self.release_key),
             ("POST", r"/create", self.later_create),
             ("POST", r"/delete", self.later_delete),
             ("POST", r"/query", self.later_query),
