@@ -3,12 +3,15 @@ key at a time in due order, keys independent, hold and release, `blocked_by` and
 
 from __future__ import annotations
 
+import contextlib
 from datetime import timedelta
 from typing import Any
 
 from hourglass.core.timestamps import format_rfc3339
 
+from tests.faults.proxies import Crash
 from tests.integration.conftest import Harness
+from tests.integration.test_crash_recovery import dies_once, h, invoke, receive  # noqa: F401 (h: a fixture)
 from tests.integration.test_flow import HTTP_QUEUE, get, make_queue, post
 
 ORDERED = {**HTTP_QUEUE, "retry": {"max_attempts": 3, "backoff_base": 10}, "ordering": {"by": "flow_key"}}
@@ -219,3 +222,32 @@ def test_a_queue_without_ordering_writes_no_key_items(harness: Harness) -> None:
     post(harness, {"body": {"n": 1}, "flow_key": "k", "delay": 1}, {"body": {"n": 2}, "flow_key": "k", "delay": 2})
     step(harness)
     assert (delivered(harness)[:2], harness.ctx.store.key_orders("orders")) == ([1, 2], [])
+
+
+# crashes ------------------------------------------------------------------------------------
+def test_a_head_whose_dispatcher_died_mid_attempt_is_taken_over_before_the_next_starts(h: Harness) -> None:
+    """The head's dispatcher dies mid-attempt: its key's next message waits until the takeover has ended it."""
+    make_queue(h, settings=ORDERED)
+    _, second = post(h, {"body": {"n": 1}, "flow_key": "k", "delay": 5}, {"body": {"n": 2}, "flow_key": "k", "delay": 6})
+    h.ctx.post = dies_once(h.ctx.post)
+    for _ in range(120):  # SQS's event source polls all the while
+        h.clock.advance(1)
+        with contextlib.suppress(Crash):
+            invoke(h, receive(h))
+    assert (delivered(h), get(h, second["id"])["status"]) == ([1, 2], "delivered")
+
+
+def test_a_schedules_occurrences_take_their_turn_in_their_key(harness: Harness) -> None:
+    make_queue(harness, settings=ORDERED)
+    harness.receiver.answers = [500]
+    post(harness, {"body": {"n": 1}, "flow_key": "k", "delay": 1})
+    step(harness)
+    start_at = format_rfc3339(harness.clock.now + timedelta(seconds=2))
+    schedule = {"every": 3600, "start_at": start_at, "body": {"n": 2}, "flow_key": "k"}
+    status, _ = harness.call("PUT", "/v1/queues/orders/schedules/s", schedule)
+    step(harness)
+    assert (status, delivered(harness)) == (201, [1])
+    advance(harness, 30)
+    harness.sweep()
+    step(harness)
+    assert delivered(harness)[:3] == [1, 1, 2]
