@@ -7,11 +7,15 @@ import contextlib
 from datetime import timedelta
 from typing import Any
 
+import pytest
+from hourglass.core import deadline
+from hourglass.core.delivery_control import MAX_TIMEOUT
 from hourglass.core.timestamps import format_rfc3339
+from moto.sqs import models as sqs_models
 
 from tests.faults.proxies import Crash
 from tests.integration.conftest import Harness
-from tests.integration.test_crash_recovery import dies_once, h, invoke, receive  # noqa: F401 (h: a fixture)
+from tests.integration.test_crash_recovery import dies_once, invoke, receive
 from tests.integration.test_flow import HTTP_QUEUE, get, make_queue, post
 
 ORDERED = {**HTTP_QUEUE, "retry": {"max_attempts": 3, "backoff_base": 10}, "ordering": {"by": "flow_key"}}
@@ -225,10 +229,23 @@ def test_a_queue_without_ordering_writes_no_key_items(harness: Harness) -> None:
 
 
 # crashes ------------------------------------------------------------------------------------
-def test_a_head_whose_dispatcher_died_mid_attempt_is_taken_over_before_the_next_starts(h: Harness) -> None:
+@pytest.fixture
+def crashing(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> Harness:
+    """SQS on the harness's clock with the stack's visibility timeout (as `test_crash_recovery.h`)."""
+    monkeypatch.setattr(sqs_models, "unix_time_millis", lambda: harness.clock.now.timestamp() * 1000)
+    monkeypatch.setattr(sqs_models, "unix_time", lambda: harness.clock.now.timestamp())
+    visibility = deadline.visibility_timeout(MAX_TIMEOUT)
+    url = harness.ctx.settings.timer_queue_url
+    harness.sqs.set_queue_attributes(QueueUrl=url, Attributes={"VisibilityTimeout": str(visibility)})
+    return harness
+
+
+def test_a_head_whose_dispatcher_died_mid_attempt_is_taken_over_before_the_next_starts(crashing: Harness) -> None:
     """The head's dispatcher dies mid-attempt: its key's next message waits until the takeover has ended it."""
+    h = crashing
     make_queue(h, settings=ORDERED)
-    _, second = post(h, {"body": {"n": 1}, "flow_key": "k", "delay": 5}, {"body": {"n": 2}, "flow_key": "k", "delay": 6})
+    first = {"body": {"n": 1}, "flow_key": "k", "delay": 5}
+    _, second = post(h, first, {"body": {"n": 2}, "flow_key": "k", "delay": 6})
     h.ctx.post = dies_once(h.ctx.post)
     for _ in range(120):  # SQS's event source polls all the while
         h.clock.advance(1)
