@@ -37,6 +37,7 @@ from hourglass.core.keys import (
     BREAKER_PREFIX,
     COUNT_PREFIX,
     MESSAGE_PREFIX,
+    ORDER_PREFIX,
     PACE_SK,
     QUEUE_SK,
     SCHEDULE_PREFIX,
@@ -134,7 +135,7 @@ class CapacityMeter:
     def _transact_write_items(self, kwargs: dict[str, Any]) -> None:
         failed = kwargs.get("_failed", False)
         for entry in kwargs["TransactItems"]:
-            (kind, body), = entry.items()
+            ((kind, body),) = entry.items()
             if kind == "Put":
                 self.indexed_at_ingest.setdefault(_key(body["Item"]), self._indexed(body["Item"]))
             op = {"Put": self._put_item, "Update": self._update_item, "Delete": self._delete_item}.get(kind)
@@ -260,6 +261,8 @@ def _use_of(sort_key: str) -> str:
         return "status counters"
     if sort_key.startswith(BREAKER_PREFIX):
         return "circuit breaker"
+    if sort_key.startswith(ORDER_PREFIX):  # an ordered queue's keys (v1.3)
+        return "key order"
     return "schedule items" if sort_key.startswith(SCHEDULE_PREFIX) else "other"
 
 

@@ -139,3 +139,12 @@ def test_a_key_doc() -> None:
 def test_order_items_go_with_their_queue_and_no_key_prefixes_another() -> None:
     assert ORDER_PREFIX in QUEUE_SCOPED_PREFIXES
     assert not order_sk("ab").startswith(order_sk("a"))
+
+
+def test_a_head_not_started_yields_to_an_earlier_message_that_arrived_after_it() -> None:
+    turn = ordering.yield_to_earlier(KeyState(head="b", waiting=(w("a", 10),)), w("b", 20))
+    assert turn is not None and (turn.state.head, turn.woken, [x.id for x in turn.state.waiting]) == ("a", "a", ["b"])
+
+
+def test_a_head_with_only_later_waiters_keeps_its_turn() -> None:
+    assert ordering.yield_to_earlier(KeyState(head="b", waiting=(w("c", 30),)), w("b", 20)) is None

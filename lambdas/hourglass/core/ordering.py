@@ -7,11 +7,14 @@ started), whether a failed head holds the key, and the due messages waiting behi
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from hourglass.core.model import Message, Ordering, Status
 from hourglass.core.timestamps import to_ms
 
+# A message that took a free key starts this long before its due time at the latest, once it has looked at its key
+# again (`yield_to_earlier`): a message due before it has reached its own start by then.
+SETTLE_LEAD = timedelta(milliseconds=50)
 # A message that waits behind its key's head is woken by the head's end (a timer with no delay); its own
 # timer comes back only this late (seconds, one SQS delay), in case that wake was lost to a crash.
 WAIT_SAFETY_DELAY = 900
@@ -84,6 +87,16 @@ def take(state: KeyState, me: Waiter) -> Turn:
     if state.waiter(me.id) == me:
         return Turn(state, False, changed=False)
     return Turn(replace(state, waiting=tuple(sorted((*others, me)))), False)
+
+
+def yield_to_earlier(state: KeyState, me: Waiter) -> Turn | None:
+    """The head `me`, not started yet, looks again just before its start: a message due before it that reached
+    its start just after it took the free key (two due moments apart reach their dispatchers in either order)
+    goes first, and `me` waits in line; None when none did."""
+    if state.head != me.id or state.held or not state.waiting or not state.waiting[0] < me:
+        return None
+    first, *rest = state.waiting
+    return Turn(replace(state, head=first.id, waiting=tuple(sorted((*rest, me)))), False, woken=first.id)
 
 
 def ended(state: KeyState, message_id: str, status: Status, ordering: Ordering | None) -> Turn:

@@ -50,6 +50,18 @@ def take_turn(ctx: Context, message: Message, rule: Ordering, now: datetime) -> 
     return turn
 
 
+def settle(ctx: Context, message: Message, now: datetime) -> bool:
+    """A message that took a free key looks at it again just before its start (`ordering.yield_to_earlier`):
+    True when it still starts; False when it gave the key to a message due before it and waits in line."""
+    me = Waiter.of(message)
+    turn = _change(ctx, message.queue, ordering.key_of(message), lambda state: ordering.yield_to_earlier(state, me))
+    if turn is None:
+        return True
+    if turn.woken is not None:
+        wake(ctx, message.queue, ordering.key_of(message), turn.woken, now)
+    return False
+
+
 def after_end(ctx: Context, message: Message, rule: Ordering | None, now: datetime) -> None:
     """A message of an ordered queue ended: out of its key's line, or, the head, the key goes on (or is held)."""
     if rule is None:

@@ -122,6 +122,8 @@ def _end(
     message = change.message
     notice = failure_notices.owed(ctx, message, now)
     write(notice.keys if notice else None)
+    # First: the next message of its key (an ordered queue's) waits for nothing else.
+    ordering.after_end(ctx, message, ctx.limits.ordering(message.queue), now)
     recorded = before.attempts - (1 if message.final_attempt is not None else 0)
     if recorded > 0 and change.expire_at is not None:
         # Its attempt history (history items; the last attempt rides on the write) goes with it.
@@ -139,7 +141,6 @@ def _end(
         error=error,
     )
     chain(ctx, message, now, read)
-    ordering.after_end(ctx, message, ctx.limits.ordering(message.queue), now)
     return message
 
 

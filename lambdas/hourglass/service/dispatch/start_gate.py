@@ -18,7 +18,7 @@ from hourglass.core.concurrency import Lease
 from hourglass.core.delivery_control import DeliveryControl
 from hourglass.core.handoff import Scheduled, Timer
 from hourglass.core.model import LATER_NAMESPACE, Ordering, Queue, Status
-from hourglass.core.ordering import WAIT_SAFETY_DELAY
+from hourglass.core.ordering import SETTLE_LEAD, WAIT_SAFETY_DELAY
 from hourglass.core.pacing import Rates, Slot, counted, key_paced_since
 from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.errors import StoreError
@@ -133,8 +133,10 @@ class StartGate:
             self.ctx.handoff.resend([Scheduled(replace(timer, latest_ms=None), delivery_control.PAUSE_RECHECK)])
             self.ctx.metrics.count("Paused", queue=timer.queue)
             return Result(True, "paused")
-        if control.ordering is not None and not self._turn(timer, control.ordering, now):
-            return Result(True, "waiting")
+        if control.ordering is not None:
+            if not self._turn(timer, control.ordering, now):
+                return Result(True, "waiting")
+            now = self.ctx.clock()
         rates = delivery_control.rates(control)
         if rates is not None and (timer.slot is None or timer.slot.missed(to_ms(now))):
             # A rate-limited queue's attempt starts only inside a pacing slot: take a new one.
@@ -196,7 +198,13 @@ class StartGate:
         message = self.ctx.store.get_message(timer.queue, timer.id)
         if message is None or message.status is not Status.PENDING or message.version != timer.version:
             return True
-        if ordering.take_turn(self.ctx, message, rule, now).starts:
+        turn = ordering.take_turn(self.ctx, message, rule, now)
+        if turn.starts and turn.changed:
+            # It took a free key: one due just before it may reach its start a moment later, and goes first.
+            self.ctx.sleep(schedule.seconds_until(message.due_at - SETTLE_LEAD, self.ctx.clock()))
+            if ordering.settle(self.ctx, message, self.ctx.clock()):
+                return True
+        elif turn.starts:
             return True
         self.ctx.handoff.resend([Scheduled(replace(timer, latest_ms=None), WAIT_SAFETY_DELAY)])
         self.ctx.metrics.count("Waiting", queue=timer.queue)
