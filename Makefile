@@ -100,7 +100,7 @@ test-deployed: $(STAMP) tools
 		tests/e2e/test_delivery.py tests/e2e/test_delivery_control.py tests/e2e/test_operations.py \
 		tests/e2e/test_rate_limits.py tests/e2e/test_flow_keys.py tests/e2e/test_smoke.py tests/e2e/test_stack.py \
 		tests/e2e/test_bootstrap.py tests/e2e/test_readme_deploy.py tests/e2e/test_crash_deployed.py \
-		tests/e2e/test_aws_targets.py tests/e2e/test_windows.py
+		tests/e2e/test_aws_targets.py tests/e2e/test_windows.py tests/e2e/test_ordering.py
 
 # The previous release's stack (tag UPGRADE_FROM) deployed into MiniStack with its own `cdk deploy`, messages put
 # in flight, then HEAD deployed over it, and the rollback the other way round: nothing lost, early, duplicated or

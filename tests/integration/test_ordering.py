@@ -268,3 +268,47 @@ def test_a_schedules_occurrences_take_their_turn_in_their_key(harness: Harness) 
     harness.sweep()
     step(harness)
     assert delivered(harness)[:3] == [1, 1, 2]
+
+
+# pause and the queue's lifetime -------------------------------------------------------------
+def test_a_paused_ordered_queue_starts_nothing_and_goes_on_in_order_after_the_resume(harness: Harness) -> None:
+    make_queue(harness, settings=ORDERED)
+    harness.call("POST", "/v1/queues/orders/pause")
+    post(harness, {"body": {"n": 1}, "flow_key": "k", "delay": 1}, {"body": {"n": 2}, "flow_key": "k", "delay": 2})
+    step(harness)
+    assert delivered(harness) == []
+    harness.call("POST", "/v1/queues/orders/resume")
+    advance(harness, 3)
+    step(harness)
+    assert delivered(harness) == [1, 2]
+
+
+def test_a_deleted_queue_leaves_no_key_behind(harness: Harness) -> None:
+    make_queue(harness, settings=HOLD)
+    harness.receiver.answers = [500]
+    post(harness, {"body": {"n": 1}, "flow_key": "k", "delay": 1}, {"body": {"n": 2}, "flow_key": "k", "delay": 2})
+    step(harness)
+    status, _ = harness.call("DELETE", "/v1/queues/orders")
+    make_queue(harness, settings=HOLD)
+    assert (status, key(harness, "k")["held"], harness.ctx.store.key_orders("orders")) == (204, False, [])
+
+
+def test_a_message_patched_later_before_its_start_lets_the_next_go(harness: Harness) -> None:
+    make_queue(harness, settings=ORDERED)
+    harness.receiver.answers = [500]
+    first, second, third = post(
+        harness,
+        {"body": {"n": 1}, "flow_key": "k", "delay": 1},
+        {"body": {"n": 2}, "flow_key": "k", "delay": 2},
+        {"body": {"n": 3}, "flow_key": "k", "delay": 3},
+    )
+    step(harness)
+    status, _ = harness.call("PATCH", f"/v1/queues/orders/messages/{second['id']}", {"delay": 3600})
+    status_cancel, _ = harness.call("DELETE", f"/v1/queues/orders/messages/{first['id']}")
+    step(harness)
+    assert (status, status_cancel, delivered(harness), get(harness, third["id"])["status"]) == (
+        200,
+        204,
+        [1, 3],
+        "delivered",
+    )
