@@ -11,6 +11,7 @@ import pytest
 from hourglass.core import deadline
 from hourglass.core.delivery_control import MAX_TIMEOUT
 from hourglass.core.timestamps import format_rfc3339
+from hourglass.service import ordering as ordering_service
 from moto.sqs import models as sqs_models
 
 from tests.faults.proxies import Crash
@@ -312,3 +313,26 @@ def test_a_message_patched_later_before_its_start_lets_the_next_go(harness: Harn
         [1, 3],
         "delivered",
     )
+
+
+def test_a_head_ended_but_not_yet_handed_on_is_ended_by_the_next_arrival_which_wakes_the_waiter(
+    harness: Harness,
+) -> None:
+    """The head's end is written, its key's write not yet (a writer under way or dead): the next message to reach
+    its start hands the key to the first waiter and wakes it."""
+    make_queue(harness, settings=ORDERED)
+    harness.receiver.answers = [500]
+    first, _ = post(
+        harness, {"body": {"n": 1}, "flow_key": "k", "delay": 1}, {"body": {"n": 2}, "flow_key": "k", "delay": 2}
+    )
+    step(harness)
+    after_end = ordering_service.after_end
+    ordering_service.after_end = lambda *args: None  # type: ignore[assignment]
+    try:
+        status, _ = harness.call("DELETE", f"/v1/queues/orders/messages/{first['id']}")
+    finally:
+        ordering_service.after_end = after_end  # type: ignore[assignment]
+    assert key(harness, "k")["head"] == first["id"]
+    post(harness, {"body": {"n": 3}, "flow_key": "k"})
+    step(harness)
+    assert (status, delivered(harness)) == (204, [1, 2, 3])

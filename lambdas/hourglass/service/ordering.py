@@ -29,7 +29,8 @@ TRIES = 8
 
 def take_turn(ctx: Context, message: Message, rule: Ordering, now: datetime) -> Turn:
     """At a due message's start: whether it is its key's turn (it is then the head); if not, it waits in line.
-    A head whose message ended without handing the key on (its writer died between two writes) is ended here."""
+    A head whose message ended without handing the key on yet (its end's key write is under way, or its writer
+    died between the two writes) is ended here, and the message the key goes to woken."""
     me = Waiter.of(message)
 
     def step(state: KeyState) -> Turn:
@@ -38,9 +39,11 @@ def take_turn(ctx: Context, message: Message, rule: Ordering, now: datetime) -> 
             head = ctx.store.get_message(message.queue, state.head)
             if ordering.head_ended(state, head):
                 status = Status.CANCELLED if head is None else head.status
-                healed = ordering.ended(state, state.head, status, rule).state
-                turn = ordering.take(healed, me)
-                return Turn(turn.state, turn.starts, turn.woken, changed=True)
+                healed = ordering.ended(state, state.head, status, rule)
+                turn = ordering.take(healed.state, me)
+                # The message the heal handed the key to is woken, unless this one took it.
+                woken = turn.woken or (healed.woken if healed.woken == turn.state.head != me.id else None)
+                return Turn(turn.state, turn.starts, woken, changed=True)
         return ordering.take(state, me)
 
     turn = _change(ctx, message.queue, ordering.key_of(message), step)

@@ -25,12 +25,13 @@ from hourglass.errors import StoreError
 from hourglass.logs import log
 from hourglass.service import ordering
 from hourglass.service.context import Context
+from hourglass.service.dispatch.arrivals import ArrivalBoard
 from hourglass.service.dispatch.attempt import Attempts
 from hourglass.service.dispatch.outcome import Result
 from hourglass.service.pacing import REPACE_HOLD, PacedStarts
 
 
-class StorageUsed(storage.Queues, storage.Messages, storage.ConcurrencySlots, Protocol):
+class StorageUsed(storage.Queues, storage.Messages, storage.ConcurrencySlots, storage.KeyOrders, Protocol):
     """The storage nouns this module uses (`adapters.storage`)."""
 
 
@@ -92,8 +93,16 @@ class QueueReads:
 
 
 class StartGate:
-    def __init__(self, ctx: Context, queues: QueueReads, pacing: PacedStarts, attempts: Attempts) -> None:
+    def __init__(
+        self,
+        ctx: Context,
+        queues: QueueReads,
+        pacing: PacedStarts,
+        attempts: Attempts,
+        arrivals: ArrivalBoard | None = None,
+    ) -> None:
         self.ctx = ctx
+        self.arrivals = arrivals or ArrivalBoard()
         self.queues = queues
         self.pacing = pacing
         self.attempts = attempts
@@ -195,10 +204,15 @@ class StartGate:
         """Whether it is the message's turn in its key (v1.3); if not, it waits in line, woken by the end of the
         message before it, and its timer comes back only in case that wake is lost. A version that is not this
         pending one (a takeover of the head, a stale timer) is left to the begin."""
+        if self.ctx.store.key_order(timer.queue, timer.scope).head == timer.id:
+            return True  # woken, retried, put back or taken over: the head's turn, with no write
         message = self.ctx.store.get_message(timer.queue, timer.id)
         if message is None or message.status is not Status.PENDING or message.version != timer.version:
             return True
-        turn = ordering.take_turn(self.ctx, message, rule, now)
+        # The ones of its key due before it, received by this process, have their turn first.
+        self.arrivals.wait_for_earlier(timer)
+        turn = ordering.take_turn(self.ctx, message, rule, self.ctx.clock())
+        self.arrivals.left(timer)
         if turn.starts and turn.changed:
             # It took a free key: one due just before it may reach its start a moment later, and goes first.
             self.ctx.sleep(schedule.seconds_until(message.due_at - SETTLE_LEAD, self.ctx.clock()))
