@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from hourglass.core import deadline
 from hourglass.core.delivery_control import MAX_TIMEOUT
+from hourglass.core.model import Ordering
 from hourglass.core.timestamps import format_rfc3339
 from hourglass.service import ordering as ordering_service
 from moto.sqs import models as sqs_models
@@ -322,7 +323,7 @@ def test_a_head_ended_but_not_yet_handed_on_is_ended_by_the_next_arrival_which_w
     its start hands the key to the first waiter and wakes it."""
     make_queue(harness, settings=ORDERED)
     harness.receiver.answers = [500]
-    first, _ = post(
+    first, second = post(
         harness, {"body": {"n": 1}, "flow_key": "k", "delay": 1}, {"body": {"n": 2}, "flow_key": "k", "delay": 2}
     )
     step(harness)
@@ -332,7 +333,8 @@ def test_a_head_ended_but_not_yet_handed_on_is_ended_by_the_next_arrival_which_w
         status, _ = harness.call("DELETE", f"/v1/queues/orders/messages/{first['id']}")
     finally:
         ordering_service.after_end = after_end  # type: ignore[assignment]
-    assert key(harness, "k")["head"] == first["id"]
-    post(harness, {"body": {"n": 3}, "flow_key": "k"})
-    step(harness)
-    assert (status, delivered(harness)) == (204, [1, 2, 3])
+    [third] = post(harness, {"body": {"n": 3}, "flow_key": "k"})
+    message = harness.ctx.store.get_message("orders", third["id"])
+    assert message is not None
+    turn = ordering_service.take_turn(harness.ctx, message, Ordering(), harness.clock.now)
+    assert (status, turn.starts, turn.woken, key(harness, "k")["head"]) == (204, False, second["id"], second["id"])
