@@ -143,7 +143,7 @@ class StartGate:
             self.ctx.metrics.count("Paused", queue=timer.queue)
             return Result(True, "paused")
         if control.ordering is not None:
-            if not self._turn(timer, control.ordering, now):
+            if not self._turn(timer, control.ordering):
                 return Result(True, "waiting")
             now = self.ctx.clock()
         rates = delivery_control.rates(control)
@@ -200,7 +200,7 @@ class StartGate:
             held.append(got)
         return held
 
-    def _turn(self, timer: Timer, rule: Ordering, now: datetime) -> bool:
+    def _turn(self, timer: Timer, rule: Ordering) -> bool:
         """Whether it is the message's turn in its key (v1.3); if not, it waits in line, woken by the end of the
         message before it, and its timer comes back only in case that wake is lost. A version that is not this
         pending one (a takeover of the head, a stale timer) is left to the begin."""
