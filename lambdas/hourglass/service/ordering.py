@@ -23,8 +23,9 @@ class StorageUsed(storage.KeyOrders, storage.Messages, Protocol):
     """The storage nouns this module uses (`adapters.storage`)."""
 
 
-# Read-and-write rounds on one key before giving up (each lost round is one failed conditional write).
-TRIES = 8
+# Read-and-write rounds on one key before giving up (each lost round is one failed conditional write): a burst of a
+# key's messages in several processes at once, each round won by one.
+TRIES = 20
 
 
 def take_turn(ctx: Context, message: Message, rule: Ordering, now: datetime) -> Turn:

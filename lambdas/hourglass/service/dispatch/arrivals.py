@@ -10,8 +10,8 @@ from collections.abc import Iterable
 from hourglass.core.handoff import Timer
 
 # The longest a timer waits for the ones of its key due before it (seconds, real time): they are past their own
-# start already, so only a slow thread keeps them.
-MAX_WAIT_S = 0.25
+# start already, so only a slow thread or store keeps them; and all but the first of a key wait in line anyway.
+MAX_WAIT_S = 2.0
 
 Entry = tuple[int, str]
 
