@@ -148,7 +148,7 @@ def unordered(ctx: Context, queue: str, now: datetime) -> int:
         for waiter in state.waiting:
             wake(ctx, queue, flow_key, waiter.id, now)
             woken += 1
-        ctx.store.save_key_order(queue, flow_key, KeyState(), state)
+        _change(ctx, queue, flow_key, lambda s: None if s.idle else Turn(KeyState(), False))
     return woken
 
 
