@@ -100,7 +100,7 @@ test-deployed: $(STAMP) tools
 		tests/e2e/test_delivery.py tests/e2e/test_delivery_control.py tests/e2e/test_operations.py \
 		tests/e2e/test_rate_limits.py tests/e2e/test_flow_keys.py tests/e2e/test_smoke.py tests/e2e/test_stack.py \
 		tests/e2e/test_bootstrap.py tests/e2e/test_readme_deploy.py tests/e2e/test_crash_deployed.py \
-		tests/e2e/test_aws_targets.py tests/e2e/test_windows.py
+		tests/e2e/test_aws_targets.py tests/e2e/test_windows.py tests/e2e/test_ordering.py
 
 # The previous release's stack (tag UPGRADE_FROM) deployed into MiniStack with its own `cdk deploy`, messages put
 # in flight, then HEAD deployed over it, and the rollback the other way round: nothing lost, early, duplicated or
@@ -117,7 +117,7 @@ test-upgrade: $(STAMP) tools
 # Real-time end-to-end runs through the local runtime that `make test` leaves out for time (flow keys: ~1.5 min).
 test-realtime: $(STAMP)
 	HOURGLASS_E2E_MODES=inprocess HOURGLASS_E2E_REALTIME=1 $(BIN)/python -m pytest -q -p no:cacheprovider \
-		-o timeout=900 tests/e2e/test_flow_keys.py
+		-o timeout=900 tests/e2e/test_flow_keys.py tests/e2e/test_ordering.py
 
 # Deployment smoke test against a deployed stack (real AWS: credentials from the usual chain):
 # make smoke API_URL=https://abc123.execute-api.eu-west-1.amazonaws.com/prod/ API_KEY=...

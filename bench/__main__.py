@@ -36,6 +36,7 @@ from bench import (
     loaded,
     log_bytes,
     memory,
+    ordering,
     pacing_order,
     precision,
     schedules,
@@ -58,6 +59,7 @@ ORDER = (
     "delivery_limits",
     "pacing_order",
     "flow_keys",
+    "ordering",
     "windows",
     "circuit_breaker",
     "bulk_operations",
@@ -115,6 +117,8 @@ def run_all(
         sections["pacing_order"] = _timed("pacing_order", timings, lambda: pacing_order.run(rounds=1 if quick else 5))
     if "flow_keys" in only:
         sections["flow_keys"] = _timed("flow_keys", timings, lambda: flow_keys.section(quick=quick))
+    if "ordering" in only:
+        sections["ordering"] = _timed("ordering", timings, lambda: ordering.section(quick=quick))
     if "windows" in only:
         sections["windows"] = _timed("windows", timings, lambda: windows.section(quick=quick))
     if "circuit_breaker" in only:

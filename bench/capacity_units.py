@@ -38,6 +38,7 @@ from hourglass.core.keys import (
     BUCKETS_PK,
     COUNT_PREFIX,
     MESSAGE_PREFIX,
+    ORDER_PREFIX,
     PACE_SK,
     QUEUE_SK,
     REPAIR_PK,
@@ -266,6 +267,8 @@ def _use_of(sort_key: str) -> str:
         return "status counters"
     if sort_key.startswith(BREAKER_PREFIX):
         return "circuit breaker"
+    if sort_key.startswith(ORDER_PREFIX):  # an ordered queue's keys (v1.3)
+        return "key order"
     return "schedule items" if sort_key.startswith(SCHEDULE_PREFIX) else "other"
 
 

@@ -73,7 +73,7 @@ def units_per_message(
     if reads is not None:
         reads["messages"] = sum(u.read for k, u in keys.items() if k[0] == "q") / count
         reads["concurrency slots"] = uses["concurrency slots"].read / count if "concurrency slots" in uses else 0.0
-    limit_items = {use: u.write for use, u in uses.items() if use in ("pacing", "concurrency slots")}
+    limit_items = {use: u.write for use, u in uses.items() if use in ("pacing", "concurrency slots", "key order")}
     return (items + sum(limit_items.values())) / count, {k: v / count for k, v in limit_items.items()}
 
 
@@ -241,8 +241,13 @@ def section(*, quick: bool = False) -> Section:
             if name == "unlimited":
                 extra = sum(limit_items.values())
                 path = "sweep" if swept else "ingest"
-                out.check(f"unlimited queue ({path}): WU on pacing / slot items", extra, "WU/msg", budget="0",
-                          passed=extra == 0)
+                out.check(
+                    f"unlimited queue ({path}): WU on pacing / slot items",
+                    extra,
+                    "WU/msg",
+                    budget="0",
+                    passed=extra == 0,
+                )
     out.data["table"] = {
         "header": ["queue", "hand-off", "WU per message", "vs unlimited", "pacing WU", "slot WU"],
         "rows": rows,

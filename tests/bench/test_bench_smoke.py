@@ -22,8 +22,9 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     # tests/integration/test_crash_recovery.py cover it. loaded is the precision run with CPU hogs beside it (its
     # mechanism: tests/integration/test_slow_sweep.py); quick, it would only add a runtime's start-up. windows
     # waits for a whole-minute opening (up to 2 min): tests/e2e/test_windows.py and tests/integration/test_windows.py.
-    # steady simulates a run per opt-in feature: tests/bench/test_steady.py covers it.
-    skipped = ("delivery_limits", "crash", "loaded", "windows", "steady")
+    # steady simulates a run per opt-in feature: tests/bench/test_steady.py covers it. ordering starts a runtime
+    # too: tests/bench/test_ordering.py (its write units) and tests/e2e/test_ordering.py cover it.
+    skipped = ("delivery_limits", "crash", "loaded", "windows", "steady", "ordering")
     doc = run_all(quick=True, out=out, only=tuple(t for t in ORDER if t not in skipped))
     assert out.is_file()
     return doc

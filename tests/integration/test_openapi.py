@@ -41,7 +41,7 @@ def handler_routes(harness: Harness) -> set[tuple[str, str]]:
     routes = set()
     for method, pattern, _ in harness.api.routes:
         template = pattern.pattern.strip("^$").removesuffix("/?")
-        template = template.replace("([^/]+)", "{queue}", 1).replace("([^/]+)", "{id}", 1)
+        template = template.replace("([^/]+)", "{queue}", 1).replace("([^/]+)", "{id}", 1).replace("(.+)", "{id}")
         routes.add((method, template))
     return routes
 
@@ -136,3 +136,17 @@ def test_documents_with_windows_fit_the_schema(harness: Harness, queue: str) -> 
     check("/v1/queues/{queue}/messages/{id}", "GET", status, doc)
     status, doc = harness.call("PUT", f"/v1/queues/{queue}/schedules/s", {"every": 3600, "body": 1, "window": window})
     check("/v1/queues/{queue}/schedules/{id}", "PUT", status, doc)
+
+
+def test_ordered_keys_and_their_messages_fit_the_schema(harness: Harness) -> None:
+    ordered = {"target": {"type": "http", "url": "http://127.0.0.1:9/"}, "ordering": {"by": "flow_key"}}
+    status, doc = harness.call("PUT", "/v1/queues/orders", ordered)
+    check("/v1/queues/{queue}", "PUT", status, doc)
+    _, created = harness.call("POST", "/v1/queues/orders/messages", {"messages": [{"body": 1, "flow_key": "a/b"}]})
+    status, doc = harness.call("GET", f"/v1/queues/orders/messages/{created['messages'][0]['id']}")
+    check("/v1/queues/{queue}/messages/{id}", "GET", status, doc)
+    status, doc = harness.call("GET", "/v1/queues/orders/keys/a%2Fb")
+    check("/v1/queues/{queue}/keys/{id}", "GET", status, doc)
+    assert doc["flow_key"] == "a/b"
+    status, doc = harness.call("POST", "/v1/queues/orders/keys/a%2Fb/release")
+    check("/v1/queues/{queue}/keys/{id}/release", "POST", status, doc)

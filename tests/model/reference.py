@@ -14,6 +14,7 @@ from typing import Any
 from hourglass.core import failure_notice
 from hourglass.core.handoff import Timer
 from hourglass.core.model import Message, NoticeStatus, Status
+from hourglass.core.ordering import KeyState
 from hourglass.core.pacing import HANDOFF_LEAD_MS, pace
 from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.core.window import Window
@@ -36,6 +37,11 @@ ROUNDING = timedelta(milliseconds=2)
 # The pacing slots a store holds for one queue (µs since the epoch), by scope: None for the queue's own, else the
 # flow key's ("" for messages without one). See World.calendar.
 Calendar = dict[str | None, list[int]]
+
+
+# How long before a start a message of its key must have been due for the start to have to wait for it: two
+# messages due within it may reach their dispatchers in either order (`core.ordering`, the begin's lead).
+ORDER_SKEW = timedelta(seconds=1)
 
 
 @dataclass
@@ -65,6 +71,9 @@ class Generation:
     queue_notices_before: int = 0
     window_changed: bool = False  # a PUT changed its window after creation (deferrals of two windows mix)
     catch_up_all: set[str] = field(default_factory=set)  # schedules some PUT gave `catch_up: all`
+    # Every PUT of this lifetime gave it `ordering` (v1.3): starts per key are checked (`check_order`).
+    ordered_always: bool = False
+    ordered_ever: bool = False
 
     def allowed_lateness(self, slack: timedelta = SLACK) -> timedelta:
         if self.slowest_rate is None:
@@ -175,6 +184,28 @@ class Reference:
             paced.starts.append((now, message.flow_key or ""))
             if own is not None and calendar is not None and not crashed:
                 self.check_due_start(message, now, paced, own, calendar)
+
+    def check_order(self, message: Message, others: Iterable[Message], state: KeyState, now: datetime) -> None:
+        """An attempt of `message` of an ordered queue starts (v1.3): it is its key's head, no other message of the
+        key is in flight, and (a first attempt) no message of the key that was due ORDER_SKEW before now and never
+        started comes before it in due order (equal due times: creation order)."""
+        name = f"{message.queue}/{message.id} (key {message.flow_key!r})"
+        if state.head != message.id:
+            self.violate("ordering", f"{name} started while its key's head is {state.head} (held: {state.held})")
+        mine = (message.scheduled, message.created_at)
+        first = message.attempts - message.attempts_base <= 1
+        for other in others:
+            if other.id == message.id:
+                continue
+            if other.status is Status.DELIVERING:
+                self.violate("ordering", f"{name} started while {other.id} of its key is in flight")
+            waited = other.status is Status.PENDING and other.attempts == other.attempts_base
+            if first and waited and (other.scheduled, other.created_at) < mine and other.due_at + ORDER_SKEW <= now:
+                self.violate(
+                    "ordering",
+                    f"{name} (due {message.scheduled.isoformat()}) started before {other.id} "
+                    f"(due {other.scheduled.isoformat()}, waiting since {other.due_at.isoformat()})",
+                )
 
     def check_due_start(
         self, message: Message, now: datetime, paced: Paced, own: Timer, calendar: Callable[[str], Calendar]

@@ -13,6 +13,7 @@ import pytest
 from hourglass.core import delivery_control, validation
 from hourglass.core.model import Status
 from hourglass.core.timestamps import format_rfc3339
+from hourglass.service import ordering as ordered
 from hourglass.service.schedules import is_current
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
@@ -61,6 +62,8 @@ WINDOWS = (
     {"timezone": "UTC", "from": "10:00", "to": "10:03"},
 )
 OWN_WINDOWS = (None, None, None, {"timezone": "Pacific/Chatham", "from": "23:50", "to": "00:20"})
+# Ordered delivery per key (v1.3), continuing or holding after a failure.
+ORDERINGS = (None, None, {"by": "flow_key"}, {"by": "flow_key", "on_failure": "hold"})
 # A circuit breaker that a failing target trips within a few attempts (the queue then pauses itself).
 BREAKERS = (None, None, {"failure_ratio": 0.5, "min_attempts": 2, "window": 60})
 
@@ -143,6 +146,7 @@ class SystemModel(RuleBasedStateMachine):
         window=st.sampled_from(WINDOWS),
         flow=st.sampled_from(FLOW_CONTROLS),
         breaker=st.sampled_from(BREAKERS),
+        ordering=st.sampled_from(ORDERINGS),
     )
     def put_queue(
         self,
@@ -154,10 +158,13 @@ class SystemModel(RuleBasedStateMachine):
         window: Any = None,
         flow: dict | None = None,
         breaker: dict[str, Any] | None = None,
+        ordering: dict[str, str] | None = None,
     ) -> None:
         settings = queue_doc(self.world, name, kind, rate, destination, attempts, window, breaker)
         if flow is not None:
             settings["flow_control"] = flow
+        if ordering is not None:
+            settings["ordering"] = ordering
         status, doc = self.call("PUT", f"/v1/queues/{name}", settings)
         assert status in (200, 201), doc
         self.settings[name] = settings
@@ -175,6 +182,8 @@ class SystemModel(RuleBasedStateMachine):
         if live.destination is None and destination is not None:
             live.destination_since = self.world.clock()
         live.target, live.rate, live.destination, live.max_attempts = kind, rate, destination, attempts
+        live.ordered_always = (created or live.ordered_always) and ordering is not None
+        live.ordered_ever |= ordering is not None
         # A PUT that names no signing secret keeps them (they are never returned); a new lifetime has none.
         if not created and validation.window(window) != live.window:
             live.window_changed = True
@@ -218,6 +227,12 @@ class SystemModel(RuleBasedStateMachine):
         if status == 200 and live is not None:
             live.paused = paused
             live.paused_ever |= paused
+
+    @rule(name=st.sampled_from(QUEUES), flow_key=st.sampled_from(("k1", "k2")))
+    def release_key(self, name: str, flow_key: str) -> None:
+        """v1.3: a key held by a failed message goes on (404 when nothing is held, or no such queue)."""
+        status, doc = self.call("POST", f"/v1/queues/{name}/keys/{flow_key}/release")
+        assert status in (200, 404), doc
 
     @rule(name=st.sampled_from(QUEUES), mode=st.sampled_from(("ok", "ok", "transient", "permanent")))
     def target_answers(self, name: str, mode: str) -> None:
@@ -572,6 +587,7 @@ class SystemModel(RuleBasedStateMachine):
         for modes in self.world.modes.values():
             if modes.notice == "transient":
                 modes.notice = "ok"
+        self.release_held_keys()
         self.world.run_for(DRAIN_SECONDS, step_limit=3000)
         self.world.read_sqs()
         messages = self.world.messages()
@@ -580,6 +596,16 @@ class SystemModel(RuleBasedStateMachine):
         self.check_schedules_run()
         self.reference.check_queue_notices()
         self.reference.check_stretches(messages)
+
+    def release_held_keys(self) -> None:
+        """Held keys (ordering with on_failure hold) are released before the drain: a hold waits for a person."""
+        store = self.world.h.ctx.store
+        for generation in self.reference.generations:
+            if not generation.alive or not generation.ordered_ever:
+                continue
+            for flow_key, state in store.key_orders(generation.name):
+                if state.held:
+                    ordered.release(self.world.h.ctx, generation.name, flow_key, self.world.clock())
 
     def teardown(self) -> None:
         try:

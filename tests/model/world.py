@@ -166,6 +166,13 @@ class World:
         from when the world handed that one over in time (`handed`)."""
         own = self.handed if self.handed is not None and stored is not None and self.handed.id == stored.id else None
         self.reference.started(stored, self.clock(), own=own, crashed=self.crashes > 0, calendar=self.calendar)
+        generation = None if stored is None else self.reference.of(stored.queue, stored.queue_epoch)
+        if stored is not None and generation is not None and generation.alive and generation.ordered_always:
+            store = self.h.ctx.store
+            found, _ = store.list_messages(stored.queue, status=None, limit=1000, cursor=None)
+            others = [m for m in found if m.flow_key == stored.flow_key]
+            state = store.key_order(stored.queue, stored.flow_key or "")
+            self.reference.check_order(stored, others, state, self.clock())
 
     def calendar(self, queue: str) -> Calendar:
         """Every pacing slot the store holds for `queue` (µs since the epoch), by scope: None for the queue's own,

@@ -8,7 +8,7 @@ import pytest
 from hourglass.adapters.items import control_from_stored, control_to_stored
 from hourglass.core.delivery_control import PAUSE_READ_MAX_AGE, PAUSE_SETTLE, pause_read_fresh
 from hourglass.core.document import control_doc
-from hourglass.core.model import DeliveryControl, FlowControl, HttpTarget, SqsTarget
+from hourglass.core.model import DeliveryControl, FlowControl, HttpTarget, Ordering, SqsTarget
 from hourglass.core.validation import delivery_control
 from hourglass.errors import ValidationError
 
@@ -95,7 +95,13 @@ def test_document_shows_every_field():
         "paused_reason": None,
         "circuit_breaker": None,
         "flow_control": None,
+        "ordering": None,
     }
+
+
+def test_stored_ordering_reads_back_equal():
+    control = DeliveryControl(ordering=Ordering(on_failure="hold"))
+    assert control_from_stored(control_to_stored(control), paused=False) == control
 
 
 def test_stored_flow_control_reads_back_equal():

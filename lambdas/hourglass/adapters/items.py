@@ -37,6 +37,7 @@ from hourglass.core.model import (
     Message,
     Notice,
     NoticeStatus,
+    Ordering,
     Queue,
     QueueSettings,
     RetryPolicy,
@@ -388,6 +389,7 @@ def control_from_stored(doc: Mapping[str, Any], *, paused: bool) -> DeliveryCont
         failure_destination=failure_destination,
         paused=paused,
         flow_control=None if flow is None else _flow_control(flow),
+        ordering=None if doc.get("ordering") is None else Ordering(**doc["ordering"]),
         window=from_doc(doc.get("window")),
         circuit_breaker=None if breaker is None else CircuitBreaker(**breaker),
     )

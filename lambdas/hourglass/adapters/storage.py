@@ -24,6 +24,7 @@ from hourglass.core.handoff import Claim, DueEntry, Scheduled
 from hourglass.core.lifecycle import Change, DeliveryStart
 from hourglass.core.model import Message, Notice, NoticeStatus, Queue, Status
 from hourglass.core.operations import Operation, Progress, Workers
+from hourglass.core.ordering import KeyState
 from hourglass.core.pacing import PaceState
 from hourglass.core.recurrence import Schedule
 from hourglass.core.repair_round import RepairRound
@@ -427,6 +428,22 @@ class ConcurrencySlots(Protocol):
         ...
 
 
+class KeyOrders(Protocol):
+    """An ordered queue's keys (v1.3): each one's head, hold and waiting messages (`core.ordering`)."""
+
+    def key_order(self, queue: str, flow_key: str) -> KeyState:
+        """The key's state, strongly consistent (an idle key: `KeyState()`)."""
+        ...
+
+    def key_orders(self, queue: str) -> list[tuple[str, KeyState]]:
+        """Every key of the queue that is not idle, with its state."""
+        ...
+
+    def save_key_order(self, queue: str, flow_key: str, state: KeyState, read: KeyState) -> bool:
+        """Writes `state` over `read`; False, nothing written, when another writer changed the key since."""
+        ...
+
+
 class BreakerTallies(Protocol):
     """The circuit breaker's outcome counters per queue, resume and time bucket, and its trip."""
 
@@ -488,6 +505,7 @@ class Storage(
     Schedules,
     PaceWindows,
     ConcurrencySlots,
+    KeyOrders,
     BreakerTallies,
     Attempts,
     Protocol,

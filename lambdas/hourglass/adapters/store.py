@@ -10,6 +10,7 @@ from hourglass.adapters.breaker_storage import BreakerStorage
 from hourglass.adapters.concurrency_storage import ConcurrencyStorage
 from hourglass.adapters.message_storage import MessageStorage
 from hourglass.adapters.operation_storage import OperationStorage
+from hourglass.adapters.ordering_storage import OrderingStorage
 from hourglass.adapters.pacing_storage import PacingStorage
 from hourglass.adapters.queue_lifetime import QueueLifetime
 from hourglass.adapters.queue_notice_storage import QueueNoticeStorage
@@ -28,6 +29,7 @@ class Store(
     SweepStorage,
     OperationStorage,
     ConcurrencyStorage,
+    OrderingStorage,
     PacingStorage,
     AttemptStorage,
     ScheduleStorage,

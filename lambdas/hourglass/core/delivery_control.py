@@ -25,6 +25,7 @@ CONTROL_FIELDS = frozenset(
         "circuit_breaker",
         "window",
         "flow_control",
+        "ordering",
     }
 )
 

@@ -78,10 +78,12 @@ def control_doc(control: DeliveryControl) -> dict[str, Any]:
         "paused_reason": control.paused_reason,
         "circuit_breaker": None if control.circuit_breaker is None else asdict(control.circuit_breaker),
         "flow_control": None if control.flow_control is None else asdict(control.flow_control),
+        "ordering": None if control.ordering is None else asdict(control.ordering),
     }
 
 
-def message_doc(message: Message) -> dict[str, Any]:
+def message_doc(message: Message, blocked_by: str | None = None) -> dict[str, Any]:
+    """`blocked_by` (v1.3): the message of its key a due message waits behind, on an ordered queue."""
     return {
         "id": message.id,
         "queue": message.queue,
@@ -100,6 +102,7 @@ def message_doc(message: Message) -> dict[str, Any]:
         **carried_doc(message),
         # Only a finished version has one (a version made from it in memory may still carry its predecessor's).
         "notice": notice_doc(message.notice) if message.status in FINISHED else None,
+        "blocked_by": blocked_by,
     }
 
 

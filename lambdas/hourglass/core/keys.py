@@ -22,6 +22,7 @@ COUNT_PREFIX = "#count#"  # the queue's status counters: `#count#<epoch ms>#<sha
 # history and dedup records are not here: each carries its queue's epoch or goes with its message.
 BREAKER_PREFIX = "#breaker#"
 QUEUE_NOTICE_PREFIX = "#notice#"  # notices about the queue itself (`queue.paused`) still owed: outbox entries
+ORDER_PREFIX = "#order#"  # an ordered queue's keys (v1.3): `#order#<key length>:<key>`, only while not idle
 QUEUE_SCOPED_PREFIXES = (
     PACE_SK,
     SLOT_PREFIX,
@@ -30,6 +31,7 @@ QUEUE_SCOPED_PREFIXES = (
     COUNT_PREFIX,
     BREAKER_PREFIX,
     QUEUE_NOTICE_PREFIX,
+    ORDER_PREFIX,
 )
 
 # Partitions of their own: queue names never start with "@" (validation.QUEUE_NAME).
@@ -202,3 +204,8 @@ def breaker_range(since_ms: int, first: int, last: int) -> tuple[str, str]:
 def queue_notice_sk(notice_id: str) -> str:
     """A notice about the queue itself, in its partition, until it is sent (the outbox entry's id)."""
     return QUEUE_NOTICE_PREFIX + notice_id
+
+
+def order_sk(flow_key: str) -> str:
+    """The order item of one flow key of an ordered queue (v1.3); the length first, as `pace_window_prefix`."""
+    return f"{ORDER_PREFIX}{len(flow_key)}:{flow_key}"

@@ -133,6 +133,18 @@ class FlowControl:
     key_max_concurrency: int | None = None
 
 
+ON_FAILURE = ("continue", "hold")
+
+
+@dataclass(frozen=True)
+class Ordering:
+    """Ordered delivery per key (v1.3): one message of a flow key at a time, in due order (`core.ordering`);
+    `on_failure` "hold" keeps the key's later messages back after a failed one until it is dealt with."""
+
+    by: str = "flow_key"
+    on_failure: str = "continue"
+
+
 @dataclass(frozen=True)
 class CircuitBreaker:
     """When a queue pauses itself (v1.2): at least `min_attempts` attempts ended in the last `window` seconds
@@ -160,6 +172,7 @@ class DeliveryControl:
     # The last resume: the breaker counts only attempts after it (a fresh window).
     resumed_at: datetime | None = None
     flow_control: FlowControl | None = None
+    ordering: Ordering | None = None
     # Where the queue's slots start (µs) since a PUT moved them to other pacing items (`pacing.queue_state`):
     # the old items' next free slot, so slots of before and after are a spacing apart. Kept by the service.
     pace_floor_us: int | None = None

@@ -29,6 +29,7 @@ from hourglass.core.limits import json_bytes
 from hourglass.core.model import (
     DEFAULT_PRIORITY,
     JSON,
+    ON_FAILURE,
     AwsTarget,
     CircuitBreaker,
     DeliveryControl,
@@ -38,6 +39,7 @@ from hourglass.core.model import (
     LambdaTarget,
     NewMessage,
     NoticeStatus,
+    Ordering,
     QueueSettings,
     RetryPolicy,
     SnsTarget,
@@ -389,6 +391,7 @@ def delivery_control(doc: Mapping[str, Any], *, paused: bool = False) -> Deliver
     breaker = None if raw_breaker is None else circuit_breaker(raw_breaker)
     raw_flow = doc.get("flow_control")
     flow = None if raw_flow is None else flow_control(raw_flow)
+    raw_ordering = doc.get("ordering")
     return DeliveryControl(
         rate,
         concurrency,
@@ -398,6 +401,7 @@ def delivery_control(doc: Mapping[str, Any], *, paused: bool = False) -> Deliver
         window(doc.get("window")),
         circuit_breaker=breaker,
         flow_control=flow,
+        ordering=None if raw_ordering is None else ordering(raw_ordering),
     )
 
 
@@ -415,6 +419,18 @@ def flow_control(doc: object) -> FlowControl | None:
     field = "flow_control.key_max_concurrency"
     concurrency = None if raw is None else integer(raw, field, low=MIN_CONCURRENCY, high=MAX_CONCURRENCY)
     return None if rate is None and concurrency is None else FlowControl(rate, concurrency)
+
+
+def ordering(doc: object) -> Ordering:
+    """`ordering` (v1.3): by flow key, continuing or holding after a failure."""
+    raw = _object(doc, "ordering")
+    _only(raw, frozenset({"by", "on_failure"}), "ordering.")
+    if raw.get("by") != "flow_key":
+        raise ValidationError("ordering.by", 'is required and must be "flow_key"')
+    on_failure = raw.get("on_failure", "continue")
+    if on_failure not in ON_FAILURE:
+        raise ValidationError("ordering.on_failure", 'must be "continue" or "hold"')
+    return Ordering("flow_key", on_failure)
 
 
 def circuit_breaker(value: object) -> CircuitBreaker:

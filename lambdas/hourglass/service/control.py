@@ -1,22 +1,25 @@
-"""Delivery control use cases behind the REST API: pause, resume, attempt history, redelivery."""
+"""Delivery control use cases behind the REST API: pause, resume, attempt history, redelivery, an ordered queue's
+keys (v1.3)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from hourglass.adapters import storage
-from hourglass.core import admission, attempts, delivery_control, lifecycle, redelivery
+from hourglass.core import admission, attempts, delivery_control, lifecycle, ordering, redelivery
 from hourglass.core.attempts import Attempt
 from hourglass.core.delivery_control import PAUSE_SETTLE
 from hourglass.core.handoff import Placement
-from hourglass.core.model import Message, Queue
-from hourglass.errors import ConflictError, StaleVersionError
+from hourglass.core.model import DEFAULT_PRIORITY, Message, Queue
+from hourglass.errors import ConflictError, NotFoundError, StaleVersionError
+from hourglass.service import ordering as ordered
 from hourglass.service import transitions
 from hourglass.service.context import Context
 from hourglass.service.messages import Messages
 
 
-class StorageUsed(storage.Queues, storage.Attempts, Protocol):
+class StorageUsed(storage.Queues, storage.Attempts, storage.KeyOrders, Protocol):
     """The storage nouns this module uses (`adapters.storage`)."""
 
 
@@ -60,3 +63,25 @@ class Control:
             return self.ctx.handoff.hand_off(change.message, now, rate, write)
         except StaleVersionError as exc:
             raise ConflictError(f"message {message_id} changed; try again") from exc
+
+    def key(self, queue_name: str, flow_key: str) -> dict[str, object]:
+        """`GET .../keys/{flow_key}`: its head, how many wait behind it, whether it is held."""
+        self.messages.queues.get(queue_name)
+        admission.check_flow(flow_key, DEFAULT_PRIORITY)
+        return ordering.key_doc(flow_key, self.store.key_order(queue_name, flow_key))
+
+    def release(self, queue_name: str, flow_key: str) -> dict[str, object]:
+        """`POST .../keys/{flow_key}/release`: a held key goes on with its next message; 404 if none is held."""
+        self.messages.queues.get(queue_name)
+        admission.check_flow(flow_key, DEFAULT_PRIORITY)
+        state = ordered.release(self.ctx, queue_name, flow_key, self.ctx.clock())
+        if state is None:
+            raise NotFoundError(f"key {flow_key!r} of queue {queue_name} holds nothing")
+        return ordering.key_doc(flow_key, state)
+
+    def blocked(self, queue_name: str, messages: Sequence[Message]) -> dict[str, str]:
+        """`blocked_by` of the messages that wait behind another of their key (an ordered queue's)."""
+        if not messages:
+            return {}
+        queue = self.store.get_queue(queue_name, consistent=False)
+        return ordered.blocked(self.ctx, queue, messages, self.ctx.clock())

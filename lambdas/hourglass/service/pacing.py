@@ -20,7 +20,7 @@ from hourglass.core.admission import MAX_PRIORITY
 from hourglass.core.deadline import ATTEMPT_BUDGET, BOOKKEEPING, attempt_deadline
 from hourglass.core.delivery_control import DeliveryControl
 from hourglass.core.handoff import Timer
-from hourglass.core.model import DEFAULT_PRIORITY, LATER_NAMESPACE, Message, Queue, Status
+from hourglass.core.model import DEFAULT_PRIORITY, LATER_NAMESPACE, Message, Ordering, Queue, Status
 from hourglass.core.pacing import Held, Item, PaceState, Rates, Slot, Start
 from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.errors import StoreError
@@ -458,19 +458,31 @@ class QueueLimits:
     def __init__(self, read: Callable[[str], Queue | None], clock: Callable[[], datetime]) -> None:
         self.read = read
         self.clock = clock
-        self._seen: dict[str, tuple[datetime, Rates | None]] = {}
+        self._seen: dict[str, tuple[datetime, DeliveryControl]] = {}
         self._lock = threading.Lock()
 
     def rate(self, queue: str) -> Rates | None:
+        return delivery_control.rates(self._control(queue))
+
+    def forget(self, queue: str) -> None:
+        """A PUT of the queue in this process: read again on next use."""
+        with self._lock:
+            self._seen.pop(queue, None)
+
+    def ordering(self, queue: str) -> Ordering | None:
+        """The queue's ordering (v1.3) as read at most CONTROL_TTL ago."""
+        return self._control(queue).ordering
+
+    def _control(self, queue: str) -> DeliveryControl:
         now = self.clock()
         with self._lock:
             cached = self._seen.get(queue)
         if cached is not None and now - cached[0] < CONTROL_TTL:
             return cached[1]
-        rate = delivery_control.rates(delivery_control.of(self.read(queue)))
+        control = delivery_control.of(self.read(queue))
         with self._lock:
-            self._seen[queue] = (now, rate)
-        return rate
+            self._seen[queue] = (now, control)
+        return control
 
 
 # Slots starting sooner than this are left to their attempts (they are about to start).

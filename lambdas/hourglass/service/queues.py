@@ -13,7 +13,7 @@ from hourglass.core.model import Queue, Status
 from hourglass.core.timestamps import to_ms
 from hourglass.errors import ConflictError, NotFoundError, StaleVersionError, ValidationError
 from hourglass.logs import log
-from hourglass.service import pacing, targets, transitions
+from hourglass.service import ordering, pacing, targets, transitions
 from hourglass.service.context import Context
 
 
@@ -62,6 +62,9 @@ class Queues:
                 self.store.write_queue(queue, expected_version=existing.version if existing else None)
             except StaleVersionError:
                 continue
+            self.ctx.limits.forget(name)
+            if before.ordering is not None and kept.ordering is None:
+                ordering.unordered(self.ctx, name, self.ctx.clock())
             if delivery_control.of(existing).rate_limit is not None and kept.rate_limit is None:
                 # Unpaced now (`#pace` and the windows): a later rate limit starts from now, not behind the
                 # backlog paced before.

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
+from urllib.parse import unquote
 
 from hourglass.adapters import storage
 from hourglass.adapters.items import schedule_key
@@ -47,6 +48,7 @@ StorageUsed = storage.Counters
 
 Response = dict[str, Any]
 NAME = r"([^/]+)"
+KEY = r"(.+)"
 T = TypeVar("T")
 # An error message names a field and says what is wrong: never long, but a field name may come from the request.
 MAX_ERROR_MESSAGE = 1000
@@ -119,6 +121,9 @@ class Api:
             ("POST", rf"/v1/queues/{NAME}/schedules/{NAME}/pause", self.pause_schedule),
             ("POST", rf"/v1/queues/{NAME}/schedules/{NAME}/resume", self.resume_schedule),
             ("GET", rf"/v1/queues/{NAME}/metrics", self.queue_metrics),
+            # A flow key in a path is percent-encoded; a gateway may have decoded a "/" in it.
+            ("GET", rf"/v1/queues/{NAME}/keys/{KEY}", self.get_key),
+            ("POST", rf"/v1/queues/{NAME}/keys/{KEY}/release", self.release_key),
             ("POST", r"/create", self.later_create),
             ("POST", r"/delete", self.later_delete),
             ("POST", r"/query", self.later_query),
@@ -227,11 +232,19 @@ class Api:
     def list_messages(self, request: Request, name: str) -> Response:
         validation.queue_name(name)
         found, cursor = self.messages.list(name, request.params)
-        return respond(200, {"messages": [message_doc(m) for m in found], "next_cursor": cursor})
+        blocked = self.control.blocked(name, found)
+        return respond(200, {"messages": [message_doc(m, blocked.get(m.id)) for m in found], "next_cursor": cursor})
 
     def get_message(self, request: Request, name: str, message_id: str) -> Response:
         validation.queue_name(name)  # `@later` is reached only through /create, /delete, /query
-        return respond(200, message_doc(self.messages.get(name, message_id)))
+        message = self.messages.get(name, message_id)
+        return respond(200, message_doc(message, self.control.blocked(name, [message]).get(message.id)))
+
+    def get_key(self, request: Request, name: str, flow_key: str) -> Response:
+        return respond(200, self.control.key(name, unquote(flow_key)))
+
+    def release_key(self, request: Request, name: str, flow_key: str) -> Response:
+        return respond(200, self.control.release(name, unquote(flow_key)))
 
     def cancel_message(self, request: Request, name: str, message_id: str) -> Response:
         validation.queue_name(name)  # `@later` is reached only through /create, /delete, /query

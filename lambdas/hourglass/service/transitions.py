@@ -25,7 +25,7 @@ from hourglass.core.repair_round import RepairRound
 from hourglass.core.schedule import SweepKeys
 from hourglass.errors import StaleVersionError, StoreError, TimerQueueError
 from hourglass.logs import log
-from hourglass.service import failure_notices
+from hourglass.service import failure_notices, ordering
 from hourglass.service.context import Context
 from hourglass.service.failure_notices import Owed
 
@@ -107,6 +107,7 @@ def revise(
         return _end(ctx, message, change, now, write)
     leased = change.leased(placement.lease)
     ctx.store.reschedule(leased, placement.keys, new_body=new_body, last_op=operation)
+    ordering.after_reschedule(ctx, message, ctx.limits.ordering(message.queue), now)
     return leased.message
 
 
@@ -122,6 +123,8 @@ def _end(
     message = change.message
     notice = failure_notices.owed(ctx, message, now)
     write(notice.keys if notice else None)
+    # First: the next message of its key (an ordered queue's) waits for nothing else.
+    ordering.after_end(ctx, message, ctx.limits.ordering(message.queue), now)
     recorded = before.attempts - (1 if message.final_attempt is not None else 0)
     if recorded > 0 and change.expire_at is not None:
         # Its attempt history (history items; the last attempt rides on the write) goes with it.

@@ -14,6 +14,7 @@ from hourglass.core.handoff import Timer
 from hourglass.errors import DeliveryError, StoreError, TimerQueueError, ValidationError
 from hourglass.logs import log
 from hourglass.service.context import Context
+from hourglass.service.dispatch.arrivals import ArrivalBoard
 from hourglass.service.dispatch.attempt import Attempts
 from hourglass.service.dispatch.outcome import Outcomes, Result
 from hourglass.service.dispatch.start_gate import QueueReads, StartGate
@@ -32,7 +33,9 @@ class Dispatcher:
         self.ctx = ctx
         self.queues = QueueReads(ctx)
         self.pacing = PacedStarts(ctx)
-        self.gate = StartGate(ctx, self.queues, self.pacing, Attempts(ctx, self.pacing, Outcomes(ctx)))
+        self.arrivals = ArrivalBoard()
+        attempts = Attempts(ctx, self.pacing, Outcomes(ctx))
+        self.gate = StartGate(ctx, self.queues, self.pacing, attempts, self.arrivals)
 
     def run_batch(
         self,
@@ -90,6 +93,7 @@ class Dispatcher:
         repaced = self.pacing.repace_batch([timer for _, timer in work], self.queues.control)
         work = [(record, repaced.get(index, timer)) for index, (record, timer) in enumerate(work)]
         if work:
+            self.arrivals.arrived(timer for _, timer in work)
             # Every timer on a thread of its own: the longest attempt (up to the queue's 120 s timeout)
             # bounds the invocation, which `deadline.function_timeout` sizes the function for.
             with ThreadPoolExecutor(max_workers=max(DISPATCH_THREADS, len(work))) as pool:
@@ -120,8 +124,11 @@ class Dispatcher:
 
     def _counted(self, counted: CountBatch, timer: Timer, repaces: int) -> Result:
         """`process_timer` on a worker thread, its status changes counted with the batch's."""
-        with self.ctx.store.counting_into(counted):
-            return self.process_timer(timer, repaces)
+        try:
+            with self.ctx.store.counting_into(counted):
+                return self.process_timer(timer, repaces)
+        finally:
+            self.arrivals.left(timer)
 
     def process_timer(self, timer: Timer, repaces: int = 0) -> Result:
         """One timer; no exception escapes, so nothing raised for one message fails its batch-mates."""

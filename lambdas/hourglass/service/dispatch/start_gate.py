@@ -17,18 +17,21 @@ from hourglass.core import concurrency, deadline, delivery_control, handoff, sch
 from hourglass.core.concurrency import Lease
 from hourglass.core.delivery_control import DeliveryControl
 from hourglass.core.handoff import Scheduled, Timer
-from hourglass.core.model import LATER_NAMESPACE, Queue
+from hourglass.core.model import LATER_NAMESPACE, Ordering, Queue, Status
+from hourglass.core.ordering import SETTLE_LEAD, WAIT_SAFETY_DELAY
 from hourglass.core.pacing import Rates, Slot, counted, key_paced_since
 from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.errors import StoreError
 from hourglass.logs import log
+from hourglass.service import ordering
 from hourglass.service.context import Context
+from hourglass.service.dispatch.arrivals import ArrivalBoard
 from hourglass.service.dispatch.attempt import Attempts
 from hourglass.service.dispatch.outcome import Result
 from hourglass.service.pacing import REPACE_HOLD, PacedStarts
 
 
-class StorageUsed(storage.Queues, storage.ConcurrencySlots, Protocol):
+class StorageUsed(storage.Queues, storage.Messages, storage.ConcurrencySlots, storage.KeyOrders, Protocol):
     """The storage nouns this module uses (`adapters.storage`)."""
 
 
@@ -90,8 +93,16 @@ class QueueReads:
 
 
 class StartGate:
-    def __init__(self, ctx: Context, queues: QueueReads, pacing: PacedStarts, attempts: Attempts) -> None:
+    def __init__(
+        self,
+        ctx: Context,
+        queues: QueueReads,
+        pacing: PacedStarts,
+        attempts: Attempts,
+        arrivals: ArrivalBoard | None = None,
+    ) -> None:
         self.ctx = ctx
+        self.arrivals = arrivals or ArrivalBoard()
         self.queues = queues
         self.pacing = pacing
         self.attempts = attempts
@@ -131,6 +142,10 @@ class StartGate:
             self.ctx.handoff.resend([Scheduled(replace(timer, latest_ms=None), delivery_control.PAUSE_RECHECK)])
             self.ctx.metrics.count("Paused", queue=timer.queue)
             return Result(True, "paused")
+        if control.ordering is not None:
+            if not self._turn(timer, control.ordering):
+                return Result(True, "waiting")
+            now = self.ctx.clock()
         rates = delivery_control.rates(control)
         if rates is not None and (timer.slot is None or timer.slot.missed(to_ms(now))):
             # A rate-limited queue's attempt starts only inside a pacing slot: take a new one.
@@ -184,6 +199,30 @@ class StartGate:
                 return None
             held.append(got)
         return held
+
+    def _turn(self, timer: Timer, rule: Ordering) -> bool:
+        """Whether it is the message's turn in its key (v1.3); if not, it waits in line, woken by the end of the
+        message before it, and its timer comes back only in case that wake is lost. A version that is not this
+        pending one (a takeover of the head, a stale timer) is left to the begin."""
+        if self.ctx.store.key_order(timer.queue, timer.scope).head == timer.id:
+            return True  # woken, retried, put back or taken over: the head's turn, with no write
+        message = self.ctx.store.get_message(timer.queue, timer.id)
+        if message is None or message.status is not Status.PENDING or message.version != timer.version:
+            return True
+        # The ones of its key due before it, received by this process, have their turn first.
+        self.arrivals.wait_for_earlier(timer)
+        turn = ordering.take_turn(self.ctx, message, rule, self.ctx.clock())
+        self.arrivals.left(timer)
+        if turn.starts and turn.changed:
+            # It took a free key: one due just before it may reach its start a moment later, and goes first.
+            self.ctx.sleep(schedule.seconds_until(message.due_at - SETTLE_LEAD, self.ctx.clock()))
+            if ordering.settle(self.ctx, message, self.ctx.clock()):
+                return True
+        elif turn.starts:
+            return True
+        self.ctx.handoff.resend([Scheduled(replace(timer, latest_ms=None), WAIT_SAFETY_DELAY)])
+        self.ctx.metrics.count("Waiting", queue=timer.queue)
+        return False
 
     def _stopped(self, slot: Slot | None, name: str) -> tuple[datetime, bool]:
         """The queue's pause state and when its read was sent (`QueueReads.paused`); stopped as well when a PUT

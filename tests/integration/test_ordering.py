@@ -1,0 +1,340 @@
+"""Ordered delivery per key (contract v1.3) through the services on a fake clock: the queue setting, one message of a
+key at a time in due order, keys independent, hold and release, `blocked_by` and the key's state."""
+
+from __future__ import annotations
+
+import contextlib
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from hourglass.core import deadline
+from hourglass.core.delivery_control import MAX_TIMEOUT
+from hourglass.core.model import Ordering
+from hourglass.core.timestamps import format_rfc3339
+from hourglass.service import ordering as ordering_service
+from moto.sqs import models as sqs_models
+
+from tests.faults.proxies import Crash
+from tests.integration.conftest import Harness
+from tests.integration.test_crash_recovery import dies_once, invoke, receive
+from tests.integration.test_flow import HTTP_QUEUE, get, make_queue, post
+
+ORDERED = {**HTTP_QUEUE, "retry": {"max_attempts": 3, "backoff_base": 10}, "ordering": {"by": "flow_key"}}
+HOLD = {**ORDERED, "retry": {"max_attempts": 1}, "ordering": {"by": "flow_key", "on_failure": "hold"}}
+
+
+def error_field(doc: Any) -> str:
+    return str(doc["error"]["message"]).split(":")[0]
+
+
+def delivered(h: Harness) -> list[int]:
+    """The bodies the target received, in order."""
+    return [r["body"]["n"] if isinstance(r["body"], dict) else r["body"] for r in h.receiver.requests]
+
+
+def step(h: Harness, rounds: int = 6, within: float = 3.0) -> None:
+    """Dispatches the timers due within `within` seconds, round after round (a woken message's timer comes at
+    once); the later ones go back to the timer queue."""
+    for _ in range(rounds):
+        horizon = (h.clock.now.timestamp() + within) * 1000
+        drained = h.timers()
+        later = [t for t in drained if t["json"]["due"] > horizon]
+        for timer in later:
+            h.sqs.send_message(QueueUrl=h.ctx.settings.timer_queue_url, MessageBody=timer["body"])
+        timers = [t for t in drained if t["json"]["due"] <= horizon]
+        if not timers:
+            return
+        h.dispatch(timers)
+
+
+def advance(h: Harness, seconds: float) -> None:
+    h.clock.now += timedelta(seconds=seconds)
+
+
+def key(h: Harness, flow_key: str, queue: str = "orders") -> dict[str, Any]:
+    status, doc = h.call("GET", f"/v1/queues/{queue}/keys/{flow_key}")
+    assert status == 200, doc
+    return dict(doc)
+
+
+# the setting --------------------------------------------------------------------------------
+def test_the_queue_shows_its_ordering_with_continue_by_default(harness: Harness) -> None:
+    make_queue(harness, settings=ORDERED)
+    _, doc = harness.call("GET", "/v1/queues/orders")
+    assert doc["ordering"] == {"by": "flow_key", "on_failure": "continue"}
+
+
+def test_a_queue_without_ordering_shows_none(harness: Harness) -> None:
+    make_queue(harness)
+    _, doc = harness.call("GET", "/v1/queues/orders")
+    assert doc["ordering"] is None
+
+
+def test_ordering_by_anything_else_is_a_400_naming_it(harness: Harness) -> None:
+    status, doc = harness.call("PUT", "/v1/queues/orders", {**HTTP_QUEUE, "ordering": {"by": "priority"}})
+    assert (status, error_field(doc)) == (400, "ordering.by")
+
+
+def test_a_bad_on_failure_is_a_400_naming_it(harness: Harness) -> None:
+    bad = {**HTTP_QUEUE, "ordering": {"by": "flow_key", "on_failure": "stop"}}
+    status, doc = harness.call("PUT", "/v1/queues/orders", bad)
+    assert (status, error_field(doc)) == (400, "ordering.on_failure")
+
+
+def test_an_unknown_ordering_field_is_a_400(harness: Harness) -> None:
+    bad = {**HTTP_QUEUE, "ordering": {"by": "flow_key", "strict": True}}
+    status, _ = harness.call("PUT", "/v1/queues/orders", bad)
+    assert status == 400
+
+
+# one at a time, in due order ----------------------------------------------------------------
+def test_a_retrying_head_keeps_the_next_message_of_its_key_waiting(harness: Harness) -> None:
+    make_queue(harness, settings=ORDERED)
+    harness.receiver.answers = [500, 200, 200]
+    post(harness, {"body": {"n": 1}, "flow_key": "k", "delay": 1}, {"body": {"n": 2}, "flow_key": "k", "delay": 2})
+    step(harness)
+    assert delivered(harness) == [1]
+    advance(harness, 30)
+    harness.sweep()
+    step(harness)
+    assert delivered(harness) == [1, 1, 2]
+
+
+def test_a_waiting_message_shows_what_it_waits_behind(harness: Harness) -> None:
+    make_queue(harness, settings=ORDERED)
+    harness.receiver.answers = [500]
+    first, second = post(
+        harness, {"body": {"n": 1}, "flow_key": "k", "delay": 1}, {"body": {"n": 2}, "flow_key": "k", "delay": 2}
+    )
+    step(harness)
+    assert (get(harness, second["id"])["blocked_by"], get(harness, first["id"])["blocked_by"]) == (first["id"], None)
+    assert key(harness, "k") == {"flow_key": "k", "head": first["id"], "waiting": 1, "held": False}
+
+
+def test_keys_are_independent(harness: Harness) -> None:
+    make_queue(harness, settings=ORDERED)
+    harness.receiver.answers = [500, 200]
+    post(harness, {"body": {"n": 1}, "flow_key": "a", "delay": 1}, {"body": {"n": 2}, "flow_key": "b", "delay": 2})
+    step(harness)
+    assert delivered(harness) == [1, 2]
+
+
+def test_messages_without_a_key_share_one(harness: Harness) -> None:
+    make_queue(harness, settings=ORDERED)
+    harness.receiver.answers = [500, 200, 200]
+    post(harness, {"body": {"n": 1}, "delay": 1}, {"body": {"n": 2}, "delay": 2})
+    step(harness)
+    assert delivered(harness) == [1]
+
+
+def test_a_message_due_earlier_goes_before_one_waiting(harness: Harness) -> None:
+    make_queue(harness, settings=ORDERED)
+    harness.receiver.answers = [500]
+    start = harness.clock.now
+    post(harness, {"body": {"n": 1}, "flow_key": "k", "delay": 1}, {"body": {"n": 2}, "flow_key": "k", "delay": 3})
+    step(harness)
+    # Created after 2 waits, due before it.
+    post(harness, {"body": {"n": 3}, "flow_key": "k", "deliver_at": format_rfc3339(start + timedelta(seconds=2))})
+    step(harness)
+    advance(harness, 30)
+    harness.sweep()
+    step(harness)
+    assert delivered(harness) == [1, 1, 3, 2]
+
+
+def test_cancelling_the_head_lets_the_next_start(harness: Harness) -> None:
+    make_queue(harness, settings=ORDERED)
+    harness.receiver.answers = [500]
+    first, _ = post(
+        harness, {"body": {"n": 1}, "flow_key": "k", "delay": 1}, {"body": {"n": 2}, "flow_key": "k", "delay": 2}
+    )
+    step(harness)
+    status, _ = harness.call("DELETE", f"/v1/queues/orders/messages/{first['id']}")
+    step(harness)
+    assert (status, delivered(harness)) == (204, [1, 2])
+
+
+def test_the_next_starts_after_a_failure_with_continue(harness: Harness) -> None:
+    make_queue(harness, settings={**ORDERED, "retry": {"max_attempts": 1}})
+    harness.receiver.answers = [500, 200]
+    post(harness, {"body": {"n": 1}, "flow_key": "k", "delay": 1}, {"body": {"n": 2}, "flow_key": "k", "delay": 2})
+    step(harness)
+    assert delivered(harness) == [1, 2]
+
+
+# hold and release ---------------------------------------------------------------------------
+def test_a_failure_holds_the_key_with_hold(harness: Harness) -> None:
+    make_queue(harness, settings=HOLD)
+    harness.receiver.answers = [500, 200]
+    first, second = post(
+        harness, {"body": {"n": 1}, "flow_key": "k", "delay": 1}, {"body": {"n": 2}, "flow_key": "k", "delay": 2}
+    )
+    step(harness)
+    assert (delivered(harness), get(harness, second["id"])["status"]) == ([1], "pending")
+    assert key(harness, "k") == {"flow_key": "k", "head": first["id"], "waiting": 1, "held": True}
+
+
+def test_a_release_lets_a_held_key_go_on(harness: Harness) -> None:
+    make_queue(harness, settings=HOLD)
+    harness.receiver.answers = [500, 200]
+    post(harness, {"body": {"n": 1}, "flow_key": "k", "delay": 1}, {"body": {"n": 2}, "flow_key": "k", "delay": 2})
+    step(harness)
+    status, doc = harness.call("POST", "/v1/queues/orders/keys/k/release")
+    step(harness)
+    assert (status, doc["held"], delivered(harness)) == (200, False, [1, 2])
+
+
+def test_releasing_a_key_that_holds_nothing_is_a_404(harness: Harness) -> None:
+    make_queue(harness, settings=HOLD)
+    status, _ = harness.call("POST", "/v1/queues/orders/keys/k/release")
+    assert status == 404
+
+
+def test_a_held_key_goes_on_once_its_failed_message_is_redelivered_and_ends(harness: Harness) -> None:
+    make_queue(harness, settings=HOLD)
+    harness.receiver.answers = [500, 200, 200]
+    first, _ = post(
+        harness, {"body": {"n": 1}, "flow_key": "k", "delay": 1}, {"body": {"n": 2}, "flow_key": "k", "delay": 2}
+    )
+    step(harness)
+    status, _ = harness.call("POST", f"/v1/queues/orders/messages/{first['id']}/redeliver")
+    step(harness)
+    assert (status, delivered(harness), key(harness, "k")["held"]) == (200, [1, 1, 2], False)
+
+
+def test_an_idle_key_keeps_nothing(harness: Harness) -> None:
+    make_queue(harness, settings=ORDERED)
+    post(harness, {"body": {"n": 1}, "flow_key": "k", "delay": 1})
+    step(harness)
+    assert key(harness, "k") == {"flow_key": "k", "head": None, "waiting": 0, "held": False}
+    assert harness.ctx.store.key_orders("orders") == []
+
+
+# changing the setting -----------------------------------------------------------------------
+def test_removing_ordering_starts_the_waiting_messages(harness: Harness) -> None:
+    make_queue(harness, settings=ORDERED)
+    harness.receiver.answers = [500, 200]
+    post(harness, {"body": {"n": 1}, "flow_key": "k", "delay": 1}, {"body": {"n": 2}, "flow_key": "k", "delay": 2})
+    step(harness)
+    make_queue(harness, settings={k: v for k, v in ORDERED.items() if k != "ordering"})
+    step(harness)
+    assert delivered(harness) == [1, 2]
+
+
+def test_a_queue_without_ordering_writes_no_key_items(harness: Harness) -> None:
+    make_queue(harness)
+    harness.receiver.answers = [500, 200]
+    post(harness, {"body": {"n": 1}, "flow_key": "k", "delay": 1}, {"body": {"n": 2}, "flow_key": "k", "delay": 2})
+    step(harness)
+    assert (delivered(harness)[:2], harness.ctx.store.key_orders("orders")) == ([1, 2], [])
+
+
+# crashes ------------------------------------------------------------------------------------
+@pytest.fixture
+def crashing(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> Harness:
+    """SQS on the harness's clock with the stack's visibility timeout (as `test_crash_recovery.h`)."""
+    monkeypatch.setattr(sqs_models, "unix_time_millis", lambda: harness.clock.now.timestamp() * 1000)
+    monkeypatch.setattr(sqs_models, "unix_time", lambda: harness.clock.now.timestamp())
+    visibility = deadline.visibility_timeout(MAX_TIMEOUT)
+    url = harness.ctx.settings.timer_queue_url
+    harness.sqs.set_queue_attributes(QueueUrl=url, Attributes={"VisibilityTimeout": str(visibility)})
+    return harness
+
+
+def test_a_head_whose_dispatcher_died_mid_attempt_is_taken_over_before_the_next_starts(crashing: Harness) -> None:
+    """The head's dispatcher dies mid-attempt: its key's next message waits until the takeover has ended it."""
+    h = crashing
+    make_queue(h, settings=ORDERED)
+    first = {"body": {"n": 1}, "flow_key": "k", "delay": 5}
+    _, second = post(h, first, {"body": {"n": 2}, "flow_key": "k", "delay": 6})
+    h.ctx.post = dies_once(h.ctx.post)
+    for _ in range(120):  # SQS's event source polls all the while
+        h.clock.advance(1)
+        with contextlib.suppress(Crash):
+            invoke(h, receive(h))
+    assert (delivered(h), get(h, second["id"])["status"]) == ([1, 2], "delivered")
+
+
+def test_a_schedules_occurrences_take_their_turn_in_their_key(harness: Harness) -> None:
+    make_queue(harness, settings=ORDERED)
+    harness.receiver.answers = [500]
+    post(harness, {"body": {"n": 1}, "flow_key": "k", "delay": 1})
+    step(harness)
+    start_at = format_rfc3339(harness.clock.now + timedelta(seconds=2))
+    schedule = {"every": 3600, "start_at": start_at, "body": {"n": 2}, "flow_key": "k"}
+    status, _ = harness.call("PUT", "/v1/queues/orders/schedules/s", schedule)
+    step(harness)
+    assert (status, delivered(harness)) == (201, [1])
+    advance(harness, 30)
+    harness.sweep()
+    step(harness)
+    assert delivered(harness)[:3] == [1, 1, 2]
+
+
+# pause and the queue's lifetime -------------------------------------------------------------
+def test_a_paused_ordered_queue_starts_nothing_and_goes_on_in_order_after_the_resume(harness: Harness) -> None:
+    make_queue(harness, settings=ORDERED)
+    harness.call("POST", "/v1/queues/orders/pause")
+    post(harness, {"body": {"n": 1}, "flow_key": "k", "delay": 1}, {"body": {"n": 2}, "flow_key": "k", "delay": 2})
+    step(harness)
+    assert delivered(harness) == []
+    harness.call("POST", "/v1/queues/orders/resume")
+    advance(harness, 3)
+    step(harness)
+    assert delivered(harness) == [1, 2]
+
+
+def test_a_deleted_queue_leaves_no_key_behind(harness: Harness) -> None:
+    make_queue(harness, settings=HOLD)
+    harness.receiver.answers = [500]
+    post(harness, {"body": {"n": 1}, "flow_key": "k", "delay": 1}, {"body": {"n": 2}, "flow_key": "k", "delay": 2})
+    step(harness)
+    status, _ = harness.call("DELETE", "/v1/queues/orders")
+    make_queue(harness, settings=HOLD)
+    assert (status, key(harness, "k")["held"], harness.ctx.store.key_orders("orders")) == (204, False, [])
+
+
+def test_a_message_patched_later_before_its_start_lets_the_next_go(harness: Harness) -> None:
+    make_queue(harness, settings=ORDERED)
+    harness.receiver.answers = [500]
+    first, second, third = post(
+        harness,
+        {"body": {"n": 1}, "flow_key": "k", "delay": 1},
+        {"body": {"n": 2}, "flow_key": "k", "delay": 2},
+        {"body": {"n": 3}, "flow_key": "k", "delay": 3},
+    )
+    step(harness)
+    status, _ = harness.call("PATCH", f"/v1/queues/orders/messages/{second['id']}", {"delay": 3600})
+    status_cancel, _ = harness.call("DELETE", f"/v1/queues/orders/messages/{first['id']}")
+    step(harness)
+    assert (status, status_cancel, delivered(harness), get(harness, third["id"])["status"]) == (
+        200,
+        204,
+        [1, 3],
+        "delivered",
+    )
+
+
+def test_a_head_ended_but_not_yet_handed_on_is_ended_by_the_next_arrival_which_wakes_the_waiter(
+    harness: Harness,
+) -> None:
+    """The head's end is written, its key's write not yet (a writer under way or dead): the next message to reach
+    its start hands the key to the first waiter and wakes it."""
+    make_queue(harness, settings=ORDERED)
+    harness.receiver.answers = [500]
+    first, second = post(
+        harness, {"body": {"n": 1}, "flow_key": "k", "delay": 1}, {"body": {"n": 2}, "flow_key": "k", "delay": 2}
+    )
+    step(harness)
+    after_end = ordering_service.after_end
+    ordering_service.after_end = lambda *args: None  # type: ignore[assignment]
+    try:
+        status, _ = harness.call("DELETE", f"/v1/queues/orders/messages/{first['id']}")
+    finally:
+        ordering_service.after_end = after_end  # type: ignore[assignment]
+    [third] = post(harness, {"body": {"n": 3}, "flow_key": "k"})
+    message = harness.ctx.store.get_message("orders", third["id"])
+    assert message is not None
+    turn = ordering_service.take_turn(harness.ctx, message, Ordering(), harness.clock.now)
+    assert (status, turn.starts, turn.woken, key(harness, "k")["head"]) == (204, False, second["id"], second["id"])
