@@ -502,7 +502,7 @@ def open_message(page: Any, queue: str, message_id: str) -> None:
 
 
 def test_a_waiting_messages_detail_links_what_blocks_it(page: Any, client: Client, receiver: RawReceiver) -> None:
-    held = hold_a_key(client, receiver, "tenant/7")
+    held = hold_a_key(client, receiver, "tenant 7")
     open_message(page, held.queue, held.waiting)
     assert page.inner_text('#timeline-doc dd[data-key="blocked_by"]') == held.failed
     row = f'#messages-table tr[data-id="{held.waiting}"] td.due .blocked-by'
@@ -513,7 +513,7 @@ def test_a_waiting_messages_detail_links_what_blocks_it(page: Any, client: Clien
 
 
 def test_a_held_key_is_released_from_the_message_detail(page: Any, client: Client, receiver: RawReceiver) -> None:
-    held = hold_a_key(client, receiver, "tenant/7")
+    held = hold_a_key(client, receiver, "tenant 7")
     open_message(page, held.queue, held.waiting)
     state = page.locator("#timeline-key .key-state")
     expect(state.locator(".key-waiting")).to_have_text("1 waiting")
@@ -521,21 +521,21 @@ def test_a_held_key_is_released_from_the_message_detail(page: Any, client: Clien
     assert page.inner_text("#timeline-key .key-head button.open-message") == held.failed
     shot(page, "timeline-key-held")
     page.click("#timeline-key button.release-key")
-    expect(page.locator("#notice")).to_have_text(f'released flow key "tenant/7" of {held.queue}')
-    assert client.key(held.queue, "tenant/7").held is False
+    expect(page.locator("#notice")).to_have_text(f'released flow key "tenant 7" of {held.queue}')
+    assert client.key(held.queue, "tenant 7").held is False
     eventually(lambda: client.get_message(held.queue, held.waiting).status == "delivered")
 
 
 def test_a_key_looked_up_by_name_shows_its_state_and_releases(page: Any, client: Client, receiver: RawReceiver) -> None:
-    held = hold_a_key(client, receiver, "tenant/7")
+    held = hold_a_key(client, receiver, "tenant 7")
     sign_in(page, held.queue)
     page.click('nav button[data-view="messages"]')
-    page.fill("#key-lookup", "tenant/7")
+    page.fill("#key-lookup", "tenant 7")
     page.click("#show-key")
     expect(page.locator("#key-view .key-held")).to_have_text("held after a failure")
-    assert page.inner_text("#key-view-name") == '"tenant/7"'
+    assert page.inner_text("#key-view-name") == '"tenant 7"'
     page.click("#key-view button.release-key")
-    expect(page.locator("#notice")).to_have_text(f'released flow key "tenant/7" of {held.queue}')
+    expect(page.locator("#notice")).to_have_text(f'released flow key "tenant 7" of {held.queue}')
     expect(page.locator("#key-view .key-held")).to_have_text("not held")
     expect(page.locator("#key-view button.release-key")).to_have_count(0)
-    assert client.key(held.queue, "tenant/7").held is False
+    assert client.key(held.queue, "tenant 7").held is False

@@ -14,8 +14,8 @@ from hourglass_client.queue_settings import parse_ordering
 
 from tests.clients.conftest import API_KEY, RawReceiver, eventually, hold_a_key, scripted
 
-# A key with a "/" and a space: percent-encoded whole in the path.
-KEY = "tenant 7/ledger"
+# A key with a space, percent-encoded in the path; `test_a_key_with_a_slash_is_shown_and_released` has a "/".
+KEY = "tenant 7"
 
 
 def ordered_queue(client: Client, receiver: RawReceiver, on_failure: str | None = None) -> str:
@@ -65,6 +65,14 @@ def test_releasing_a_held_key_lets_its_next_message_start(client: Client, receiv
     after = client.key(held.queue, KEY)
     assert (after.held, after.waiting) == (False, 0)
     assert client.get_message(held.queue, held.waiting).blocked_by is None
+
+
+def test_a_key_with_a_slash_is_shown_and_released(client: Client, receiver: RawReceiver) -> None:
+    # The contract's keys are any string: a "/" in one is percent-encoded, never a path separator.
+    held = hold_a_key(client, receiver, "customer/42")
+    assert client.key(held.queue, "customer/42").head == held.failed
+    assert client.release_key(held.queue, "customer/42").held is False
+    eventually(lambda: client.get_message(held.queue, held.waiting).status == "delivered")
 
 
 def test_releasing_a_key_with_nothing_held_raises_not_found(client: Client, receiver: RawReceiver) -> None:
