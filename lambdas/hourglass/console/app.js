@@ -1050,6 +1050,7 @@ const TIMELINE_BUTTONS = { deliverNow: "#deliver-now-message", cancel: "#cancel-
 // it is due, so one still waiting has not been handed off yet, and one that ended says only when.
 function dueText(m) {
   if (m.status !== "pending") return "due";
+  if (m.blocked_by) return `due (waiting behind ${m.blocked_by}, the message before it in its flow key)`;
   if (Date.parse(m.due_at) > Date.now()) return `due ${relative(m.due_at)} (waiting: a sweep hands it to the timer queue shortly before)`;
   return m.next_attempt_at ? "due (its next attempt is below)" : "due (being handed to a dispatcher)";
 }
