@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import pytest
 from click.testing import CliRunner, Result
-from hourglass_client import Client
+from hourglass_client import Client, Message, ordering
 from hourglass_client.cli import main
 
 from devstack.runtime import Runtime
@@ -77,6 +77,35 @@ def queue(client: Client, receiver: RawReceiver) -> str:
         retry={"max_attempts": 2, "backoff_base": 0.2, "backoff_max": 1},
     )
     return name
+
+
+@dataclass(frozen=True)
+class HeldKey:
+    """An ordered queue (`on_failure: "hold"`) whose key `flow_key` is held by its `failed` message, with
+    `waiting` due behind it."""
+
+    queue: str
+    flow_key: str
+    failed: str
+    waiting: str
+
+
+def hold_a_key(client: Client, receiver: RawReceiver, flow_key: str) -> HeldKey:
+    """A fresh ordered queue, its first message of `flow_key` failed (its one attempt answered 500), and a second
+    due message of that key waiting behind it while the key is held."""
+    name = f"ord-{uuid.uuid4().hex[:8]}"
+    target = {"type": "http", "url": receiver.url(f"/{name}")}
+    receiver.script[f"/{name}"] = [500]
+    client.put_queue(name, target=target, retry={"max_attempts": 1}, ordering=ordering("hold"))
+    failed = client.send(name, {"n": 1}, flow_key=flow_key)
+    eventually(lambda: client.get_message(name, failed.id).status == "failed")
+    waiting = client.send(name, {"n": 2}, flow_key=flow_key)
+    eventually(lambda: blocked(client.get_message(name, waiting.id)) and client.key(name, flow_key).waiting)
+    return HeldKey(name, flow_key, failed.id, waiting.id)
+
+
+def blocked(message: Message) -> bool:
+    return message.status == "pending" and message.blocked_by is not None
 
 
 @dataclass

@@ -65,3 +65,12 @@ def test_the_consoles_checks_use_the_apis_bounds() -> None:
         "circuit_breaker.window": (circuit.MIN_WINDOW, circuit.MAX_WINDOW, True),
         "jitter": (0, validation.MAX_SCHEDULE_JITTER_S, True),
     }
+
+
+def test_the_queue_forms_ordering_choices_are_the_apis() -> None:
+    from hourglass.core import model
+
+    page = (Path(console.__file__).parent / "index.html").read_text(encoding="utf-8")
+    choices = re.search(r'<select id="qf-ordering-on-failure">(.*?)</select>', page, re.S)
+    assert choices is not None
+    assert set(re.findall(r'<option value="(\w+)">', choices.group(1))) == set(model.ON_FAILURE)

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from hourglass_client import Client, NotFound
 
-from tests.clients.conftest import RawReceiver, eventually
+from tests.clients.conftest import RawReceiver, eventually, hold_a_key
 from tests.clients.test_console_browser import (
     ARTIFACTS,
     browser,
@@ -466,3 +466,90 @@ def test_limits_show_flow_control_and_due_shows_the_next_attempt_from_now(
 
 def when_iso(text: str) -> str:
     return when(datetime.fromisoformat(text.replace("Z", "+00:00")))
+
+
+# --- ordered queues (v1.3) ------------------------------------------------------------------------------
+
+
+def save_queue_form(page: Any, name: str) -> None:
+    """Saves the open queue form from the keyboard (see the breaker's test for why not a click)."""
+    page.focus("#save-queue")
+    page.keyboard.press("Enter")
+    expect(page.locator("#notice")).to_have_text(f"saved queue {name}")
+
+
+def test_the_queue_form_sets_ordering_and_the_row_shows_it(page: Any, client: Client, queue: str) -> None:
+    edit_queue(page, queue)
+    assert page.is_disabled("#qf-ordering-on-failure")
+    page.select_option("#qf-ordering", "flow_key")
+    page.select_option("#qf-ordering-on-failure", "hold")
+    shot(page, "queue-form-ordering")
+    save_queue_form(page, queue)
+    assert client.get_queue(queue).ordering == {"by": "flow_key", "on_failure": "hold"}
+    limits = page.inner_text(f'#queues-table tr[data-queue="{queue}"] td.limits')
+    assert limits.endswith("ordered by flow_key, hold on failure")
+
+
+def test_editing_an_ordered_queue_keeps_its_ordering_and_none_removes_it(
+    page: Any, client: Client, receiver: RawReceiver
+) -> None:
+    name = f"ui-{uuid.uuid4().hex[:8]}"
+    target = {"type": "http", "url": receiver.url(f"/{name}")}
+    client.put_queue(name, target=target, ordering={"by": "flow_key", "on_failure": "hold"})
+    edit_queue(page, name)
+    assert (page.input_value("#qf-ordering"), page.input_value("#qf-ordering-on-failure")) == ("flow_key", "hold")
+    page.fill("#qf-rate-limit", "9")
+    save_queue_form(page, name)
+    assert client.get_queue(name).ordering == {"by": "flow_key", "on_failure": "hold"}
+    page.click(f'#queues-table tr[data-queue="{name}"] button.edit-queue')
+    page.select_option("#qf-ordering", "")
+    save_queue_form(page, name)
+    assert client.get_queue(name).ordering is None
+
+
+def open_message(page: Any, queue: str, message_id: str) -> None:
+    sign_in(page, queue)
+    page.click('nav button[data-view="messages"]')
+    page.fill("#message-id", message_id)
+    page.click("#find-message")
+    expect(page.locator("#timeline-id")).to_have_text(message_id)
+
+
+def test_a_waiting_messages_detail_links_what_blocks_it(page: Any, client: Client, receiver: RawReceiver) -> None:
+    held = hold_a_key(client, receiver, "tenant 7")
+    open_message(page, held.queue, held.waiting)
+    assert page.inner_text('#timeline-doc dd[data-key="blocked_by"]') == held.failed
+    row = f'#messages-table tr[data-id="{held.waiting}"] td.due .blocked-by'
+    expect(page.locator(row)).to_have_text(f"waits behind {held.failed}")
+    shot(page, "message-blocked-by")
+    page.click('#timeline-doc dd[data-key="blocked_by"] button.open-message')
+    expect(page.locator("#timeline-id")).to_have_text(held.failed)
+
+
+def test_a_held_key_is_released_from_the_message_detail(page: Any, client: Client, receiver: RawReceiver) -> None:
+    held = hold_a_key(client, receiver, "tenant 7")
+    open_message(page, held.queue, held.waiting)
+    state = page.locator("#timeline-key .key-state")
+    expect(state.locator(".key-waiting")).to_have_text("1 waiting")
+    expect(state.locator(".key-held")).to_have_text("held after a failure")
+    assert page.inner_text("#timeline-key .key-head button.open-message") == held.failed
+    shot(page, "timeline-key-held")
+    page.click("#timeline-key button.release-key")
+    expect(page.locator("#notice")).to_have_text(f'released flow key "tenant 7" of {held.queue}')
+    assert client.key(held.queue, "tenant 7").held is False
+    eventually(lambda: client.get_message(held.queue, held.waiting).status == "delivered")
+
+
+def test_a_key_looked_up_by_name_shows_its_state_and_releases(page: Any, client: Client, receiver: RawReceiver) -> None:
+    held = hold_a_key(client, receiver, "tenant 7")
+    sign_in(page, held.queue)
+    page.click('nav button[data-view="messages"]')
+    page.fill("#key-lookup", "tenant 7")
+    page.click("#show-key")
+    expect(page.locator("#key-view .key-held")).to_have_text("held after a failure")
+    assert page.inner_text("#key-view-name") == '"tenant 7"'
+    page.click("#key-view button.release-key")
+    expect(page.locator("#notice")).to_have_text(f'released flow key "tenant 7" of {held.queue}')
+    expect(page.locator("#key-view .key-held")).to_have_text("not held")
+    expect(page.locator("#key-view button.release-key")).to_have_count(0)
+    assert client.key(held.queue, "tenant 7").held is False

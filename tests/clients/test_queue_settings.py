@@ -9,7 +9,7 @@ import uuid
 from typing import Any
 
 from hourglass.core import validation
-from hourglass_client import AsyncClient, Client, Queue, QueueSettings, breaker, window
+from hourglass_client import AsyncClient, Client, Queue, QueueSettings, breaker, ordering, window
 from hourglass_client.queue_settings import setting_names
 
 from tests.clients.conftest import API_KEY, RawReceiver
@@ -35,6 +35,7 @@ def every_setting(receiver: RawReceiver) -> dict[str, Any]:
         "window": window("09:00", "18:00", timezone="Europe/Paris", days=["mon", "tue"]),
         "circuit_breaker": breaker(0.5, 20, 300),
         "flow_control": {"key_rate_limit": 5, "key_max_concurrency": 2},
+        "ordering": ordering("hold"),
     }
 
 

@@ -64,6 +64,8 @@ async function api(method, path, body) {
 const enc = encodeURIComponent;
 const queuePath = (queue) => `/v1/queues/${enc(queue)}`;
 const messagePath = (queue, id) => `${queuePath(queue)}/messages/${enc(id)}`;
+// A flow key of an ordered queue (v1.3), percent-encoded whole ("/" too); messages without one share the key "".
+const keyPath = (queue, key) => `${queuePath(queue)}/keys/${enc(key)}`;
 const noRoute = (error) => error.status === 404 && /no route/.test(error.message);
 
 function cell(row, text, className) {
@@ -177,6 +179,7 @@ function queueRow(queue, counted) {
   if (queue.flow_control) limits.push(`per flow_key ${flowText(queue.flow_control)}`);
   if (queue.window) limits.push(`window ${windowText(queue.window)}`);
   if (queue.circuit_breaker) limits.push(`breaker ${breakerText(queue.circuit_breaker)}`);
+  if (queue.ordering) limits.push(orderingText(queue.ordering));
   cell(row, limits.join(", "), "limits");
   const paused = queue.paused_reason ? `paused (${queue.paused_reason})` : "paused";
   const stateClass = queue.paused ? `status-failed${queue.paused_reason ? " tripped" : ""}` : "status-delivered";
@@ -410,6 +413,7 @@ const QUEUE_INPUTS = {
   failure_destination: "#qf-failure-url", signing_secret: "#qf-secret", window: "#qf-window-timezone",
   "window.timezone": "#qf-window-timezone", "window.from": "#qf-window-from", "window.to": "#qf-window-to",
   "window.days": 'input[name="qf-window-day"]', "window.exclude_dates": "#qf-window-exclude",
+  ordering: "#qf-ordering", "ordering.by": "#qf-ordering", "ordering.on_failure": "#qf-ordering-on-failure",
   ...Object.fromEntries(Object.entries(FORM_NUMBERS).map(([selector, [group, key]]) => [group ? `${group}.${key}` : key, selector])),
   ...Object.fromEntries(Object.entries(BREAKER_FIELDS).map(([selector, key]) => [`circuit_breaker.${key}`, selector])),
 };
@@ -435,6 +439,16 @@ function flowText(flow) {
   return Object.entries(flow).filter(([, v]) => v !== null && v !== undefined).map(([k, v]) => `${k}=${v}`).join(", ");
 }
 
+// `ordered by flow_key, hold on failure`: a queue's ordering in a few words.
+function orderingText(ordering) {
+  return `ordered by ${ordering.by}` + (ordering.on_failure === "hold" ? ", hold on failure" : "");
+}
+
+// The on-failure choice means something only with an order.
+function syncOrderingForm() {
+  $("#qf-ordering-on-failure").disabled = !$("#qf-ordering").value;
+}
+
 const percent = (ratio) => `${+(ratio * 100).toPrecision(3)}%`;
 
 // `pauses at ≥50% failed of ≥20 attempts in 300 s`: when a breaker pauses its queue.
@@ -456,6 +470,9 @@ function openQueueForm(queue) {
   $("#qf-name").value = queue ? queue.name : "";
   $("#qf-name").readOnly = Boolean(queue);
   $("#qf-secret-note").hidden = !(queue && queue.signing_secret_set);
+  $("#qf-ordering").value = queue && queue.ordering ? queue.ordering.by : "";
+  $("#qf-ordering-on-failure").value = (queue && queue.ordering && queue.ordering.on_failure) || "continue";
+  syncOrderingForm();
   if (!queue) return $("#qf-name").focus({ preventScroll: true });
   const target = queue.target;
   // A target the form cannot edit (Lambda, SNS, ...) is shown and kept as it is.
@@ -570,6 +587,8 @@ function queueFormDoc(problems) {
   if (breaker) doc.circuit_breaker = breaker;
   const window = windowFormDoc("qf", problems);
   if (window) doc.window = window;
+  const by = $("#qf-ordering").value;
+  if (by) doc.ordering = { by, on_failure: $("#qf-ordering-on-failure").value };
   // A PUT without the secret keeps the queue's (the API never returns it): only a typed one or the
   // remove box changes it.
   const secret = $("#qf-secret").value;
@@ -737,6 +756,7 @@ function messageRow(m, selectable) {
   };
   line(whenRelative(m.due_at), "due-at");
   if (m.next_attempt_at) line(`next attempt ${whenRelative(m.next_attempt_at)}`, "next-attempt");
+  if (m.blocked_by) line(`waits behind ${m.blocked_by}`, "blocked-by");
   cell(row, `${m.flow_key ?? "—"} · p${m.priority ?? 5}`, "mono");
   cell(row, m.attempts);
   cell(row, m.last_error || "", "error");
@@ -908,12 +928,14 @@ async function openTimeline(queue, id) {
   $("#timeline-id").textContent = id;
   const doc = $("#timeline-doc");
   doc.replaceChildren();
-  for (const key of ["queue", "status", "due_at", "next_attempt_at", "window", "expires_at", "attempts", "dedup_id", "flow_key", "priority", "last_error"]) {
+  for (const key of ["queue", "status", "due_at", "next_attempt_at", "window", "expires_at", "attempts", "dedup_id", "flow_key", "blocked_by", "priority", "last_error"]) {
     if (key === "window" && !m.window) continue;  // only a message's own window (its queue's is on the queue)
+    if (key === "blocked_by" && !m.blocked_by) continue;  // only while it waits behind another of its key
     const dt = document.createElement("dt");
     dt.textContent = key;
     const dd = document.createElement("dd");
-    dd.textContent = key === "window" ? windowText(m.window) : m[key] === null || m[key] === undefined ? "—" : String(m[key]);
+    if (key === "blocked_by") dd.append(messageLink(queue, m.blocked_by));
+    else dd.textContent = key === "window" ? windowText(m.window) : m[key] === null || m[key] === undefined ? "—" : String(m[key]);
     dd.dataset.key = key;
     if (key === "window") dd.className = "window";
     if (key === "status") dd.className = `status-${m.status}`;
@@ -947,6 +969,79 @@ async function openTimeline(queue, id) {
     $(selector).hidden = !ALLOWED[kind](m);
   }
   $("#timeline").dataset.status = m.status;
+  await fillTimelineKey(queue, m);
+}
+
+// --- flow keys of an ordered queue (v1.3) ---------------------------------------------------------
+
+// A message id that opens its timeline.
+function messageLink(queue, id) {
+  const link = button(id, "link mono open-message", () => guarded(() => openTimeline(queue, id)));
+  link.dataset.id = id;
+  return link;
+}
+
+// The queue's `ordering` (its document read once when not known yet); null for a queue without one.
+async function orderingOf(queue) {
+  if (!state.queues[queue]) state.queues[queue] = await api("GET", queuePath(queue));
+  return state.queues[queue].ordering || null;
+}
+
+// A key's state in a line: its head (a link to it), how many wait, held or not, and Release when held.
+function keyState(queue, key) {
+  const line = document.createElement("div");
+  line.className = "key-state";
+  line.dataset.key = key.flow_key;
+  const part = (className, ...content) => {
+    const span = document.createElement("span");
+    span.className = className;
+    span.append(...content);
+    line.appendChild(span);
+  };
+  part("key-name mono", `key ${JSON.stringify(key.flow_key)}`);
+  part("key-head", "head ", key.head ? messageLink(queue, key.head) : "none");
+  part("key-waiting", `${key.waiting} waiting`);
+  part(`key-held${key.held ? " held" : ""}`, key.held ? "held after a failure" : "not held");
+  if (key.held) line.appendChild(button("Release", "release-key", () => guarded(() => releaseKey(queue, key.flow_key))));
+  return line;
+}
+
+// On an ordered queue, the timeline shows its message's key (one without a flow_key is in the key "").
+async function fillTimelineKey(queue, m) {
+  const box = $("#timeline-key");
+  const key = m.flow_key ?? "";
+  let doc = null;
+  if (await orderingOf(queue)) {
+    try {
+      doc = await api("GET", keyPath(queue, key));
+    } catch (error) {
+      if (error.status !== 404) throw error;
+    }
+  }
+  box.replaceChildren(...(doc ? [keyState(queue, doc)] : []));
+  box.hidden = !doc;
+}
+
+// The key view of the messages tab: one key, looked up by name.
+async function showKey(queue, key) {
+  const doc = await api("GET", keyPath(queue, key));
+  const view = $("#key-view");
+  view.dataset.queue = queue;
+  view.dataset.key = key;
+  $("#key-view-name").textContent = JSON.stringify(key);
+  $("#key-view-state").replaceChildren(keyState(queue, doc));
+  view.hidden = false;
+}
+
+// Release, then everything that shows the key or its messages as they are now.
+async function releaseKey(queue, key) {
+  await api("POST", `${keyPath(queue, key)}/release`);
+  const view = $("#key-view");
+  if (!view.hidden && view.dataset.queue === queue && view.dataset.key === key) await showKey(queue, key);
+  const timeline = $("#timeline");
+  if (!timeline.hidden && timeline.dataset.queue === queue) await openTimeline(queue, timeline.dataset.id);
+  if (state.view === "messages" && state.queue === queue) await listMessages(false);
+  notice(`released flow key ${JSON.stringify(key)} of ${queue}`);
 }
 
 const TIMELINE_BUTTONS = { deliverNow: "#deliver-now-message", cancel: "#cancel-message", redeliver: "#redeliver-message" };
@@ -955,6 +1050,7 @@ const TIMELINE_BUTTONS = { deliverNow: "#deliver-now-message", cancel: "#cancel-
 // it is due, so one still waiting has not been handed off yet, and one that ended says only when.
 function dueText(m) {
   if (m.status !== "pending") return "due";
+  if (m.blocked_by) return `due (waiting behind ${m.blocked_by}, the message before it in its flow key)`;
   if (Date.parse(m.due_at) > Date.now()) return `due ${relative(m.due_at)} (waiting: a sweep hands it to the timer queue shortly before)`;
   return m.next_attempt_at ? "due (its next attempt is below)" : "due (being handed to a dispatcher)";
 }
@@ -1360,6 +1456,7 @@ function show(view) {
   state.view = view;
   document.querySelectorAll("nav button").forEach((b) => b.classList.toggle("active", b.dataset.view === view));
   document.querySelectorAll(".view").forEach((s) => { s.hidden = s.id !== `view-${view}`; });
+  if ($("#key-view").dataset.queue !== state.queue) $("#key-view").hidden = true;
   return guarded(loaders[view]);
 }
 
@@ -1372,6 +1469,8 @@ async function refresh() {
     await loaders[state.view]();
     const { queue, id } = $("#timeline").dataset;
     if (!$("#timeline").hidden && queue && id) await openTimeline(queue, id);
+    const keyView = $("#key-view");
+    if (state.view === "messages" && !keyView.hidden) await showKey(keyView.dataset.queue, keyView.dataset.key);
     $("#refreshed-at").textContent = `refreshed ${new Date().toISOString().slice(11, 19)}Z`;
   } catch (error) {
     $("#refreshed-at").textContent = `refresh failed: ${error.message}`;
@@ -1435,6 +1534,10 @@ function wire() {
   $("#order").addEventListener("change", () => guarded(() => listMessages(false)));
   $("#more").addEventListener("click", () => guarded(() => listMessages(true)));
   $("#find-message").addEventListener("click", () => guarded(findMessage));
+  // The key as typed ("" is the key of messages without one).
+  $("#show-key").addEventListener("click", () => guarded(() => (state.queue ? showKey(state.queue, $("#key-lookup").value) : notice("Pick a queue first.", true))));
+  $("#close-key-view").addEventListener("click", () => { $("#key-view").hidden = true; });
+  $("#qf-ordering").addEventListener("change", syncOrderingForm);
   document.querySelectorAll(".select-all").forEach((all) => all.addEventListener("change", () => {
     all.closest("table").querySelectorAll("input.pick").forEach((box) => { box.checked = all.checked; });
   }));

@@ -13,8 +13,8 @@ from hourglass_client.errors import (
     Unauthorized,
     Unavailable,
 )
-from hourglass_client.models import Attempt, Created, Message, Operation, Page, Queue, Schedule
-from hourglass_client.queue_settings import QueueSettings
+from hourglass_client.models import Attempt, Created, KeyState, Message, Operation, Page, Queue, Schedule
+from hourglass_client.queue_settings import QueueSettings, ordering
 from hourglass_client.signing import sign, verify
 from hourglass_client.transport import RetryPolicy
 from hourglass_client.version import __version__
@@ -28,6 +28,7 @@ __all__ = [
     "Conflict",
     "Created",
     "HourglassError",
+    "KeyState",
     "Message",
     "NotFound",
     "Operation",
@@ -44,6 +45,7 @@ __all__ = [
     "breaker",
     "message",
     "new_dedup_id",
+    "ordering",
     "parse_window",
     "sign",
     "targets",

@@ -15,7 +15,17 @@ from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from hourglass_client import batches
 from hourglass_client.message_fields import SchedulePut, message
-from hourglass_client.models import Attempt, Created, Message, Operation, Page, Queue, Schedule, format_time
+from hourglass_client.models import (
+    Attempt,
+    Created,
+    KeyState,
+    Message,
+    Operation,
+    Page,
+    Queue,
+    Schedule,
+    format_time,
+)
 from hourglass_client.queue_settings import QueuePut
 from hourglass_client.sigv4 import SigV4Signer
 from hourglass_client.transport import RETRY_STATUSES, RetryPolicy, Transport, path
@@ -194,6 +204,10 @@ def _schedule(doc: Any) -> Schedule:
 
 def _operation(doc: Any) -> Operation:
     return Operation.from_doc(doc)
+
+
+def _key_reader(flow_key: str) -> Callable[[Any], KeyState]:
+    return lambda doc: KeyState.from_doc(doc or {}, flow_key)
 
 
 def _nothing(_: Any) -> None:
@@ -467,6 +481,22 @@ class Endpoints:
     @endpoint
     def attempts(self, queue: str, message_id: str) -> Call[list[Attempt]]:
         return Call("GET", path("v1", "queues", queue, "messages", message_id, "attempts"), _attempts)
+
+    # --- flow keys of an ordered queue (v1.3) ------------------------------------------------------
+
+    @endpoint
+    def key(self, queue: str, flow_key: str) -> Call[KeyState]:
+        """A flow key of a queue with `ordering`: its head, how many messages wait behind it, whether it is held.
+        Messages without a flow key share the key "" (any key, "/" included, is percent-encoded in the path)."""
+        return Call("GET", path("v1", "queues", queue, "keys", flow_key), _key_reader(flow_key))
+
+    @endpoint
+    def release_key(self, queue: str, flow_key: str) -> Call[KeyState]:
+        """Releases a key held after a failure (`on_failure: "hold"`) so that its next message may start; the key
+        as it is then. NotFound when nothing is held. Retried only on 429: a repeat after a lost answer would be
+        a NotFound, or release a key held again since."""
+        route = path("v1", "queues", queue, "keys", flow_key, "release")
+        return Call("POST", route, _key_reader(flow_key), retry_on=THROTTLED_ONLY, retry_transport=False)
 
     # --- bulk operations ----------------------------------------------------------------------
 

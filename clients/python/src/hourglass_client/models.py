@@ -94,6 +94,10 @@ class Message:
     # While pending, when a retry starts if not at due_at (v1.2).
     next_attempt_at: datetime | None = None
     window: dict[str, Any] | None = None  # its own delivery window (None: its queue's, if any)
+    # When it reached its final status (delivered, failed, expired or cancelled); None while it is not finished.
+    finished_at: datetime | None = None
+    # On a queue with `ordering` (v1.3): the id of the message of its flow key it waits behind while due.
+    blocked_by: str | None = None
 
     @classmethod
     def from_doc(cls, doc: Mapping[str, Any]) -> Message:
@@ -114,6 +118,32 @@ class Message:
             priority=int(doc.get("priority", 5)),
             next_attempt_at=parse_time(doc.get("next_attempt_at")),
             window=doc.get("window"),
+            finished_at=parse_time(doc.get("finished_at")),
+            blocked_by=doc.get("blocked_by"),
+        )
+
+
+@dataclass(frozen=True)
+class KeyState:
+    """One flow key of a queue with `ordering` (v1.3): the message at its head (None: none started or due), how
+    many wait behind it, and whether it is held after a failure (`release_key` lets the next one start)."""
+
+    flow_key: str
+    head: str | None
+    waiting: int
+    held: bool
+    raw: dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_doc(cls, doc: Mapping[str, Any], flow_key: str = "") -> KeyState:
+        """`flow_key` names the key when the answer does not."""
+        named = doc.get("flow_key")
+        return cls(
+            flow_key=str(named) if named is not None else flow_key,
+            head=doc.get("head"),
+            waiting=int(doc.get("waiting") or 0),
+            held=bool(doc.get("held", False)),
+            raw=dict(doc),
         )
 
 

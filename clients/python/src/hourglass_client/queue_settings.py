@@ -1,4 +1,4 @@
-"""A queue's settings (contract v1, v1.1 and v1.2), declared once: `put_queue`'s arguments, the `Queue`
+"""A queue's settings (contract v1 to v1.3), declared once: `put_queue`'s arguments, the `Queue`
 model's fields and the CLI's `queues put` flags all derive from `QueueSettings` below."""
 
 from __future__ import annotations
@@ -32,6 +32,39 @@ class BreakerDoc(TypedDict, total=False):
     failure_ratio: float
     min_attempts: int
     window: int
+
+
+class OrderingDoc(TypedDict, total=False):
+    """`ordering` (v1.3): within each flow key, one message at a time in due order; `on_failure` `continue`
+    (the default) or `hold` (the key waits after a failure until it is redelivered, cancelled or released)."""
+
+    by: str
+    on_failure: str
+
+
+ORDERING_HELP = (
+    "deliver each flow key's messages one at a time, in due order: flow_key, or flow_key,hold to hold a key "
+    "after a failure until it is released (flow_key,continue: go on with the next, the default)"
+)
+
+
+def ordering(on_failure: str | None = None, *, by: str = "flow_key") -> OrderingDoc:
+    """A queue's `ordering`: one message at a time per flow key, in due order; `on_failure="hold"` holds a key
+    whose message failed until it is redelivered, cancelled or released (`release_key`)."""
+    doc: OrderingDoc = {"by": by}
+    if on_failure is not None:
+        doc["on_failure"] = on_failure
+    return doc
+
+
+def parse_ordering(spec: str) -> OrderingDoc:
+    """`flow_key`, `flow_key,hold`, `flow_key,continue` or a JSON object; the server checks the values."""
+    if spec.lstrip().startswith("{"):
+        return _json_object(spec)  # type: ignore[return-value]
+    parts = [part.strip() for part in spec.split(",")]
+    if len(parts) > 2 or not parts[0]:
+        raise ValueError("give flow_key, flow_key,hold or flow_key,continue")
+    return ordering(parts[1] if len(parts) == 2 else None, by=parts[0])
 
 
 def breaker(failure_ratio: float, min_attempts: int, window: int) -> BreakerDoc:
@@ -229,6 +262,15 @@ class QueueSettings:
                 "N",
                 "key_max_concurrency",
             ),
+        ),
+    )
+
+    ordering: OrderingDoc | None = field(
+        default=None,
+        metadata=_about(
+            "{by: flow_key, on_failure: continue|hold}: each flow key's messages one at a time, in due order; "
+            "see `ordering`",
+            Flag("ordering", parse_ordering, ORDERING_HELP, "flow_key[,hold]"),
         ),
     )
 

@@ -118,7 +118,11 @@ def send_file(state: State, queue: str, file: Path, fmt: str | None) -> None:
 
 
 def message_table(found: Iterable[Message]) -> Table:
-    table = Table("id", "status", "due at", "next attempt", "key", "prio", "attempts", "last error", "body")
+    """One row per message; a `blocked by` column when one of them waits behind another of its key (v1.3)."""
+    found = list(found)
+    blocked = any(m.blocked_by for m in found)
+    columns = ["id", "status", "due at", "next attempt", "key", "prio", "attempts", "last error", "body"]
+    table = Table(*columns, *(["blocked by"] if blocked else []))
     for m in found:
         table.add_row(
             m.id,
@@ -130,6 +134,7 @@ def message_table(found: Iterable[Message]) -> Table:
             str(m.attempts),
             short(m.last_error or ""),
             short(m.body),
+            *([m.blocked_by or ""] if blocked else []),
         )
     return table
 

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from hourglass_client.cli.options import chosen_settings, chosen_target, setting_options, target_options
 from hourglass_client.cli.state import Group, State, add_switch, pass_state
-from hourglass_client.cli.text import limits_text, number, target_text, window_text
+from hourglass_client.cli.text import limits_text, number, ordering_text, target_text, window_text
 from hourglass_client.client import Client
 from hourglass_client.models import Queue
 from hourglass_client.terminal import styled
@@ -37,7 +37,8 @@ def retry_text(q: Queue) -> str:
 
 
 def queue_table(found: Iterable[Queue]) -> Table:
-    """One row per queue: its target with its type, retry, limits (queue-wide and per flow key), window."""
+    """One row per queue: its target with its type, retry, limits (queue-wide and per flow key, with its ordering),
+    window."""
     table = Table(
         "name",
         Column("target", overflow="fold"),  # wrapped on a narrow terminal, never cut
@@ -60,7 +61,14 @@ def queue_table(found: Iterable[Queue]) -> Table:
             number(q.ttl, "s"),
             retry_text(q),
             ", ".join(p for p in (limits, f"timeout {timeout}" if timeout else "") if p),
-            limits_text(flow.get("key_rate_limit"), flow.get("key_max_concurrency")),
+            ", ".join(
+                p
+                for p in (
+                    limits_text(flow.get("key_rate_limit"), flow.get("key_max_concurrency")),
+                    ordering_text(q.ordering),
+                )
+                if p
+            ),
             window_text(q.window),
             paused_text(q),
         )

@@ -1,4 +1,4 @@
-"""How the CLI shows values in a table cell: times, long bodies, targets, windows and limits."""
+"""How the CLI shows values in a table cell: times, long bodies, targets, windows, limits and ordering."""
 
 from __future__ import annotations
 
@@ -58,3 +58,11 @@ def limits_text(rate: Any, concurrency: Any) -> str:
     """`20/s, 5 at once`: a rate and a concurrency limit, each left out when unlimited."""
     parts = [number(rate, "/s"), number(concurrency, " at once")]
     return ", ".join(p for p in parts if p)
+
+
+def ordering_text(ordering: Mapping[str, Any] | None) -> str:
+    """`in due order` (a queue's `ordering`), with `, held on failure` when a failure holds the key; "" for none."""
+    if not ordering:
+        return ""
+    held = ", held on failure" if ordering.get("on_failure") == "hold" else ""
+    return f"in due order{held}"
