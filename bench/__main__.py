@@ -38,6 +38,7 @@ from bench import (
     memory,
     ordering,
     pacing_order,
+    pacing_rate,
     precision,
     schedules,
     steady,
@@ -58,6 +59,7 @@ ORDER = (
     "history_cost",
     "delivery_limits",
     "pacing_order",
+    "pacing_rate",
     "flow_keys",
     "ordering",
     "windows",
@@ -115,6 +117,8 @@ def run_all(
         sections["delivery_limits"] = _timed("delivery_limits", timings, lambda: delivery_limits.section(quick=quick))
     if "pacing_order" in only:
         sections["pacing_order"] = _timed("pacing_order", timings, lambda: pacing_order.run(rounds=1 if quick else 5))
+    if "pacing_rate" in only:
+        sections["pacing_rate"] = _timed("pacing_rate", timings, lambda: pacing_rate.section(quick=quick))
     if "flow_keys" in only:
         sections["flow_keys"] = _timed("flow_keys", timings, lambda: flow_keys.section(quick=quick))
     if "ordering" in only:

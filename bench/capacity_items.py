@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from hourglass.core import circuit_breaker, due_width, keys
 from hourglass.core.due_width import Record, Widths
 
+from bench import pacing_rate
 from bench.report import Section
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
@@ -83,7 +84,11 @@ def rows(s: Scenario, index_shard_wru: float) -> list[Row]:
     queue_reads = posts + batches  # strongly consistent, ≤ 4 KB: 1 RU each
     queue_partition_w = message_writes + counter_writes
     queue_partition_r = queue_reads + 0.5 * d * 0  # bodies inline: a begin returns the item (no read)
-    pacing_writes = d / SEND_CHUNK + posts  # one per sweep chunk and per ingest batch of the queue
+    # One write per window a batch's slots fall in (windows of 4-64 slots, `core.pacing`), simulated with the rule
+    # itself at the queue's rate: ingest requests and sweep chunks, both paths at the whole rate (an upper bound).
+    paced = [pacing_rate.core_run(size, rate=d) for size in (POST_SIZE, SEND_CHUNK)]
+    pacing_item = sum(run.peak_item for run in paced)
+    pacing_writes = sum(run.peak_total for run in paced)
     slot_writes = 2 * d  # a slot taken and given back per attempt (key or queue concurrency)
     breaker_writes = d  # one ADD per attempt outcome, on one of the current bucket's BREAKER_SHARDS items
     # A window Query per failure (10 % failing): (BUCKETS + 1) x BREAKER_SHARDS items of ~80 B, eventually consistent.
@@ -106,7 +111,7 @@ def rows(s: Scenario, index_shard_wru: float) -> list[Row]:
             "dedup ids"),
         Row("attempt history", "history_key(id, attempt)", q, 1.0, 0.0, queue_partition_w + 2 * d,
             queue_partition_r, "history, per retry"),
-        Row("pacing items and holders record", "pace_sk(key, window)", q, pacing_writes, pacing_writes,
+        Row("pacing items and holders record", "pace_sk(key, window)", q, pacing_item, pacing_item,
             queue_partition_w + pacing_writes, queue_partition_r + pacing_writes, "rate_limit"),
         Row("concurrency slots", "slot_key(slot, key)", q, slot_writes / 1_000, slot_writes / 1_000,
             queue_partition_w + slot_writes, queue_partition_r + slot_writes, "max_concurrency 1,000"),
@@ -245,6 +250,11 @@ def section() -> Section:
                 f"item {row.write_item:,.1f} WU/s, {row.read_item:,.1f} RU/s ({item}); partition {row.partition} "
                 f"{row.write_partition:,.0f} WU/s, {row.read_partition:,.0f} RU/s ({partition})",
             )
+    for s in SCENARIOS:
+        # The pacing items alone (a queue's `rate_limit` at its rate): what they add to the queue's partition.
+        paced = [pacing_rate.core_run(size, rate=s.per_queue) for size in (POST_SIZE, SEND_CHUNK)]
+        result.at_most(f"{s.name}: one queue's pacing items together (rate_limit {s.per_queue:,.0f})",
+                       sum(run.peak_total for run in paced), "WU/s", PARTITION_WRU, shown="1,000")  # fmt: skip
     result.data.update(
         {
             "buckets": {name: asdict(run) | {"shard_peak": index_shard_peak(run)} for name, run in buckets.items()},

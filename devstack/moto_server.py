@@ -7,6 +7,7 @@ HOURGLASS_EMULATOR_STATE naming a file, it starts from the state saved there and
 from __future__ import annotations
 
 import gc
+import io
 import logging
 import os
 import signal
@@ -32,7 +33,8 @@ def speed_up() -> None:
       every request; the list never changes while it runs, so it is computed once;
     - a long poll sees a delayed message within LONG_POLL_RECHECK of it becoming visible;
     - moto's many objects make full garbage collections pause every request for 0.1-0.3 s every
-      10-15 s (growing with the data), which DynamoDB and SQS do not; they are made rare.
+      10-15 s (growing with the data), which DynamoDB and SQS do not; they are made rare;
+    - connections are kept alive (`keep_alive`), as AWS's endpoints keep them.
     """
     import moto.backends
     from moto.sqs import models as sqs
@@ -46,6 +48,47 @@ def speed_up() -> None:
     wait = queue.wait_for_messages
     queue.wait_for_messages = lambda self, timeout: wait(self, min(timeout, LONG_POLL_RECHECK))
     gc.set_threshold(700, 10, 1000)
+    keep_alive()
+
+
+def keep_alive() -> None:
+    """Werkzeug closes every connection after its response (http.server cannot drain a request body the app
+    left unread before the next request line), so each request of the runtime was a new TCP connection and a
+    new server thread: about as much work again as the request itself, on both sides, growing with the load
+    (the clients' pools hold the connections, urllib3 opens one per request beyond them). A request whose body
+    has a length (and no `Expect`) is read whole before the app sees it, so nothing of it is left on the
+    connection, which stays open for the next; any other closes as before."""
+    from werkzeug import serving
+
+    handler: Any = serving.WSGIRequestHandler
+    if getattr(handler.run_wsgi, "keeps_alive", False):
+        return
+    run_wsgi, send_header = handler.run_wsgi, handler.send_header
+
+    def run_read_first(self: Any) -> None:
+        framed = not any(name in self.headers for name in ("Transfer-Encoding", "Expect"))
+        self.keep = framed and not self.close_connection
+        if not self.keep:
+            run_wsgi(self)
+            return
+        raw = self.rfile
+        length = int(self.headers.get("Content-Length") or 0)
+        self.rfile = io.BytesIO(raw.read(length) if length else b"")
+        try:
+            run_wsgi(self)
+        finally:
+            self.rfile = raw
+
+    def sending(self: Any, keyword: str, value: str) -> None:
+        if keyword.lower() == "connection" and value.lower() == "close" and getattr(self, "keep", False):
+            return
+        send_header(self, keyword, value)
+
+    run_read_first.keeps_alive = True  # type: ignore[attr-defined]
+    handler.run_wsgi, handler.send_header = run_read_first, sending
+    # A response goes out in several small writes; on a kept connection Nagle's algorithm would hold each one
+    # after the first until the client's delayed acknowledgement (40 ms a request).
+    handler.disable_nagle_algorithm = True
 
 
 def main(argv: list[str]) -> int:

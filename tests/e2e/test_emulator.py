@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import signal
 import subprocess
 import sys
@@ -32,6 +33,32 @@ def test_the_embedded_emulator_serves_from_a_process_of_its_own(emulator: Emulat
     url = client(emulator.endpoint_url, "sqs").create_queue(QueueName="q")["QueueUrl"]
     assert url.endswith("/q")
     assert emulator.process is not None and emulator.cpu_seconds() > 0
+
+
+def _post(connection: http.client.HTTPConnection, target: str, body: bytes) -> tuple[int, str | None]:
+    headers = {"Content-Type": "application/x-amz-json-1.0", "X-Amz-Target": target}
+    connection.request("POST", "/", body=body, headers=headers)
+    reply = connection.getresponse()
+    reply.read()
+    return reply.status, reply.getheader("Connection")
+
+
+def test_the_emulator_keeps_a_connection_open_for_the_next_request(emulator: Emulator) -> None:
+    host, port = emulator.endpoint_url.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port))
+    answers = [_post(connection, "DynamoDB_20120810.ListTables", b"{}") for _ in range(3)]
+    sock = connection.sock
+    assert answers == [(200, None)] * 3 and sock is not None
+    connection.close()
+
+
+def test_a_request_body_the_emulator_does_not_read_leaves_the_next_request_whole(emulator: Emulator) -> None:
+    host, port = emulator.endpoint_url.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port))
+    connection.request("GET", "/moto-api/data.json", body=b"x" * 5000)
+    connection.getresponse().read()
+    assert _post(connection, "DynamoDB_20120810.ListTables", b"{}") == (200, None)
+    connection.close()
 
 
 def test_stopping_the_emulator_frees_its_port() -> None:

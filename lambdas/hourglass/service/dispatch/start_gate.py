@@ -54,19 +54,36 @@ EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 QUEUE_MAX_AGE = delivery_control.PAUSE_READ_MAX_AGE
 
 
+class _Read:
+    """A strongly consistent read of a queue under way, sent at `sent`: the starts that need the queue meanwhile
+    wait for it rather than send their own."""
+
+    def __init__(self, sent: datetime) -> None:
+        self.sent = sent
+        self.done = threading.Event()
+        self.queue: Queue | None = None
+        self.ok = False
+
+
 class QueueReads:
     """The queues a batch's attempts start on, each from a strongly consistent read at most QUEUE_MAX_AGE old
     (its age counted from before the read was sent), so a start never relies on an older pause state. A batch
-    starts with none: a queue deleted before it is seen as deleted, never a cached answer of an earlier one."""
+    starts with none: a queue deleted before it is seen as deleted, never a cached answer of an earlier one.
+
+    One read of a queue at a time: the starts that find none fresh while one is under way wait for it (every
+    start reads the queue, so with a slow read each would send its own: a read per start on one hot item, and
+    more load the slower reads get)."""
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self._read: dict[str, tuple[datetime, Queue | None]] = {}
+        self._reading: dict[str, _Read] = {}
         self._lock = threading.Lock()
 
     def clear(self) -> None:
         with self._lock:
             self._read = {}
+            self._reading = {}
 
     def get(self, name: str) -> Queue | None:
         if name == LATER_NAMESPACE:
@@ -74,12 +91,32 @@ class QueueReads:
         sent = self.ctx.clock()
         with self._lock:
             cached = self._read.get(name)
-        if cached and delivery_control.pause_read_fresh(cached[0], sent):
-            return cached[1]
-        queue = self.ctx.store.get_queue(name, consistent=True)
-        with self._lock:
-            self._read[name] = (sent, queue)
-        return queue
+            if cached and delivery_control.pause_read_fresh(cached[0], sent):
+                return cached[1]
+            under_way = self._reading.get(name)
+            if under_way is None:
+                mine = self._reading[name] = _Read(sent)
+        if under_way is None:
+            return self._send(name, mine)
+        under_way.done.wait()
+        if under_way.ok and delivery_control.pause_read_fresh(under_way.sent, self.ctx.clock()):
+            return under_way.queue
+        # Failed, or too old by the time it came (a very slow read): this start reads for itself.
+        return self._send(name, _Read(self.ctx.clock()))
+
+    def _send(self, name: str, read: _Read) -> Queue | None:
+        """The read, kept for the batch unless a clear() came meanwhile (it is then older than the batch)."""
+        try:
+            read.queue = self.ctx.store.get_queue(name, consistent=True)
+            read.ok = True
+        finally:
+            with self._lock:
+                if self._reading.get(name) is read:
+                    del self._reading[name]
+                    if read.ok:
+                        self._read[name] = (read.sent, read.queue)
+            read.done.set()
+        return read.queue
 
     def control(self, name: str) -> DeliveryControl:
         return delivery_control.of(self.get(name))
