@@ -4,6 +4,8 @@ key at a time in due order, keys independent, hold and release, `blocked_by` and
 from __future__ import annotations
 
 import contextlib
+import json
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -15,6 +17,9 @@ from hourglass.core.timestamps import format_rfc3339
 from hourglass.service import ordering as ordering_service
 from moto.sqs import models as sqs_models
 
+from pipeline.deployment import Deployment
+from pipeline.planner import STRICT, Planner
+from pipeline.table import Planned, TableWriter
 from tests.faults.proxies import Crash
 from tests.integration.conftest import Harness
 from tests.integration.test_crash_recovery import dies_once, invoke, receive
@@ -338,3 +343,25 @@ def test_a_head_ended_but_not_yet_handed_on_is_ended_by_the_next_arrival_which_w
     assert message is not None
     turn = ordering_service.take_turn(harness.ctx, message, Ordering(), harness.clock.now)
     assert (status, turn.starts, turn.woken, key(harness, "k")["head"]) == (204, False, second["id"], second["id"])
+
+
+def test_a_bulk_loaded_key_takes_its_turn_as_posted_messages_do(harness: Harness) -> None:
+    """The Spark job's rows (planned by `pipeline.planner`, written by `pipeline.table`) are plain pending messages:
+    their key's order is decided at their starts, as for messages posted one by one."""
+    make_queue(harness, settings=ORDERED)
+    harness.receiver.answers = [500, 200, 200]
+    queue = harness.ctx.store.get_queue("orders")
+    assert queue is not None
+    stack = replace(STRICT, allow_private_callbacks=True)
+    planner = Planner({"orders": queue}, harness.clock.now, "rows.csv", stack=stack)
+    rows = [{"queue": "orders", "body": {"n": n}, "flow_key": "k", "delay": n} for n in (2, 1)]
+    plans = [planner.plan(i, json.dumps(row)) for i, row in enumerate(rows, 1)]
+    deployment = Deployment(table=harness.ctx.settings.table, timer_queue_url=harness.ctx.settings.timer_queue_url)
+    writer = TableWriter(deployment, harness.clock.now, client=harness.ddb, clock=lambda: harness.clock.now)
+    writer.write_all(Planned(*plan[:8]) for plan in plans)  # type: ignore[arg-type]
+    step(harness)
+    assert delivered(harness) == [1]
+    advance(harness, 30)
+    harness.sweep()
+    step(harness)
+    assert delivered(harness) == [1, 1, 2]
