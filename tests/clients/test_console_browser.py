@@ -96,6 +96,9 @@ def busy_queue(client: Client, receiver: RawReceiver) -> dict[str, Any]:
     failed = client.send(name, {"order": "failed"})
     eventually(lambda: client.get_message(name, failed.id).status == "failed")
     pending = client.send_batch(name, [{"body": {"n": n}, "delay": 3600} for n in range(3)])
+    # Counts are added up per batch of status changes, a few seconds behind them (`counts_as_of`).
+    settled = {"pending": 3, "delivered": 1, "failed": 1}
+    eventually(lambda: all(client.get_queue(name).counts.get(k) == v for k, v in settled.items()))
     return {"name": name, "delivered": delivered.id, "failed": failed.id, "pending": [p.id for p in pending]}
 
 
