@@ -64,9 +64,10 @@ def test_throughput_and_memory_figures_are_positive(results: dict[str, Any]) -> 
     assert all(h["peak_rss_mb"] > 0 for h in results["memory"]["handlers"].values())
 
 
-def test_the_circuit_breaker_costs_one_write_per_attempt_and_one_read_per_failure(results: dict[str, Any]) -> None:
+def test_the_circuit_breaker_costs_one_write_per_attempt_and_half_a_read_per_failure(results: dict[str, Any]) -> None:
+    """A failure reads the window eventually consistently: half a read unit (docs/capacity.md)."""
     per_attempt = results["circuit_breaker"]["per_attempt"]
-    assert (per_attempt["none"], per_attempt["success"], per_attempt["failure"]) == ([0, 0], [1, 0], [1, 1])
+    assert (per_attempt["none"], per_attempt["success"], per_attempt["failure"]) == ([0, 0], [1, 0], [1, 0.5])
 
 
 def test_the_capacity_model_ran_every_scenario(results: dict[str, Any]) -> None:
