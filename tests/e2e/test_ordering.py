@@ -70,27 +70,32 @@ def _run_slow_heads(api: Client, receivers: dict[str, Counting]) -> None:
     assert abs(got["a"][0][0] - got["b"][0][0]) < 1.0
 
 
-def test_a_failure_holds_the_key_until_it_is_released(api: Client, counting: Counting) -> None:
+# "k/1" percent-encoded in the path; "" (messages without a flow key) is an empty segment: `keys/`, `keys//release`.
+@pytest.mark.parametrize(("flow_key", "segment"), [("k/1", "k%2F1"), ("", "")])
+def test_a_failure_holds_the_key_until_it_is_released(
+    api: Client, counting: Counting, flow_key: str, segment: str
+) -> None:
     name = ordered_queue(api, counting.url(), on_failure="hold", retry={"max_attempts": 1})
     refused = {"type": "http", "url": "http://127.0.0.1:9/refused"}
+    keyed = {"flow_key": flow_key} if flow_key else {}
     first, second = post(
         api,
         name,
         [
-            {"body": {"i": 0}, "flow_key": "k/1", "deliver_at": at(2), "target": refused},
-            {"body": {"i": 1}, "flow_key": "k/1", "deliver_at": at(2.05)},
+            {"body": {"i": 0}, **keyed, "deliver_at": at(2), "target": refused},
+            {"body": {"i": 1}, **keyed, "deliver_at": at(2.05)},
         ],
     )
     deadline = time.time() + 30
     while time.time() < deadline:
-        status, key = api.call("GET", f"/v1/queues/{name}/keys/k%2F1")
+        status, key = api.call("GET", f"/v1/queues/{name}/keys/{segment}")
         if status == 200 and key["held"]:
             break
         time.sleep(0.5)
-    assert key == {"flow_key": "k/1", "head": first["id"], "waiting": 1, "held": True}
+    assert key == {"flow_key": flow_key, "head": first["id"], "waiting": 1, "held": True}
     _, doc = api.call("GET", f"/v1/queues/{name}/messages/{second['id']}")
     assert (doc["status"], doc["blocked_by"]) == ("pending", first["id"])
-    status, _ = api.call("POST", f"/v1/queues/{name}/keys/k%2F1/release")
+    status, _ = api.call("POST", f"/v1/queues/{name}/keys/{segment}/release")
     assert status == 200
     got = counting.wait_for(1, timeout=30, settle=0.5)
     assert [body for _, body in got] == [{"i": 1}]

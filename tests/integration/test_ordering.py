@@ -365,3 +365,20 @@ def test_a_bulk_loaded_key_takes_its_turn_as_posted_messages_do(harness: Harness
     harness.sweep()
     step(harness)
     assert delivered(harness) == [1, 1, 2]
+
+
+def test_the_key_of_messages_without_a_flow_key_is_reached_by_an_empty_path_segment(harness: Harness) -> None:
+    make_queue(harness, settings=HOLD)
+    harness.receiver.answers = [500, 200]
+    first, _ = post(harness, {"body": {"n": 1}, "delay": 1}, {"body": {"n": 2}, "delay": 2})
+    step(harness)
+    held = key(harness, "")
+    status, doc = harness.call("POST", "/v1/queues/orders/keys//release")
+    step(harness)
+    assert (held["head"], held["held"], status, doc["held"], delivered(harness)) == (
+        first["id"],
+        True,
+        200,
+        False,
+        [1, 2],
+    )

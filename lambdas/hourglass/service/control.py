@@ -67,13 +67,13 @@ class Control:
     def key(self, queue_name: str, flow_key: str) -> dict[str, object]:
         """`GET .../keys/{flow_key}`: its head, how many wait behind it, whether it is held."""
         self.messages.queues.get(queue_name)
-        admission.check_flow(flow_key, DEFAULT_PRIORITY)
+        admission.check_flow(flow_key or None, DEFAULT_PRIORITY)  # "": the key of messages without one
         return ordering.key_doc(flow_key, self.store.key_order(queue_name, flow_key))
 
     def release(self, queue_name: str, flow_key: str) -> dict[str, object]:
         """`POST .../keys/{flow_key}/release`: a held key goes on with its next message; 404 if none is held."""
         self.messages.queues.get(queue_name)
-        admission.check_flow(flow_key, DEFAULT_PRIORITY)
+        admission.check_flow(flow_key or None, DEFAULT_PRIORITY)  # "": the key of messages without one
         state = ordered.release(self.ctx, queue_name, flow_key, self.ctx.clock())
         if state is None:
             raise NotFoundError(f"key {flow_key!r} of queue {queue_name} holds nothing")

@@ -48,7 +48,8 @@ StorageUsed = storage.Counters
 
 Response = dict[str, Any]
 NAME = r"([^/]+)"
-KEY = r"(.+)"
+# Empty for the key "" that messages without a flow key share: `keys/` and `keys//release`.
+KEY = r"(.*)"
 T = TypeVar("T")
 # An error message names a field and says what is wrong: never long, but a field name may come from the request.
 MAX_ERROR_MESSAGE = 1000
