@@ -22,7 +22,7 @@ from hourglass.adapters.items import (
 from hourglass.adapters.table import Table
 from hourglass.core.due_width import Record
 from hourglass.core.handoff import Claim, DueEntry
-from hourglass.core.keys import SWEEPER_PK, bucket_of_pk
+from hourglass.core.keys import BUCKETS_PK, SWEEPER_PK, bucket_of_pk
 from hourglass.core.model import Message, Status
 from hourglass.core.schedule import SweepKeys
 from hourglass.core.sweep_state import ShardProgress, SweepState
@@ -129,6 +129,22 @@ class SweepStorage(Table):
         return Record(
             int(item["written"]["N"]), None if width is None else int(width["N"]), from_ms(int(item["since"]["N"]))
         )
+
+    def wide_buckets(self, alive_after: int) -> dict[int, int]:
+        """Every bucket recorded wider than the deployment's shards whose record outlives `alive_after` (epoch s):
+        what a release without widths (before 1.3.0) would not sweep (`devstack.rollback`)."""
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": "pk = :b",
+            "FilterExpression": "attribute_exists(width) AND #ttl > :t",
+            "ExpressionAttributeNames": {"#ttl": contract.TTL_ATTRIBUTE},
+            "ExpressionAttributeValues": {":b": s(BUCKETS_PK), ":t": n(alive_after)},
+        }
+        return {
+            int(item["sk"]["S"]): int(item["width"]["N"])
+            for page in self._pages(request)
+            for item in page.get("Items", [])
+        }
 
     def widen_bucket(self, bucket: int, width: int, *, expire_at: int) -> None:
         with contextlib.suppress(StaleVersionError):
