@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -16,6 +17,7 @@ from hourglass.service import failure_notices
 from hourglass.service.dead_letters import DeadLetters
 
 from tests.integration.conftest import Harness
+from tests.unit.test_limits import FINAL
 from tests.integration.test_flow import HTTP_QUEUE, get, make_queue, post
 
 
@@ -402,3 +404,28 @@ def test_metrics_of_an_unknown_queue_is_a_404_and_a_bad_range_a_400(harness: Har
     missing, _ = harness.call("GET", "/v1/queues/nope/metrics")
     bad, doc = harness.call("GET", "/v1/queues/orders/metrics", params={"range": "year"})
     assert (missing, bad, doc["error"]["message"]) == (404, 400, "range: must be hour or day")
+
+
+def test_a_history_past_what_one_response_holds_is_read_whole_page_by_page(harness: Harness) -> None:
+    make_queue(harness)
+    [created] = post(harness, {"body": 1, "delay": 5})
+    costly = replace(FINAL, message_id=created["id"])  # each ~5 KB as a proxy response escapes it
+    for n in range(1, 1_501):
+        harness.ctx.store.put_attempt("orders", replace(costly, attempt=n))
+    pages: list[list[int]] = []
+    cursor: dict[str, str] | None = None
+    while True:
+        status, doc = harness.call("GET", f"/v1/queues/orders/messages/{created['id']}/attempts", params=cursor)
+        assert status == 200, doc
+        pages.append([a["attempt"] for a in doc["attempts"]])
+        if doc["next_cursor"] is None:
+            break
+        cursor = {"cursor": doc["next_cursor"]}
+    assert (len(pages) > 1, sorted(n for page in pages for n in page)) == (True, list(range(1, 1_501)))
+
+
+def test_an_attempts_cursor_that_is_no_attempt_number_is_a_400_naming_it(harness: Harness) -> None:
+    make_queue(harness)
+    [created] = post(harness, {"body": 1, "delay": 5})
+    status, doc = harness.call("GET", f"/v1/queues/orders/messages/{created['id']}/attempts", params={"cursor": "x"})
+    assert (status, doc["error"]["message"].split(":")[0]) == (400, "cursor")

@@ -41,7 +41,7 @@ def handler_routes(harness: Harness) -> set[tuple[str, str]]:
     routes = set()
     for method, pattern, _ in harness.api.routes:
         template = pattern.pattern.strip("^$").removesuffix("/?")
-        template = template.replace("([^/]+)", "{queue}", 1).replace("([^/]+)", "{id}", 1).replace("(.+)", "{id}")
+        template = template.replace("([^/]+)", "{queue}", 1).replace("([^/]+)", "{id}", 1).replace("(.*)", "{id}")
         routes.add((method, template))
     return routes
 

@@ -567,6 +567,19 @@ def message_patch(doc: object, settings: QueueSettings, now: datetime) -> Messag
     return MessagePatch(body=patch.get("body"), has_body="body" in patch, delay=delay, deliver_at=deliver_at)
 
 
+def attempts_cursor(params: Mapping[str, str] | None) -> int | None:
+    """`GET .../attempts?cursor=n`: the attempts before attempt n (a history too long for one response is read
+    newest page first, each page in attempt order)."""
+    params = params or {}
+    _only(params, frozenset({"cursor"}), "")
+    cursor = params.get("cursor") or None
+    if cursor is None:
+        return None
+    if not (cursor.isascii() and cursor.isdigit() and len(cursor) <= 10) or int(cursor) < 1:
+        raise ValidationError("cursor", "is not a valid cursor")
+    return int(cursor)
+
+
 def list_query(params: Mapping[str, str] | None) -> ListQuery:
     params = params or {}
     _only(params, frozenset({"status", "limit", "cursor", "schedule", "notice", "order", "flow_key"}), "")

@@ -209,8 +209,12 @@ class Api:
 
     def message_attempts(self, request: Request, name: str, message_id: str) -> Response:
         validation.queue_name(name)
-        doc = history_doc(self.control.attempts(name, message_id))
-        return respond(200, {**doc, "attempts": latest_that_fit(doc["attempts"])})
+        before = validation.attempts_cursor(request.params)
+        attempts = [a for a in self.control.attempts(name, message_id) if before is None or a.attempt < before]
+        docs = history_doc(attempts)["attempts"]
+        page = latest_that_fit(docs)
+        earlier = str(page[0]["attempt"]) if len(page) < len(docs) else None
+        return respond(200, {"attempts": page, "next_cursor": earlier})
 
     def redeliver_message(self, request: Request, name: str, message_id: str) -> Response:
         validation.queue_name(name)
@@ -308,8 +312,8 @@ class Api:
 
 
 def latest_that_fit(docs: list[Any]) -> list[Any]:
-    """The last of `docs` that fit a response (at least one), in their order: a list without a cursor (the
-    attempt history, which redeliveries may grow past what 6 MB holds) keeps its most recent entries."""
+    """The last of `docs` that fit a response (at least one), in their order: the attempt history, which
+    redeliveries may grow past what 6 MB holds, answers its most recent entries and a cursor to the earlier."""
     newest_first = docs[::-1]
     return newest_first[: limits.page_length(newest_first)][::-1]
 
