@@ -17,8 +17,8 @@ from hourglass.service import failure_notices
 from hourglass.service.dead_letters import DeadLetters
 
 from tests.integration.conftest import Harness
-from tests.unit.test_limits import FINAL
 from tests.integration.test_flow import HTTP_QUEUE, get, make_queue, post
+from tests.unit.test_limits import FINAL
 
 
 def attempts(h: Harness, message_id: str, queue: str = "orders") -> list[dict[str, Any]]:
