@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -16,6 +17,7 @@ from typing import Any
 import boto3
 from hourglass import contract
 from hourglass.adapters.store import Store
+from hourglass.core.keys import bucket_of_pk, bucket_pk
 from hourglass.version import __version__
 
 from devstack.deployed import STACK_NAME
@@ -36,20 +38,29 @@ class Blocker:
         return f"- {self.what} (needs {self.since}): {self.clear}"
 
 
+@dataclass(frozen=True)
+class Deployed:
+    """The deployed stack as the checks see it: its table, the due-index shards its settings name (what a
+    sweeper without widths reads), and now."""
+
+    store: Store
+    shards: int
+    now: datetime
+
+
 def version(text: str) -> Version:
     """`v1.2.0` or `1.2.0`."""
     major, minor, patch = (int(part) for part in text.removeprefix("v").split("."))
     return major, minor, patch
 
 
-def _ordered_queues(store: Store, now: datetime) -> Iterator[Blocker]:
+def _ordered_queues(deployed: Deployed) -> Iterator[tuple[str, str]]:
     cursor: str | None = None
     while True:
-        queues, cursor = store.list_queues(limit=100, cursor=cursor)
+        queues, cursor = deployed.store.list_queues(limit=100, cursor=cursor)
         for queue in queues:
             if queue.control is not None and queue.control.ordering is not None:
-                yield Blocker(
-                    "1.3.0",
+                yield (
                     f"queue {queue.name!r} has `ordering`: an older dispatcher would start its keys' messages "
                     "side by side, and a held key would go on",
                     "release its held keys and PUT the queue without `ordering` (nothing is lost)",
@@ -58,24 +69,46 @@ def _ordered_queues(store: Store, now: datetime) -> Iterator[Blocker]:
             return
 
 
-def _wide_buckets(store: Store, now: datetime) -> Iterator[Blocker]:
-    for bucket, width in sorted(store.wide_buckets(int(now.timestamp())).items()):
-        yield Blocker(
-            "1.3.0",
-            f"due bucket {bucket} is spread over {width} shards: an older sweeper reads only the stack's "
-            "fixed shards, so messages in the others would wait until a newer release sweeps them",
-            "wait until the bucket's record expires (its messages are then handed off), or roll forward",
+def _beyond_base(deployed: Deployed) -> Iterator[tuple[str, str]]:
+    """(partition, base partition) of every shard an older sweeper would not read: those of a bucket recorded
+    wider than the stack's shards (its record not expired), beyond them. A wider shard falls under the base
+    shard `shard % shards` (core.due_width)."""
+    for bucket, width in sorted(deployed.store.wide_buckets(int(deployed.now.timestamp())).items()):
+        for shard in range(deployed.shards, width):
+            yield bucket_pk(bucket, shard), bucket_pk(bucket, shard % deployed.shards)
+
+
+def _wide_buckets(deployed: Deployed) -> Iterator[tuple[str, str]]:
+    waiting = Counter(bucket_of_pk(pk) for pk, _ in _beyond_base(deployed) for _ in deployed.store.due_entries(pk))
+    for bucket, entries in sorted((b, n) for b, n in waiting.items() if b is not None):
+        yield (
+            f"due bucket {bucket} holds {entries} message(s) in shards beyond the stack's {deployed.shards}: "
+            "an older sweeper would never read them",
+            "`--rehome` moves them to the shards it reads (run it again once the older release is deployed)",
         )
 
 
-# Each check finds the state of a feature that its first release (`Blocker.since`) brought in.
-CHECKS: tuple[Callable[[Store, datetime], Iterator[Blocker]], ...] = (_ordered_queues, _wide_buckets)
+# The release that brought each feature in, and the check of whether the table holds its state.
+CHECKS: tuple[tuple[str, Callable[[Deployed], Iterator[tuple[str, str]]]], ...] = (
+    ("1.3.0", _ordered_queues),
+    ("1.3.0", _wide_buckets),
+)
 
 
-def blockers(store: Store, target: str, now: datetime) -> list[Blocker]:
+def blockers(deployed: Deployed, target: str) -> list[Blocker]:
     """What in the table a rollback to `target` would handle wrongly (empty: the rollback loses nothing)."""
     to = version(target)
-    return [b for check in CHECKS for b in check(store, now) if version(b.since) > to]
+    return [Blocker(since, *found) for since, check in CHECKS if version(since) > to for found in check(deployed)]
+
+
+def rehome(deployed: Deployed) -> int:
+    """Moves every due-index entry an older sweeper would not read into the base shard it falls under; how many
+    moved. Safe beside a sweeper with widths, which reads the base shards too."""
+    return sum(
+        deployed.store.move_due_entry(entry, pk, base)
+        for pk, base in _beyond_base(deployed)
+        for entry in list(deployed.store.due_entries(pk))
+    )
 
 
 def deployed_outputs(stack: str, cloudformation: Any = None) -> dict[str, str]:
@@ -88,18 +121,22 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--to", required=True, help="the release to roll back to, e.g. v1.2.0")
     parser.add_argument("--stack", default=STACK_NAME)
+    parser.add_argument("--rehome", action="store_true", help="first move due entries an older sweeper cannot read")
     args = parser.parse_args(argv)
     outputs = deployed_outputs(args.stack)
-    deployed = outputs.get(contract.OUTPUT_VERSION, __version__)
-    if version(args.to) >= version(deployed):
-        print(f"{args.to} is not older than the deployed {deployed}: deploy it as an upgrade")
+    running = outputs.get(contract.OUTPUT_VERSION, __version__)
+    deployed = Deployed(Store(outputs[contract.OUTPUT_TABLE]), int(outputs[contract.OUTPUT_SHARDS]), datetime.now(UTC))
+    if args.rehome:  # also after the older release is deployed: what the newer one wrote until then
+        print(f"moved {rehome(deployed)} due-index entries into the stack's {deployed.shards} shards")
+    if version(args.to) >= version(running):
+        print(f"{args.to} is not older than the deployed {running}: nothing to check")
         return 0
-    found = blockers(Store(outputs[contract.OUTPUT_TABLE]), args.to, datetime.now(UTC))
+    found = blockers(deployed, args.to)
     if found:
-        print(f"rollback of {args.stack} from {deployed} to {args.to} refused: the table holds")
+        print(f"rollback of {args.stack} from {running} to {args.to} refused: the table holds")
         print("\n".join(b.line() for b in found))
         return REFUSED
-    print(f"rollback of {args.stack} from {deployed} to {args.to}: nothing stored needs {deployed}; deploy {args.to}")
+    print(f"rollback of {args.stack} from {running} to {args.to}: nothing stored needs {running}; deploy {args.to}")
     return 0
 
 

@@ -146,6 +146,28 @@ class SweepStorage(Table):
             for item in page.get("Items", [])
         }
 
+    def due_entries(self, pk: str) -> Iterator[DueEntry]:
+        """Every entry of one due-index partition (a bucket's shard), in due order."""
+        request = {
+            "TableName": self.table,
+            "IndexName": contract.DUE_INDEX,
+            "KeyConditionExpression": "sweep_pk = :p",
+            "ExpressionAttributeValues": {":p": s(pk)},
+        }
+        for page in self._pages(request):
+            yield from (due_entry_from_item(item) for item in page.get("Items", []))
+
+    def move_due_entry(self, entry: DueEntry, from_pk: str, to_pk: str) -> bool:
+        """Moves a message's due-index entry to another shard of its bucket, unless the message changed since
+        the entry was read (its new state put it where it belongs)."""
+        return self._updated(
+            f"message {entry.id} changed",
+            Key=message_key(entry.queue, entry.id),
+            UpdateExpression="SET sweep_pk = :to",
+            ConditionExpression="version = :v AND sweep_pk = :from",
+            ExpressionAttributeValues={":v": n(entry.version), ":from": s(from_pk), ":to": s(to_pk)},
+        )
+
     def widen_bucket(self, bucket: int, width: int, *, expire_at: int) -> None:
         with contextlib.suppress(StaleVersionError):
             self._conditional(
