@@ -84,10 +84,12 @@ class PacingStorage(Table):
         the failed write itself (or consistently)."""
         condition = "attribute_not_exists(taken)" if expected.taken is None else "taken = :old"
         window_end_s = (item.window.index + 1) * item.window.width_us // 1_000_000
-        values = {":new": s(_encoded(taken)), ":ttl": n(window_end_s + KEY_IDLE_TTL_S), **fv_value("pacing")}
-        values |= {} if expected.taken is None else {":old": s(_encoded(expected.taken))}
+        values = {":new": s(_encoded(taken)), ":ttl": n(window_end_s + KEY_IDLE_TTL_S)}
+        values |= fv_value("pacing") if expected.taken is None else {":old": s(_encoded(expected.taken))}
         change = _held_change(expected.held, new_held)
-        update = f"SET taken = :new, expire_at = :ttl, {KEEP_FV}" + (f", {change.set}" if change.set else "")
+        # Only the write that may create the item names its format: a window's later writes find it there.
+        update = "SET taken = :new, expire_at = :ttl" + (f", {KEEP_FV}" if expected.taken is None else "")
+        update += f", {change.set}" if change.set else ""
         key = self._key(queue, item)
         try:
             self._call(
