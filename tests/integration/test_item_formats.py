@@ -216,3 +216,19 @@ def test_the_sweeper_leaves_a_newer_message_as_it_is(harness: Harness) -> None:
     harness.sweep()
     after = harness.ddb.get_item(TableName=harness.ctx.settings.table, Key=key)["Item"]
     assert (after, OLD_MESSAGE in [t["json"]["id"] for t in harness.timers()]) == (stored, False)
+
+
+def test_a_queue_of_a_newer_format_does_not_stop_the_sweep_and_its_messages_wait(harness: Harness) -> None:
+    make_queue(harness, "orders")
+    make_queue(harness, "later")
+    [kept] = post(harness, {"body": 1, "delay": 3600}, queue="later")
+    [sent] = post(harness, {"body": 2, "delay": 3600})
+    stored = newer(harness, queue_key("later"), "queue")
+    harness.clock.now += timedelta(hours=1)
+    harness.sweep()
+    assert harness.dispatch(harness.timers()) == []
+    waiting = harness.ddb.get_item(TableName=harness.ctx.settings.table, Key=message_key("later", kept["id"]))["Item"]
+    delivered = [r["headers"]["Hourglass-Message-Id"] for r in harness.receiver.requests]
+    queue_after = harness.ddb.get_item(TableName=harness.ctx.settings.table, Key=queue_key("later"))["Item"]
+    assert (delivered, waiting["status"]["S"], queue_after) == ([sent["id"]], "pending", stored)
+    assert [t["json"]["id"] for t in harness.timers()] == [kept["id"]]
