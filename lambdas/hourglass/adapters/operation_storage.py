@@ -296,7 +296,7 @@ class OperationStorage(Table):
             TableName=self.table,
             Key=message_key(queue, message_id),
             ConsistentRead=True,
-            ProjectionExpression="last_op",
+            ProjectionExpression="last_op, fv",
         )
-        value = got.get("Item", {}).get("last_op")
+        value = checked("message", got.get("Item", {})).get("last_op")
         return None if value is None else str(value["S"])
