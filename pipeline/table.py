@@ -18,7 +18,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 from hourglass import contract
 from hourglass.adapters.body_store import BodyStore
-from hourglass.adapters.items import Item, dedup_key, dedup_to_item, message_from_item, message_key, s
+from hourglass.adapters.items import Item, checked, dedup_key, dedup_to_item, message_from_item, message_key, s
 from hourglass.adapters.message_storage import MessageStorage
 from hourglass.adapters.store import Store
 from hourglass.adapters.table import BATCH_WRITE
@@ -46,6 +46,7 @@ PROJECTION_NAMES = {
     "#r": RUN_ATTRIBUTE,
     "#t": "status",
     "#w": "sweep_pk",
+    "#f": "fv",
 }
 THROTTLING = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"})
 KB = 1024
@@ -289,7 +290,8 @@ class TableWriter:
                     ours.append(existing)
                 continue
             dedup = found.get(_key(dedup_key(planned.queue, planned.dedup_id))) if planned.dedup_id else None
-            live = dedup is not None and int(dedup["dedup_until"]["N"]) >= now_ms
+            # A dedup record of a newer release is neither read nor written over (NewerFormatError: retried later).
+            live = dedup is not None and int(checked("dedup", dedup)["dedup_until"]["N"]) >= now_ms
             if live and dedup is not None and dedup["message_id"]["S"] != planned.id:
                 continue
             new.append(planned)

@@ -34,6 +34,16 @@ class StoreError(HourglassError):
     """DynamoDB failed after retries."""
 
 
+class NewerFormatError(StoreError):
+    """A stored record (or timer message) written by a newer release: this one neither reads nor rewrites it. A
+    store error, so that every caller leaves it as it is and tries again later (docs/upgrades.md, rule 3)."""
+
+    def __init__(self, kind: str, fv: int, newest: int) -> None:
+        super().__init__(f"{kind} format {fv} is newer than {newest}, the newest this release reads")
+        self.kind = kind
+        self.fv = fv
+
+
 class TimerQueueError(HourglassError):
     """The SQS timer queue refused a request after retries."""
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import Any
 
 import boto3
 import pytest
 from hourglass.adapters.body_store import BodyStore
+from hourglass.core import formats
 from hourglass.core.keys import body_object_key
-from hourglass.errors import BodyStoreError, StoreError
+from hourglass.errors import BodyStoreError, NewerFormatError, StoreError
 from moto import mock_aws
 
 BODY = {"order": 42, "lines": ["a" * 100] * 10, "note": "héllo"}
@@ -70,3 +72,18 @@ def test_a_missing_bucket_is_a_store_error(s3: object) -> None:
 def test_reading_from_a_missing_bucket_is_a_store_error(s3: object) -> None:
     with pytest.raises(BodyStoreError):
         BodyStore("no-such-bucket", client=s3).get_text("orders", "ab12", 1)
+
+
+def test_a_body_names_its_format_in_its_metadata(s3: Any) -> None:
+    BodyStore("bodies", client=s3).put("orders", "ab12", 1, BODY)
+    got = s3.head_object(Bucket="bodies", Key=body_object_key("orders", "ab12", 1))
+    assert got["Metadata"] == {"fv": str(formats.FORMATS["body"])}
+
+
+def test_a_body_as_1_2_0_wrote_it_reads_and_one_of_a_newer_format_is_refused(s3: Any) -> None:
+    key, store = body_object_key("orders", "ab12", 1), BodyStore("bodies", client=s3)
+    s3.put_object(Bucket="bodies", Key=key, Body=b'{"n": 1}', ContentType="application/json")
+    assert store.get_text("orders", "ab12", 1) == '{"n": 1}'
+    s3.put_object(Bucket="bodies", Key=key, Body=b"{}", Metadata={"fv": str(formats.FORMATS["body"] + 1)})
+    with pytest.raises(NewerFormatError):
+        store.get_text("orders", "ab12", 1)

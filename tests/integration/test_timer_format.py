@@ -9,8 +9,8 @@ import time
 from typing import Any
 
 import pytest
-from hourglass.adapters.timer_queue import SEND_BACK_SECONDS, TIMER_FORMAT, NewerFormatError, read_timers
-from hourglass.errors import ValidationError
+from hourglass.adapters.timer_queue import SEND_BACK_SECONDS, TIMER_FORMAT, read_timers
+from hourglass.errors import NewerFormatError, ValidationError
 from hourglass.service.dispatch import Dispatcher
 from moto.sqs.models import sqs_backends
 

@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from hourglass import contract
-from hourglass.adapters.items import Item, n, s
+from hourglass.adapters.items import Item, checked, fv, n, s
 from hourglass.adapters.table import Table
 from hourglass.core.attempts import Attempt, AttemptOutcome
 from hourglass.core.keys import history_key, history_prefix
@@ -17,6 +17,7 @@ def attempt_to_item(queue: str, attempt: Attempt, expire_at: datetime | None = N
     item: Item = {
         "pk": s(queue),
         "sk": s(history_key(attempt.message_id, attempt.attempt)),
+        **fv("attempt"),
         "id": s(attempt.message_id),
         "attempt": n(attempt.attempt),
         "started_at": n(to_ms(attempt.started_at)),
@@ -37,6 +38,7 @@ def attempt_to_item(queue: str, attempt: Attempt, expire_at: datetime | None = N
 
 
 def attempt_from_item(item: Item) -> Attempt:
+    checked("attempt", item)
     return Attempt(
         message_id=item["id"]["S"],
         attempt=int(item["attempt"]["N"]),

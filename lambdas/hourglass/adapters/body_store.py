@@ -8,6 +8,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from hourglass.adapters import aws
 from hourglass.adapters.items import body_text
+from hourglass.core import formats
 from hourglass.core.body_placement import KEEP_TAG
 from hourglass.core.keys import body_object_key
 from hourglass.errors import BodyStoreError
@@ -31,6 +32,7 @@ class BodyStore:
                 Key=key,
                 Body=body_text(body).encode("utf-8"),
                 ContentType="application/json",
+                Metadata={"fv": str(formats.FORMATS["body"])},
                 **tagging,
             )
         except (ClientError, BotoCoreError) as exc:
@@ -42,6 +44,8 @@ class BodyStore:
         key = body_object_key(queue, message_id, version)
         try:
             answer = self.client.get_object(Bucket=self.bucket, Key=key)
+            written = answer.get("Metadata", {}).get("fv")
+            formats.check("body", None if written is None else int(written))
             return str(answer["Body"].read().decode("utf-8"))
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") in MISSING:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 from datetime import datetime
 
-from hourglass.adapters.items import n, queue_key, queue_paused_to_item, s
+from hourglass.adapters.items import KEEP_FV, checked, fv_value, n, queue_key, queue_paused_to_item, s
 from hourglass.adapters.table import Table
 from hourglass.core import keys
 from hourglass.core.circuit_breaker import Tally
@@ -28,8 +28,13 @@ class BreakerStorage(Table):
                 "pk": s(queue),
                 "sk": s(keys.breaker_sk(_since_ms(since), bucket, random.randrange(keys.BREAKER_SHARDS))),
             },
-            UpdateExpression="ADD attempts :one, failures :f SET expire_at = :e",
-            ExpressionAttributeValues={":one": n(1), ":f": n(1 if failed else 0), ":e": n(expire_at)},
+            UpdateExpression=f"ADD attempts :one, failures :f SET expire_at = :e, {KEEP_FV}",
+            ExpressionAttributeValues={
+                ":one": n(1),
+                ":f": n(1 if failed else 0),
+                ":e": n(expire_at),
+                **fv_value("breaker"),
+            },
         )
 
     def window_tally(self, queue: str, since: datetime | None, first: int, last: int) -> Tally:
@@ -48,7 +53,7 @@ class BreakerStorage(Table):
                 ":hi": s(high),
             },
         )
-        items = got.get("Items", [])
+        items = [checked("breaker", item) for item in got.get("Items", [])]
         return Tally(
             sum(int(item["attempts"]["N"]) for item in items), sum(int(item["failures"]["N"]) for item in items)
         )

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from hourglass.adapters.items import Item, n, s
+from hourglass.adapters.items import KEEP_FV, Item, checked, fv_value, n, s
 from hourglass.adapters.pacing_storage import KEY_IDLE_TTL_S
 from hourglass.adapters.table import Table
 from hourglass.core.concurrency import Lease, attempt_ended, held_by, is_free, probe_order
@@ -90,8 +90,8 @@ class ConcurrencyStorage(Table):
 
     def _take(self, queue: str, lease: Lease, condition: str, values: dict[str, Any]) -> bool:
         """Writes `lease` over the slot if `condition` still holds of it (False, one write unit, if not)."""
-        update = "SET holder = :me, #until = :until"
-        values = {**values, ":me": s(lease.holder), ":until": n(lease.until_ms)}
+        update = f"SET holder = :me, #until = :until, {KEEP_FV}"
+        values = {**values, ":me": s(lease.holder), ":until": n(lease.until_ms), **fv_value("slot")}
         if lease.flow_key is not None:
             update += ", expire_at = :ttl"
             values[":ttl"] = n(lease.until_ms // 1000 + KEY_IDLE_TTL_S)
@@ -119,7 +119,7 @@ class ConcurrencyStorage(Table):
             self.table: {
                 "Keys": [{"pk": s(queue), "sk": s(sk)} for sk in sort_keys],
                 "ConsistentRead": True,
-                "ProjectionExpression": f"sk, {projection}",
+                "ProjectionExpression": f"sk, fv, {projection}",
                 "ExpressionAttributeNames": names,
             }
         }
@@ -134,8 +134,11 @@ class ConcurrencyStorage(Table):
 
 def _moved_on(holder: str, item: Item | None) -> bool:
     """Whether `holder`'s attempt is over (`attempt_ended`), from its message item as read (None: no item)."""
-    return item is not None and attempt_ended(holder, Status(item["status"]["S"]), int(item["version"]["N"]))
+    if item is None:
+        return False
+    checked("message", item)
+    return attempt_ended(holder, Status(item["status"]["S"]), int(item["version"]["N"]))
 
 
 def _until(item: Item) -> int | None:
-    return int(item["until"]["N"]) if "until" in item else None
+    return int(checked("slot", item)["until"]["N"]) if "until" in item else None

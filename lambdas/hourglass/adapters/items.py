@@ -16,7 +16,7 @@ from decimal import Decimal
 from typing import Any
 
 from hourglass import contract
-from hourglass.core import attempts, delivery_control, json_body, keys
+from hourglass.core import attempts, delivery_control, formats, json_body, keys
 from hourglass.core.body_placement import DEFAULT_LIMITS, BodyLimits, BodyRef, Placement, body_expiry, keep_days, place
 from hourglass.core.cron import parse_cron
 from hourglass.core.document import control_doc
@@ -72,10 +72,31 @@ def dedup_to_item(queue: str, dedup_id: str, message_id: str, until: datetime) -
     """The record that makes `dedup_id` point at `message_id` until `until`; TTL removes it later."""
     return {
         **dedup_key(queue, dedup_id),
+        **fv("dedup"),
         "message_id": s(message_id),
         "dedup_until": n(to_ms(until)),
         "expire_at": n(int(until.timestamp()) + 3600),
     }
+
+
+def fv(kind: str) -> Item:
+    """The format attribute of a record of `kind` as this release writes it (core.formats)."""
+    return {"fv": n(formats.FORMATS[kind])}
+
+
+# An UpdateItem's SET clause for `fv` (its value `fv_value`): it writes this release's format on an item it creates
+# and leaves the one an item has (a newer release's is never lowered).
+KEEP_FV = "fv = if_not_exists(fv, :fv)"
+
+
+def fv_value(kind: str) -> Item:
+    return {":fv": n(formats.FORMATS[kind])}
+
+
+def checked(kind: str, item: Item) -> Item:
+    """`item` if this release reads its format; NewerFormatError (left as it is, retried later) if not."""
+    formats.check(kind, _num(item, "fv"))
+    return item
 
 
 def s(value: str) -> dict[str, str]:
@@ -124,6 +145,7 @@ def message_to_item(message: Message, sweep: SweepKeys | None = None, *, body: B
     external = body is not None and body.placement is not Placement.INLINE
     item: Item = {
         **message_key(message.queue, message.id),
+        **fv("message"),
         "id": s(message.id),
         "queue": s(message.queue),
         "status": s(message.status.value),
@@ -181,6 +203,7 @@ def _str(item: Item, key: str) -> str | None:
 
 def message_from_item(item: Item) -> Message:
     """The message; its body is None when kept elsewhere (`body_ref_of` says where)."""
+    checked("message", item)
     target = _str(item, "target")
     retry = _str(item, "retry")
     return Message(
@@ -287,6 +310,7 @@ def queue_paused_to_item(paused: QueuePaused) -> Item:
     entry = entry_keys(paused.id, paused.notice.next_try_at)
     item = {
         **queue_notice_key(paused.queue, paused.id),
+        **fv("notice"),
         "version": n(paused.version),
         "sweep_pk": s(entry.pk),
         "sweep_sk": s(entry.sk),
@@ -303,6 +327,7 @@ def queue_paused_to_item(paused: QueuePaused) -> Item:
 
 
 def queue_paused_from_item(item: Item) -> QueuePaused:
+    checked("notice", item)
     paused_at = from_ms(int(item["paused_at"]["N"]))
     next_try = from_ms(keys.split_sort_key(item["sweep_sk"]["S"])[0])
     tries, error = _int(item, "notice_tries", 0), _str(item, "notice_error")
@@ -332,6 +357,7 @@ def queue_to_item(queue: Queue) -> Item:
         doc["control"] = stored_control
     return {
         **queue_key(queue.name),
+        "fv": n(formats.queue_format(control.ordering is not None)),
         "settings": s(_dumps(doc)),
         "created_at": n(to_ms(queue.created_at)),
         # Top level, so pause and resume are one small conditional update.
@@ -344,6 +370,7 @@ def queue_to_item(queue: Queue) -> Item:
 
 
 def queue_from_item(item: Item) -> Queue:
+    checked("queue", item)
     doc = json.loads(item["settings"]["S"])
     raw_target = doc.pop("target")
     raw_control = doc.pop("control", {})
@@ -429,19 +456,21 @@ def body_to_item(queue: str, message_id: str, version: int, body: Any, *, expire
     removes it for free instead of a DeleteItem billed by its size."""
     return {
         **body_key(queue, message_id, version),
+        **fv("body"),
         "body": s(body_text(body)),
         "expire_at": n(int(expire_at.timestamp())),
     }
 
 
 def body_from_item(item: Item) -> Any:
+    checked("body", item)
     return json.loads(item["body"]["S"])
 
 
 def body_item_expiry(item: Item) -> datetime:
     """When the table's TTL removes a body item (the dispatcher has it from its read: a retry that
     would outlive it extends it first, see core.body_placement.outlives)."""
-    return datetime.fromtimestamp(int(item["expire_at"]["N"]), tz=UTC)
+    return datetime.fromtimestamp(int(checked("body", item)["expire_at"]["N"]), tz=UTC)
 
 
 # what one write or read of a message takes -----------------------------------------------------
@@ -562,7 +591,7 @@ def with_bodies(
 def live_dedup_owner(item: Item | None, now: datetime, epoch_ms: int) -> str | None:
     """The message id a dedup record points at while it is live in this queue epoch. Records written before
     epochs were stored have none and keep their meaning."""
-    if item is None or int(item["dedup_until"]["N"]) < to_ms(now):
+    if item is None or int(checked("dedup", item)["dedup_until"]["N"]) < to_ms(now):
         return None
     if "queue_epoch" in item and int(item["queue_epoch"]["N"]) != epoch_ms:
         return None
@@ -622,9 +651,9 @@ def count_update(key: CountKey, deltas: Mapping[Status, int]) -> dict[str, Any]:
     values = {f":d{i}": n(delta) for i, delta in enumerate(deltas.values())}
     return {
         "Key": {"pk": s(queue), "sk": s(keys.count_sk(epoch, shard))},
-        "UpdateExpression": "ADD " + ", ".join(f"#s{i} :d{i}" for i in range(len(deltas))),
+        "UpdateExpression": "ADD " + ", ".join(f"#s{i} :d{i}" for i in range(len(deltas))) + f" SET {KEEP_FV}",
         "ExpressionAttributeNames": names,
-        "ExpressionAttributeValues": values,
+        "ExpressionAttributeValues": {**values, **fv_value("count")},
     }
 
 
@@ -633,6 +662,7 @@ def counts_from_items(items: list[Item]) -> dict[str, int]:
     were kept may take a count below zero as it moves on: shown as 0)."""
     totals = {status.value: 0 for status in Status}
     for item in items:
+        checked("count", item)
         for status in totals:
             totals[status] += _int(item, status, 0)
     return {status: max(0, total) for status, total in totals.items()}
@@ -699,6 +729,8 @@ def due_entry_from_item(item: Item) -> DueEntry:
 
 def sweep_state_from_items(items: list[Item], default: SweepState) -> SweepState:
     """The state item and the shard items of fan-out invocations; `default` when there is no state item yet."""
+    for item in items:
+        checked("sweep", item)
     shards = {
         int(item["sk"]["S"].removeprefix(keys.SHARD_PREFIX)): ShardProgress(
             watermark=int(item["watermark"]["N"]),
@@ -751,6 +783,7 @@ def schedule_to_item(schedule: Schedule) -> Item:
     }
     item: Item = {
         **schedule_key(schedule.queue, schedule.name),
+        **fv("schedule"),
         "name": s(schedule.name),
         "rule": s(_dumps(doc)),
         "body": s(_dumps(schedule.body)),
@@ -779,6 +812,7 @@ def schedule_to_item(schedule: Schedule) -> Item:
 
 
 def schedule_from_item(item: Item) -> Schedule:
+    checked("schedule", item)
     doc = json.loads(item["rule"]["S"])
     target = _str(item, "target")
     recurrence = Recurrence(

@@ -40,7 +40,16 @@ from hourglass.adapters.items import (
     version_write_with_body,
     with_bodies,
 )
-from hourglass.adapters.table import Meter, Table, code_of, decode_cursor, decode_index_cursor, encode_cursor
+from hourglass.adapters.table import (
+    Meter,
+    Table,
+    check_failed,
+    code_of,
+    decode_cursor,
+    decode_index_cursor,
+    encode_cursor,
+    format_guard,
+)
 from hourglass.core import body_placement, failure_notice
 from hourglass.core.body_placement import BodyLimits, Placement
 from hourglass.core.keys import MESSAGE_PREFIX, OUTBOX_PK, count_prefix
@@ -167,8 +176,10 @@ class MessageStorage(Table):
         write = self._new_write(message, keys, now + window)
         # A re-created queue (a new epoch) starts with no dedup history: its records of the old epoch
         # are overwritten. Records written before epochs were stored have none and keep their meaning.
-        condition = "attribute_not_exists(pk) OR dedup_until < :now OR queue_epoch <> :epoch"
-        values = {":now": n(to_ms(now)), ":epoch": n(write.epoch_ms)}
+        # A record of a newer release is never written over: its owner is then read, and refused (503).
+        guard, guard_value = format_guard("dedup")
+        condition = f"(attribute_not_exists(pk) OR dedup_until < :now OR queue_epoch <> :epoch) AND {guard}"
+        values = {":now": n(to_ms(now)), ":epoch": n(write.epoch_ms), **guard_value}
         for attempt in range(DEDUP_ATTEMPTS):
             try:
                 self._call(
@@ -477,31 +488,41 @@ class MessageStorage(Table):
     def begin_delivery(self, queue: str, message_id: str, start: DeliveryStart) -> Message:
         """pending(v) -> delivering with a lease and one more attempt, or take over an expired lease.
 
-        Leaves the due index (its keys are removed); StaleVersionError when neither holds.
+        Leaves the due index (its keys are removed); StaleVersionError when neither holds, NewerFormatError (nothing
+        written) when a newer release wrote the message.
         """
-        answer = self._conditional(
-            "update_item",
-            f"message {message_id} is not in the expected state",
-            TableName=self.table,
-            Key=message_key(queue, message_id),
-            UpdateExpression=(
-                "SET #st = :delivering, claimed_until = :lease, "
-                "version = if_not_exists(version, :zero) + :one, attempts = if_not_exists(attempts, :zero) + :one "
-                "REMOVE sweep_pk, sweep_sk"
-            ),
-            ConditionExpression="(#st = :pending AND version = :v) OR (#st = :delivering AND claimed_until < :now)",
-            ExpressionAttributeNames={"#st": "status"},
-            ExpressionAttributeValues={
-                ":pending": s(Status.PENDING.value),
-                ":v": n(start.version),
-                ":delivering": s(Status.DELIVERING.value),
-                ":now": n(to_ms(start.now)),
-                ":lease": n(to_ms(start.lease_until)),
-                ":one": n(1),
-                ":zero": n(0),
-            },
-            ReturnValues="ALL_NEW",
-        )
+        guard, guard_value = format_guard("message")
+        try:
+            answer = self._conditional(
+                "update_item",
+                f"message {message_id} is not in the expected state",
+                TableName=self.table,
+                Key=message_key(queue, message_id),
+                UpdateExpression=(
+                    "SET #st = :delivering, claimed_until = :lease, "
+                    "version = if_not_exists(version, :zero) + :one, attempts = if_not_exists(attempts, :zero) + :one "
+                    "REMOVE sweep_pk, sweep_sk"
+                ),
+                ConditionExpression=(
+                    f"((#st = :pending AND version = :v) OR (#st = :delivering AND claimed_until < :now)) AND {guard}"
+                ),
+                ExpressionAttributeNames={"#st": "status"},
+                ExpressionAttributeValues={
+                    ":pending": s(Status.PENDING.value),
+                    ":v": n(start.version),
+                    ":delivering": s(Status.DELIVERING.value),
+                    ":now": n(to_ms(start.now)),
+                    ":lease": n(to_ms(start.lease_until)),
+                    ":one": n(1),
+                    ":zero": n(0),
+                    **guard_value,
+                },
+                ReturnValues="ALL_NEW",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except StaleVersionError as exc:
+            check_failed("message", exc)
+            raise
         message = self._with_bodies([answer["Attributes"]])[0]
         # Begun from pending at the version its timer named; else a takeover (delivering before as after).
         self._count([(message, Status.PENDING if message.version == start.version + 1 else Status.DELIVERING)])

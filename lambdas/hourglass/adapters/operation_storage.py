@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from hourglass import contract
-from hourglass.adapters.items import message_from_item, message_key, n, s
+from hourglass.adapters.items import checked, fv, message_from_item, message_key, n, s
 from hourglass.adapters.table import Table
 from hourglass.core.keys import OPERATION_PREFIX, RUNNING_OPERATIONS_PK, operation_sk, running_operation_sk
 from hourglass.core.model import Message, Status
@@ -58,6 +58,7 @@ def _request_of(text: str) -> OperationRequest:
 
 
 def operation_from_item(item: Item) -> Operation:
+    checked("operation", item)
     finished = item.get("finished_at")
     return Operation(
         id=item["sk"]["S"].removeprefix(OPERATION_PREFIX),
@@ -75,7 +76,8 @@ class OperationStorage(Table):
     def put_operation(self, operation: Operation) -> None:
         """The new operation, running, with every segment still to do; listed as running first, so that a
         listed operation whose item is missing is only dropped from the list."""
-        self._guard("put_item", TableName=self.table, Item=running_key(operation.queue, operation.id))
+        listed = {**running_key(operation.queue, operation.id), **fv("operation")}
+        self._guard("put_item", TableName=self.table, Item=listed)
         self._conditional(
             "put_item",
             f"operation {operation.id} exists",
@@ -83,6 +85,7 @@ class OperationStorage(Table):
             Item={
                 "pk": s(operation.queue),
                 "sk": s(operation_sk(operation.id)),
+                **fv("operation"),
                 "request": s(_request_json(operation.request)),
                 "op_status": s(operation.status.value),
                 "matched": n(0),
@@ -106,7 +109,7 @@ class OperationStorage(Table):
         key = {"pk": s(queue), "sk": s(operation_sk(operation_id))}
         got = self._guard("get_item", TableName=self.table, Key=key, ConsistentRead=True)
         item = got.get("Item")
-        if item is None or str(segment) not in item.get("remaining", {}).get("SS", []):
+        if item is None or str(segment) not in checked("operation", item).get("remaining", {}).get("SS", []):
             return False, None
         raw = item.get("cursors", {}).get("M", {}).get(str(segment))
         return True, json.loads(raw["S"]) if raw else None
@@ -211,7 +214,7 @@ class OperationStorage(Table):
         listed: list[tuple[str, str]] = []
         for page in self._pages(request):
             for item in page.get("Items", []):
-                queue, _, operation_id = item["sk"]["S"].rpartition("/")
+                queue, _, operation_id = checked("operation", item)["sk"]["S"].rpartition("/")
                 listed.append((queue, operation_id))
         return listed
 
@@ -225,6 +228,7 @@ class OperationStorage(Table):
         item = got.get("Item")
         if item is None:
             return None
+        checked("operation", item)
         beats = {int(seg): from_ms(int(v["N"])) for seg, v in item.get("beats", {}).get("M", {}).items()}
         remaining = frozenset(int(seg) for seg in item.get("remaining", {}).get("SS", []))
         return operation_from_item(item), Workers(remaining, beats)
@@ -292,7 +296,7 @@ class OperationStorage(Table):
             TableName=self.table,
             Key=message_key(queue, message_id),
             ConsistentRead=True,
-            ProjectionExpression="last_op",
+            ProjectionExpression="last_op, fv",
         )
-        value = got.get("Item", {}).get("last_op")
+        value = checked("message", got.get("Item", {})).get("last_op")
         return None if value is None else str(value["S"])

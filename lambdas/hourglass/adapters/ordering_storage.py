@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hourglass.adapters.items import Item, n, s
+from hourglass.adapters.items import Item, checked, fv, n, s
 from hourglass.adapters.table import Table
 from hourglass.core.keys import ORDER_PREFIX, order_sk
 from hourglass.core.ordering import KeyState, Waiter
@@ -51,6 +51,7 @@ class OrderingStorage(Table):
                 )
                 return True
             item: Item = {**_key(queue, flow_key), "version": n(read.version + 1), "held": {"BOOL": state.held}}
+            item |= fv("order")
             if state.head is not None:
                 item["head"] = s(state.head)
             if state.waiting:
@@ -69,6 +70,7 @@ def _key(queue: str, flow_key: str) -> Item:
 
 
 def _state(item: Item) -> KeyState:
+    checked("order", item)
     waiting = []
     for message_id, value in item.get("waiting", {}).get("M", {}).items():
         due_ms, _, created_ms = value["S"].partition("#")

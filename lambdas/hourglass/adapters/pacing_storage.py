@@ -9,7 +9,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from hourglass.adapters.items import n, s
+from hourglass.adapters.items import KEEP_FV, checked, fv_value, n, s
 from hourglass.adapters.table import Table, code_of
 from hourglass.core.keys import PACE_SK, pace_sk, pace_window_prefix
 from hourglass.core.pacing import Item, PaceState
@@ -20,9 +20,9 @@ from hourglass.errors import StoreError
 KEY_IDLE_TTL_S = 3600
 # An item's size in write units is rounded up to 1 KB; the record keeps a pacing item within one.
 ITEM_BYTES = 1024
-# "pk", "sk", "taken", "expire_at" and a number, "held": names and values at their largest (the list of slots
-# taken is measured).
-OTHER_ATTRIBUTES_BYTES = 2 + 2 + 5 + 9 + 21 + 4 + 8
+# "pk", "sk", "taken", "expire_at" and a number, "held", "fv" and its number: names and values at their largest
+# (the list of slots taken is measured).
+OTHER_ATTRIBUTES_BYTES = 2 + 2 + 5 + 9 + 21 + 4 + 2 + 2 + 8
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,7 @@ def _held_change(expected: str | None, new: str | None) -> _HeldChange:
 def _state(item: dict[str, Any] | None) -> PaceState:
     if not item:
         return PaceState()
+    checked("pacing", item)
     taken = _decoded(item["taken"]["S"]) if "taken" in item else None
     return PaceState(taken, item["held"]["S"] if "held" in item else None)
 
@@ -84,9 +85,11 @@ class PacingStorage(Table):
         condition = "attribute_not_exists(taken)" if expected.taken is None else "taken = :old"
         window_end_s = (item.window.index + 1) * item.window.width_us // 1_000_000
         values = {":new": s(_encoded(taken)), ":ttl": n(window_end_s + KEY_IDLE_TTL_S)}
-        values |= {} if expected.taken is None else {":old": s(_encoded(expected.taken))}
+        values |= fv_value("pacing") if expected.taken is None else {":old": s(_encoded(expected.taken))}
         change = _held_change(expected.held, new_held)
-        update = "SET taken = :new, expire_at = :ttl" + (f", {change.set}" if change.set else "")
+        # Only the write that may create the item names its format: a window's later writes find it there.
+        update = "SET taken = :new, expire_at = :ttl" + (f", {KEEP_FV}" if expected.taken is None else "")
+        update += f", {change.set}" if change.set else ""
         key = self._key(queue, item)
         try:
             self._call(
@@ -120,10 +123,12 @@ class PacingStorage(Table):
         fence: dict[str, Any] = {
             "TableName": self.table,
             "Key": self._key(queue, item),
-            "UpdateExpression": f"SET {change.set}" if change.set else change.remove,
+            # A record set on a window not yet written creates its item: with its format.
+            "UpdateExpression": f"SET {change.set}, {KEEP_FV}" if change.set else change.remove,
             "ConditionExpression": change.condition,
         }
-        return fence | ({"ExpressionAttributeValues": change.values} if change.values else {})
+        values = change.values | (fv_value("pacing") if change.set else {})
+        return fence | ({"ExpressionAttributeValues": values} if values else {})
 
     def held_room(self, queue: str, item: Item, taken: tuple[int, ...]) -> int:
         """How long the record's text may be for its item to stay within one write unit (1 KB): the other

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from hourglass.adapters.items import n, s
+from hourglass.adapters.items import checked, fv, n, s
 from hourglass.adapters.operation_storage import running_key
 from hourglass.adapters.table import Table
 from hourglass.core.keys import ENDED_SK, OPERATION_PREFIX, QUEUE_SCOPED_PREFIXES
@@ -17,14 +17,14 @@ from hourglass.core.timestamps import from_ms, to_ms
 class QueueLifetime(Table):
     def end_queue(self, name: str, at: datetime) -> None:
         """The queue's life ended at `at`: noted (a new life starts later), and what it left removed."""
-        item = {"pk": s(name), "sk": s(ENDED_SK), "ended_at": n(to_ms(at))}
+        item = {"pk": s(name), "sk": s(ENDED_SK), **fv("queue_life"), "ended_at": n(to_ms(at))}
         self._guard("put_item", TableName=self.table, Item=item)
         self.clear_queue_items(name)
 
     def queue_ended_at(self, name: str) -> datetime | None:
         got = self._guard("get_item", TableName=self.table, Key={"pk": s(name), "sk": s(ENDED_SK)}, ConsistentRead=True)
         item = got.get("Item")
-        return None if item is None else from_ms(int(item["ended_at"]["N"]))
+        return None if item is None else from_ms(int(checked("queue_life", item)["ended_at"]["N"]))
 
     def clear_queue_items(self, name: str, prefixes: Sequence[str] = QUEUE_SCOPED_PREFIXES) -> None:
         """Deletes the items of `prefixes` under the queue's name (and running operations' list entries):

@@ -6,7 +6,7 @@ import base64
 import json
 from typing import Any
 
-from hourglass.adapters.items import queue_from_item, queue_key, s
+from hourglass.adapters.items import checked, fv, queue_from_item, queue_key, s
 from hourglass.adapters.table import Table
 from hourglass.core.keys import REGISTRY_PK
 from hourglass.core.model import Queue
@@ -23,7 +23,7 @@ def registry_key(name: str) -> dict[str, Any]:
 class QueueRegistry(Table):
     def register_queue(self, name: str) -> None:
         """Written before the queue item: a name whose queue is missing is skipped when listing."""
-        self._guard("put_item", TableName=self.table, Item=registry_key(name))
+        self._guard("put_item", TableName=self.table, Item={**registry_key(name), **fv("queue_life")})
 
     def unregister_queue(self, name: str) -> None:
         self._guard("delete_item", TableName=self.table, Key=registry_key(name))
@@ -39,7 +39,7 @@ class QueueRegistry(Table):
         names: list[str] = []
         last = None
         for page in self._pages(request, registry_key(_decode(cursor)) if cursor else None):
-            names.extend(item["sk"]["S"] for item in page.get("Items", []))
+            names.extend(checked("queue_life", item)["sk"]["S"] for item in page.get("Items", []))
             last = page.get("LastEvaluatedKey")
             if len(names) >= limit:
                 break

@@ -7,7 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 from hourglass import contract
-from hourglass.adapters.items import n, s, schedule_from_item, schedule_key, schedule_to_item
+from hourglass.adapters.items import checked, fv, n, s, schedule_from_item, schedule_key, schedule_to_item
 from hourglass.adapters.table import Table, decode_cursor, encode_cursor
 from hourglass.core.keys import REPAIR_PK, REPAIR_SK, SCHEDULE_PREFIX, SCHEDULES_PK
 from hourglass.core.recurrence import Schedule
@@ -99,6 +99,7 @@ class ScheduleStorage(Table):
     def repair_position(self) -> RepairRound:
         # Eventually consistent: a stale position at worst looks at a batch again or starts a round early.
         got = self._guard("get_item", TableName=self.table, Key=REPAIR_KEY, ConsistentRead=False).get("Item", {})
+        checked("sweep", got)
         started, took = got.get("started", {}).get("N"), got.get("took", {}).get("N")
         return RepairRound(
             got.get("after", {}).get("S"),
@@ -107,7 +108,7 @@ class ScheduleStorage(Table):
         )
 
     def save_repair_position(self, position: RepairRound) -> None:
-        item = {**REPAIR_KEY}
+        item = {**REPAIR_KEY, **fv("sweep")}
         if position.after is not None:
             item["after"] = s(position.after)
         if position.started is not None:

@@ -9,9 +9,12 @@ from typing import Any
 
 from hourglass import contract
 from hourglass.adapters.items import (
+    KEEP_FV,
     STATE_KEY,
     bucket_key,
+    checked,
     due_entry_from_item,
+    fv_value,
     message_from_item,
     message_key,
     n,
@@ -19,7 +22,7 @@ from hourglass.adapters.items import (
     shard_key,
     sweep_state_from_items,
 )
-from hourglass.adapters.table import Table
+from hourglass.adapters.table import Table, check_failed, format_guard
 from hourglass.core.due_width import Record
 from hourglass.core.handoff import Claim, DueEntry
 from hourglass.core.keys import BUCKETS_PK, SWEEPER_PK, bucket_of_pk
@@ -27,7 +30,8 @@ from hourglass.core.model import Message, Status
 from hourglass.core.schedule import SweepKeys
 from hourglass.core.sweep_state import ShardProgress, SweepState
 from hourglass.core.timestamps import from_ms, to_ms
-from hourglass.errors import StaleVersionError
+from hourglass.errors import NewerFormatError, StaleVersionError
+from hourglass.logs import log
 
 
 class SweepStorage(Table):
@@ -69,8 +73,10 @@ class SweepStorage(Table):
         capacity), or None when another sweeper has it or it changed.
 
         `move_to`: new due-index keys in the same write (a paced message's slot in a later bucket, so
-        that the recovery sweep looks at it only once its slot has passed)."""
+        that the recovery sweep looks at it only once its slot has passed). A message a newer release wrote is
+        left as it is (None too: its entry stays in the due index, and a later sweep meets it again)."""
         moved = {} if move_to is None else {":spk": s(move_to.pk), ":ssk": s(move_to.sk)}
+        guard, guard_value = format_guard("message")
         try:
             answer = self._conditional(
                 "update_item",
@@ -80,6 +86,7 @@ class SweepStorage(Table):
                 UpdateExpression="SET claimed_until = :lease" + (", sweep_pk = :spk, sweep_sk = :ssk" if moved else ""),
                 ConditionExpression=(
                     "version = :v AND #st = :pending AND (attribute_not_exists(claimed_until) OR claimed_until < :now)"
+                    f" AND {guard}"
                 ),
                 ExpressionAttributeNames={"#st": "status"},
                 ExpressionAttributeValues={
@@ -88,10 +95,16 @@ class SweepStorage(Table):
                     ":now": n(to_ms(now)),
                     ":lease": n(to_ms(lease_until)),
                     **moved,
+                    **guard_value,
                 },
                 ReturnValues="ALL_NEW",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
-        except StaleVersionError:
+        except StaleVersionError as exc:
+            try:
+                check_failed("message", exc)
+            except NewerFormatError as newer:
+                log("newer_item_format", id=entry.id, queue=entry.queue, error=str(newer))
             return None
         return message_from_item(answer["Attributes"])
 
@@ -111,7 +124,7 @@ class SweepStorage(Table):
     def bucket_width(self, bucket: int) -> int | None:
         """One strongly consistent read: a writer records a width before it writes into the new shards."""
         answer = self._guard("get_item", TableName=self.table, Key=bucket_key(bucket), ConsistentRead=True)
-        width = answer.get("Item", {}).get("width")
+        width = checked("due_width", answer.get("Item", {})).get("width")
         return None if width is None else int(width["N"])
 
     def add_bucket_writes(self, bucket: int, entries: int, *, now: datetime, expire_at: int) -> Record:
@@ -119,12 +132,17 @@ class SweepStorage(Table):
             "update_item",
             TableName=self.table,
             Key=bucket_key(bucket),
-            UpdateExpression="ADD written :n SET #ttl = :ttl, since = if_not_exists(since, :now)",
+            UpdateExpression=f"ADD written :n SET #ttl = :ttl, since = if_not_exists(since, :now), {KEEP_FV}",
             ExpressionAttributeNames={"#ttl": contract.TTL_ATTRIBUTE},
-            ExpressionAttributeValues={":n": n(entries), ":ttl": n(expire_at), ":now": n(to_ms(now))},
+            ExpressionAttributeValues={
+                ":n": n(entries),
+                ":ttl": n(expire_at),
+                ":now": n(to_ms(now)),
+                **fv_value("due_width"),
+            },
             ReturnValues="ALL_NEW",
         )
-        item = answer.get("Attributes", {})
+        item = checked("due_width", answer.get("Attributes", {}))
         width = item.get("width")
         return Record(
             int(item["written"]["N"]), None if width is None else int(width["N"]), from_ms(int(item["since"]["N"]))
@@ -175,10 +193,10 @@ class SweepStorage(Table):
                 f"bucket {bucket} is at least {width} wide",
                 TableName=self.table,
                 Key=bucket_key(bucket),
-                UpdateExpression="SET width = :w, #ttl = :ttl",
+                UpdateExpression=f"SET width = :w, #ttl = :ttl, {KEEP_FV}",
                 ConditionExpression="attribute_not_exists(width) OR width < :w",
                 ExpressionAttributeNames={"#ttl": contract.TTL_ATTRIBUTE},
-                ExpressionAttributeValues={":w": n(width), ":ttl": n(expire_at)},
+                ExpressionAttributeValues={":w": n(width), ":ttl": n(expire_at), **fv_value("due_width")},
             )
 
     def load_sweep_state(self, default: SweepState) -> SweepState:
@@ -205,7 +223,7 @@ class SweepStorage(Table):
                 Key=STATE_KEY,
                 UpdateExpression=(
                     "SET watermark = :w, recovery_watermark = :r, last_due = :d, last_end = :e, "
-                    "last_run = :run, last_workers = :k, last_complete = :c"
+                    f"last_run = :run, last_workers = :k, last_complete = :c, {KEEP_FV}"
                 ),
                 ConditionExpression=(
                     "(attribute_not_exists(watermark) OR watermark <= :w) AND "
@@ -219,6 +237,7 @@ class SweepStorage(Table):
                     ":run": n(state.last_run),
                     ":k": n(state.last_workers),
                     ":c": {"BOOL": state.last_complete},
+                    **fv_value("sweep"),
                 },
             )
             return
@@ -254,8 +273,8 @@ class SweepStorage(Table):
                 "watermark moved on",
                 TableName=self.table,
                 Key=key,
-                UpdateExpression=update,
+                UpdateExpression=f"{update}, {KEEP_FV}",
                 ConditionExpression=condition,
-                ExpressionAttributeValues={":w": watermark, **(values or {})},
+                ExpressionAttributeValues={":w": watermark, **(values or {}), **fv_value("sweep")},
                 **({"ExpressionAttributeNames": names} if names else {}),
             )

@@ -14,6 +14,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from hourglass.adapters import aws
+from hourglass.core import formats
 from hourglass.errors import StaleVersionError, StoreError, ValidationError
 
 BATCH_WRITE = 25
@@ -22,6 +23,21 @@ Meter = Callable[[str, dict[str, Any]], None]
 
 def code_of(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", ""))
+
+
+def format_guard(kind: str) -> tuple[str, dict[str, Any]]:
+    """A condition (and its value) that holds of an item whose format this release reads: an update on an item it
+    did not read first leaves one of a newer release as it is (docs/upgrades.md, rule 3)."""
+    return "(attribute_not_exists(fv) OR fv <= :fv)", {":fv": {"N": str(formats.FORMATS[kind])}}
+
+
+def check_failed(kind: str, exc: StaleVersionError) -> None:
+    """NewerFormatError when a write (with ReturnValuesOnConditionCheckFailure ALL_OLD) failed on an item of a
+    newer format rather than on its state."""
+    cause = exc.__cause__
+    old = cause.response.get("Item") if isinstance(cause, ClientError) else None
+    if old and "fv" in old:
+        formats.check(kind, int(old["fv"]["N"]))
 
 
 def encode_cursor(key: dict[str, Any]) -> str:

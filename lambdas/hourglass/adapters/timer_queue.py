@@ -14,6 +14,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from hourglass.adapters import aws
+from hourglass.core import formats
 from hourglass.core.handoff import Scheduled, Timer
 from hourglass.core.model import DEFAULT_PRIORITY
 from hourglass.errors import TimerQueueError, ValidationError
@@ -27,18 +28,10 @@ PACK_SPAN_MS = 1000
 MAX_PACK = 10
 # The timer format this release writes, and the newest it reads (docs/upgrades.md, "Timers"): a message
 # without `fv` is format 1 (release 1.2.0, which ignores `fv`); format 2 (1.3.0) is format 1 with `fv`.
-TIMER_FORMAT = 2
+TIMER_FORMAT = formats.FORMATS["timer"]
 # A message of a newer format goes back to the queue, as a new message, visible again after this long:
 # a newer dispatcher takes it then; meanwhile this release's dispatchers keep sending it back.
 SEND_BACK_SECONDS = 10
-
-
-class NewerFormatError(Exception):
-    """A timer message written by a newer release: this one must neither read nor drop it."""
-
-    def __init__(self, fv: int) -> None:
-        super().__init__(f"timer format {fv} is newer than {TIMER_FORMAT}")
-        self.fv = fv
 
 
 def pack_to_json(timers: Sequence[Timer]) -> str:
@@ -102,9 +95,7 @@ def timer_format(text: str) -> int:
 
 def read_timers(text: str) -> list[Timer]:
     """Every timer of a timer message, single or packed; NewerFormatError for a format newer than TIMER_FORMAT."""
-    fv = timer_format(text)
-    if fv > TIMER_FORMAT:
-        raise NewerFormatError(fv)
+    formats.check("timer", timer_format(text))
     first = Timer.from_json(text)
     try:
         more = json.loads(text).get("more") or []

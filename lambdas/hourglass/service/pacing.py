@@ -23,7 +23,7 @@ from hourglass.core.handoff import Timer
 from hourglass.core.model import DEFAULT_PRIORITY, LATER_NAMESPACE, Message, Ordering, Queue, Status
 from hourglass.core.pacing import Held, Item, PaceState, Rates, Slot, Start
 from hourglass.core.timestamps import from_ms, to_ms
-from hourglass.errors import StoreError
+from hourglass.errors import NewerFormatError, StoreError
 from hourglass.logs import log
 
 
@@ -458,11 +458,16 @@ class QueueLimits:
     def __init__(self, read: Callable[[str], Queue | None], clock: Callable[[], datetime]) -> None:
         self.read = read
         self.clock = clock
-        self._seen: dict[str, tuple[datetime, DeliveryControl]] = {}
+        self._seen: dict[str, tuple[datetime, DeliveryControl | NewerFormatError]] = {}
         self._lock = threading.Lock()
 
     def rate(self, queue: str) -> Rates | None:
-        return delivery_control.rates(self._control(queue))
+        try:
+            return delivery_control.rates(self._control(queue))
+        except NewerFormatError:
+            # A queue a newer release wrote: its messages go out unpaced, and this release's dispatchers, which read
+            # the queue before any start, send their timers back unstarted (docs/upgrades.md): the sweep goes on.
+            return None
 
     def forget(self, queue: str) -> None:
         """A PUT of the queue in this process: read again on next use."""
@@ -477,12 +482,17 @@ class QueueLimits:
         now = self.clock()
         with self._lock:
             cached = self._seen.get(queue)
-        if cached is not None and now - cached[0] < CONTROL_TTL:
-            return cached[1]
-        control = delivery_control.of(self.read(queue))
-        with self._lock:
-            self._seen[queue] = (now, control)
-        return control
+        if cached is None or now - cached[0] >= CONTROL_TTL:
+            try:
+                cached = (now, delivery_control.of(self.read(queue)))
+            except NewerFormatError as exc:
+                log("newer_item_format", queue=queue, error=str(exc))
+                cached = (now, exc)  # remembered too: read again only after CONTROL_TTL
+            with self._lock:
+                self._seen[queue] = cached
+        if isinstance(cached[1], NewerFormatError):
+            raise cached[1]
+        return cached[1]
 
 
 # Slots starting sooner than this are left to their attempts (they are about to start).

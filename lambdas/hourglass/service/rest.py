@@ -27,6 +27,7 @@ from hourglass.core.timestamps import format_rfc3339
 from hourglass.errors import (
     ConflictError,
     HourglassError,
+    NewerFormatError,
     NotFoundError,
     StoreError,
     TimerQueueError,
@@ -53,6 +54,8 @@ KEY = r"(.*)"
 T = TypeVar("T")
 # An error message names a field and says what is wrong: never long, but a field name may come from the request.
 MAX_ERROR_MESSAGE = 1000
+# A record a newer release wrote is refused (503) for this long: a rolling deploy's old instances are gone by then.
+NEWER_FORMAT_RETRY_AFTER = 10
 
 
 @dataclass(frozen=True)
@@ -144,6 +147,12 @@ class Api:
             return error(404, "not_found", str(exc))
         except ConflictError as exc:
             return error(409, "conflict", str(exc))
+        except NewerFormatError as exc:
+            # Written by a newer release (docs/upgrades.md, rule 3): left as it is; a newer API instance reads it.
+            log("newer_format", error=str(exc), path=request.path)
+            refused = error(503, "unavailable", f"{exc.kind} was written by a newer release of Hourglass; retry later")
+            refused["headers"]["Retry-After"] = str(NEWER_FORMAT_RETRY_AFTER)
+            return refused
         except (StoreError, TimerQueueError) as exc:
             log("dependency_failed", error=str(exc), path=request.path)
             return error(503, "unavailable", "a dependency failed; retry the request")

@@ -19,7 +19,7 @@ from hourglass.core.pacing import Slot
 from hourglass.core.schedule import SweepKeys
 from hourglass.core.sweep_state import ShardProgress, SweepState
 from hourglass.core.timestamps import from_ms, to_ms
-from hourglass.errors import InvokeError, StoreError
+from hourglass.errors import InvokeError, NewerFormatError, StoreError
 from hourglass.logs import log
 from hourglass.service import transitions
 from hourglass.service.context import Context
@@ -349,7 +349,11 @@ class Sweeper:
             return True, False
         if claimed is None:
             return False, False
-        return True, transitions.chain_ahead(self.ctx, claimed, now)
+        try:
+            return True, transitions.chain_ahead(self.ctx, claimed, now)
+        except NewerFormatError as exc:  # its queue or schedule is a newer release's: the chain repair sees to it
+            log("newer_item_format", id=entry.id, queue=entry.queue, error=str(exc))
+            return True, False
 
     def _hand_off(self, claims: list[Claim], now: datetime, report: SweepReport, recovery: bool) -> int | None:
         sent = self.ctx.handoff.send_claimed(claims, now, rates=self.ctx.limits.rate)

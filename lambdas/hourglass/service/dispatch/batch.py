@@ -9,9 +9,9 @@ from datetime import datetime, timedelta
 
 from hourglass.adapters import storage
 from hourglass.adapters.message_storage import CountBatch
-from hourglass.adapters.timer_queue import SEND_BACK_SECONDS, NewerFormatError, read_timers
+from hourglass.adapters.timer_queue import SEND_BACK_SECONDS, pack_to_json, read_timers
 from hourglass.core.handoff import Timer
-from hourglass.errors import DeliveryError, StoreError, TimerQueueError, ValidationError
+from hourglass.errors import DeliveryError, NewerFormatError, StoreError, TimerQueueError, ValidationError
 from hourglass.logs import log
 from hourglass.service.context import Context
 from hourglass.service.dispatch.arrivals import ArrivalBoard
@@ -117,6 +117,15 @@ class Dispatcher:
         back_at = self.ctx.clock() + timedelta(seconds=SEND_BACK_SECONDS)
         return {newer[index][0]: back_at for index in sorted(not_sent)}
 
+    def _newer_record(self, timer: Timer, exc: NewerFormatError) -> Result:
+        """A record the timer needs was written by a newer release: nothing is written for it here, and the timer
+        goes back to the queue as a newer timer does, for a newer dispatcher (so it never nears the DLQ)."""
+        log("newer_item_format", id=timer.id, queue=timer.queue, error=str(exc))
+        self.ctx.metrics.count("NewerItemFormat", queue=timer.queue)
+        if self.ctx.timers.send_back([pack_to_json([timer])]):
+            return Result(False, "newer_format", back_at=self.ctx.clock() + timedelta(seconds=SEND_BACK_SECONDS))
+        return Result(True, "newer_format")
+
     def _poison(self, exc: ValidationError) -> Result:
         log("poison_timer", error=str(exc))
         self.ctx.metrics.count("Poison")
@@ -134,6 +143,8 @@ class Dispatcher:
         """One timer; no exception escapes, so nothing raised for one message fails its batch-mates."""
         try:
             return self.gate.process(timer, repaces=repaces)
+        except NewerFormatError as exc:
+            return self._newer_record(timer, exc)
         except (StoreError, DeliveryError, TimerQueueError) as exc:
             # Transient: the timer comes back (SQS redelivers its record) and the attempt is retried.
             log("dispatch_failed", id=timer.id, queue=timer.queue, error=str(exc))
