@@ -150,6 +150,7 @@ class Tally:
     sweeper_times: list[float] = field(default_factory=list)
     unknown: Counter[str] = field(default_factory=Counter)
     ops: Counter[str] = field(default_factory=Counter)
+    scanned: Counter[str] = field(default_factory=Counter)  # items a Scan read, by index ("" the table)
 
 
 def path_of(pk: str | None, kind: str, queues: dict[str, str], *, write: bool = True) -> str:
@@ -176,6 +177,9 @@ def tally(requests_log: Path, run: Run) -> Tally:
                 counted.partition_seconds[(f"{index}: {index_pk}", second)] += writes
             continue
         counted.ops[entry["op"]] += 1
+        if entry["op"] == "Scan":
+            counted.scanned[entry.get("index") or ""] += len(entry["r"])
+            continue
         for pk, sk in entry.get("w", []) + entry.get("c", []):
             kind = item_kinds.classify(pk, sk)
             counted.writes[(path_of(pk, kind, run.queues), kind)] += 1
@@ -292,6 +296,11 @@ def section(doc: dict[str, Any]) -> Section:
         "conditional write too, as DynamoDB bills it), index entries every entry put, removed or rewritten; "
         "reads count items returned."
     )
+    for index, items in doc["scanned"].items():
+        result.notes.append(
+            f"A Scan of the {index or 'table'} {'index ' if index else ''}read {items:,} items, not counted above: "
+            "the first sweep of a new stack (no sweep state yet) scans the due index once for its buckets."
+        )
     if doc["unclassified"]:
         result.notes.append("Unclassified keys: " + ", ".join(f"{k} ({n})" for k, n in doc["unclassified"].items()))
     result.notes.append(
@@ -335,6 +344,7 @@ def measure(per_path: int, clients: int) -> dict[str, Any]:
         "peaks": peaks(counted, run.started),
         "operations": dict(counted.ops.most_common()),
         "unclassified": dict(counted.unknown.most_common(10)),
+        "scanned": dict(counted.scanned),
         "requests_log": str(requests_log),
     }
 
