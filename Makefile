@@ -150,7 +150,7 @@ bench-modes: $(STAMP) tools
 # the capacity model's (bench/capacity_items.py), the busiest item and partition. JSON in
 # bench/results/deployed_load.json; about 5 minutes on 2 cores. DEPLOYED_MESSAGES per path, DEPLOYED_CLIENTS POSTs at once.
 DEPLOYED_MESSAGES ?= 1500
-DEPLOYED_CLIENTS ?= 8
+DEPLOYED_CLIENTS ?= 16
 bench-deployed: $(STAMP) tools
 	$(BIN)/python -m bench.deployed_load --messages $(DEPLOYED_MESSAGES) --clients $(DEPLOYED_CLIENTS)
 
