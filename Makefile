@@ -17,7 +17,7 @@ export PYTHONPATH := lambdas:.
 # check-node says it once instead.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION ?= 20
 
-.PHONY: dev test test-slow test-console test-realtime test-upgrade total-queue test-deployed smoke tools lint synth bench bench-modes soak model spark-schedule spark-report sample clean \
+.PHONY: dev test test-slow test-console test-realtime test-upgrade total-queue test-deployed smoke tools lint synth bench bench-modes bench-deployed soak model spark-schedule spark-report sample clean \
 	check-node check-java check-chromium
 
 $(STAMP): requirements.txt requirements-dev.txt
@@ -144,6 +144,15 @@ bench: $(STAMP) check-node
 # conditional-write atomicity for moto + in-process vs. MiniStack as deployed.
 bench-modes: $(STAMP) tools
 	$(BIN)/python -m bench.modes
+
+# A load run of the stack as deployed into MiniStack (bench/deployed_load.py), every DynamoDB request logged:
+# ingest/s and deliveries/s on the hand-off and sweep paths, each item kind's writes and reads per message beside
+# the capacity model's (bench/capacity_items.py), the busiest item and partition. JSON in
+# bench/results/deployed_load.json; about 5 minutes on 2 cores. DEPLOYED_MESSAGES per path, DEPLOYED_CLIENTS POSTs at once.
+DEPLOYED_MESSAGES ?= 1500
+DEPLOYED_CLIENTS ?= 16
+bench-deployed: $(STAMP) tools
+	$(BIN)/python -m bench.deployed_load --messages $(DEPLOYED_MESSAGES) --clients $(DEPLOYED_CLIENTS)
 
 # The total-queue check at length: every fault, SIGKILLs of the runtime, a drain that waits out the
 # recovery sweep. SOAK_ROUNDS rounds of 1,500 messages, each ended by a kill -9; about 5 + 2 x SOAK_ROUNDS minutes.

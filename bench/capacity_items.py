@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from hourglass.core import circuit_breaker, due_width, keys
 from hourglass.core.due_width import Record, Widths
 
-from bench import pacing_rate
+from bench import item_kinds, pacing_rate
 from bench.report import Section
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
@@ -31,6 +31,10 @@ COUNTS_PER_MESSAGE = 0.02  # status-counter ADDs per message (docs/design.md, "C
 RUN_SECONDS = 60  # the sweep's schedule
 INVOCATIONS = 8  # sweep fan-out invocations at these rates (the stack's 8 shards: at most one per base shard)
 BUCKETS_PER_RUN = 6  # buckets a run's window (look-ahead 300 s, 60 s buckets) touches
+# Per message on each path (docs/design.md, "Paths and their costs"): the message item's put, claim, begin and
+# outcome (a hand-off has no claim); its due-index entry put at ingest and removed at the begin (none handed off).
+MESSAGE_WRITES = {"sweep": 4, "handoff": 3}
+DUE_ENTRY_WRITES = {"sweep": 2, "handoff": 0}
 
 
 @dataclass(frozen=True)
@@ -79,7 +83,7 @@ def rows(s: Scenario, index_shard_wru: float) -> list[Row]:
     posts = d / POST_SIZE
     batches = d / BATCH
     # The queue partition: message items (put, claim, begin, outcome: sweep path), counters, queue item reads.
-    message_writes = 4 * d
+    message_writes = MESSAGE_WRITES["sweep"] * d
     counter_writes = COUNTS_PER_MESSAGE * d
     queue_reads = posts + batches  # strongly consistent, ≤ 4 KB: 1 RU each
     queue_partition_w = message_writes + counter_writes
@@ -95,8 +99,9 @@ def rows(s: Scenario, index_shard_wru: float) -> list[Row]:
     breaker_query_ru = math.ceil((circuit_breaker.BUCKETS + 1) * keys.BREAKER_SHARDS * 80 / 4096) / 2
     breaker_reads = d * 0.1 * breaker_query_ru
     bucket_records_w = s.deliveries / due_width.FLUSH + 1  # ADDs of the writers' counts, the widen writes
-    bucket_records_r = INVOCATIONS * BUCKETS_PER_RUN / RUN_SECONDS
-    sweeper_w = (INVOCATIONS + 1) / RUN_SECONDS
+    run = per_run()
+    bucket_records_r = run[item_kinds.BUCKETS][1] / RUN_SECONDS
+    sweeper_w = run[item_kinds.SWEEPER][0] / RUN_SECONDS
     q = "queue"
     return [
         Row("message item (LATER_QUEUE's too)", "message_sk(id)", q, 4 / 60, 0.0, queue_partition_w, queue_partition_r),
@@ -132,13 +137,41 @@ def rows(s: Scenario, index_shard_wru: float) -> list[Row]:
         Row("due-bucket records", "BUCKETS_PK / bucket_sk(bucket)", keys.BUCKETS_PK, bucket_records_w,
             bucket_records_r, bucket_records_w, bucket_records_r),
         Row("sweep state and shard progress", "SWEEPER_PK / SWEEPER_STATE_SK, shard_sk(shard)", keys.SWEEPER_PK,
-            1 / RUN_SECONDS, (INVOCATIONS + 1) / RUN_SECONDS, sweeper_w, sweeper_w),
+            1 / RUN_SECONDS, run[item_kinds.SWEEPER][1] / RUN_SECONDS, sweeper_w, sweeper_w),
         Row("queue registry, running operations, schedule repair",
             "REGISTRY_PK, RUNNING_OPERATIONS_PK / running_operation_sk, REPAIR_PK / REPAIR_SK", "@queues etc.",
             0.0, 0.0, 0.0, 0.0, "queue and bulk calls"),
         Row("list of every schedule (due index)", "SCHEDULES_PK / schedules_sk(queue, name)", "schedules#", 0.0,
             0.0, 0.0, 0.0, "schedules"),
     ]  # fmt: skip
+
+
+def per_message(path: str, *, order_created: bool = True) -> dict[str, tuple[float, float]]:
+    """(writes, reads) that one message makes on each kind of item on a path ("sweep" or "handoff") with no
+    opt-in feature: what `rows` multiplies by the rate. Items written per sweep run (sweep state) are not
+    per message; the due-bucket records only from a process that counts `due_width.FLUSH` into a bucket."""
+    swept = path == "sweep"
+    figures = {
+        item_kinds.MESSAGE: (float(MESSAGE_WRITES[path]), 0.0),
+        item_kinds.COUNTERS: (COUNTS_PER_MESSAGE, 0.0),
+        item_kinds.QUEUE: (0.0, 1 / POST_SIZE + 1 / BATCH),
+        item_kinds.LIST_ENTRY: (1.0, 0.0),
+        # The sweep's Query reads each entry once (docs/capacity.md: about 100 bytes an entry).
+        item_kinds.DUE_ENTRY: (float(DUE_ENTRY_WRITES[path]), 1.0 if swept else 0.0),
+        item_kinds.BUCKETS: (1 / due_width.FLUSH if swept else 0.0, 0.0),
+    }
+    if order_created:
+        figures[item_kinds.CREATED_ENTRY] = (1.0, 0.0)
+    return figures
+
+
+def per_run() -> dict[str, tuple[float, float]]:
+    """(writes, reads) of each sweep run (every INVOCATIONS fan-out invocation and the scheduled one) on the
+    items written per run, not per message: the sweep state and shards' progress, the due buckets' records read."""
+    return {
+        item_kinds.SWEEPER: (INVOCATIONS + 1, INVOCATIONS + 1),
+        item_kinds.BUCKETS: (0.0, INVOCATIONS * BUCKETS_PER_RUN),
+    }
 
 
 @dataclass

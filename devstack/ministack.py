@@ -42,8 +42,16 @@ class MiniStack:
 
     @classmethod
     def start(
-        cls, port: int, *, region: str = "us-east-1", log_path: Path | None = None, timeout: float = 60.0
+        cls,
+        port: int,
+        *,
+        region: str = "us-east-1",
+        log_path: Path | None = None,
+        timeout: float = 60.0,
+        module: str = "ministack",
     ) -> MiniStack:
+        """`module`: what `python -m` runs, MiniStack or a module of this checkout that wraps it (the load
+        bench's request log, bench.ddb_recorder)."""
         require_free_port(port)
         env = {
             **os.environ,
@@ -60,7 +68,7 @@ class MiniStack:
         log = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115 (the child keeps it)
         # A group of its own: stop() ends MiniStack and the Lambda processes it forked in one signal.
         process = subprocess.Popen(
-            [str(python()), "-m", "ministack"],
+            [str(python()), "-m", module],
             cwd=ROOT,
             env=env,
             stdin=subprocess.DEVNULL,
