@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 from hourglass.core import deadline
+from hourglass.core import ordering as core_ordering
 from hourglass.core.delivery_control import MAX_TIMEOUT
+from hourglass.core.keys import ORDER_PREFIX
 from hourglass.core.model import Ordering
 from hourglass.core.timestamps import format_rfc3339
 from hourglass.service import ordering as ordering_service
@@ -382,3 +384,95 @@ def test_the_key_of_messages_without_a_flow_key_is_reached_by_an_empty_path_segm
         False,
         [1, 2],
     )
+
+
+# a long line: overflow items ----------------------------------------------------------------
+LONG = 12  # three times the key item's waiters below
+
+
+@pytest.fixture
+def short_items(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> Harness:
+    """A key's item keeps 4 waiters: a line of LONG spills 8 to overflow items."""
+    monkeypatch.setattr(core_ordering, "INLINE", 4)
+    return harness
+
+
+def order_items(h: Harness, queue: str = "orders") -> list[str]:
+    """The sort keys of the queue's order items (keys' and overflow ones)."""
+    got = h.ddb.query(
+        TableName=h.ctx.settings.table,
+        KeyConditionExpression="pk = :q AND begins_with(sk, :o)",
+        ExpressionAttributeValues={":q": {"S": queue}, ":o": {"S": ORDER_PREFIX}},
+        ConsistentRead=True,
+    )
+    return [item["sk"]["S"] for item in got["Items"]]
+
+
+def held_with_a_long_line(h: Harness, *late: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
+    """Message 0 fails and holds key k; messages 1..LONG (due 1 s apart after it) wait behind it. The `late`
+    ones are posted with them, their timers kept back (returned): they reach their start when sent again."""
+    make_queue(h, settings=HOLD)
+    h.receiver.answers = [500]
+    start = h.clock.now
+    line = (
+        {"body": {"n": n}, "flow_key": "k", "deliver_at": format_rfc3339(start + timedelta(seconds=2 + n))}
+        for n in range(LONG + 1)
+    )
+    messages = post(h, *line, *late)
+    kept = {m["id"] for m in messages[LONG + 1 :]}
+    timers = h.timers()
+    for timer in timers:
+        if timer["json"]["id"] not in kept:
+            h.sqs.send_message(QueueUrl=h.ctx.settings.timer_queue_url, MessageBody=timer["body"])
+    advance(h, 2)
+    step(h)
+    advance(h, LONG + 1)
+    step(h)
+    return messages, [t["body"] for t in timers if t["json"]["id"] in kept]
+
+
+def test_a_held_key_with_a_long_line_keeps_the_later_waiters_in_overflow_items(short_items: Harness) -> None:
+    held_with_a_long_line(short_items)
+    spilled = [sk for sk in order_items(short_items) if "#w#" in sk]
+    assert (key(short_items, "k")["waiting"], len(spilled), delivered(short_items)) == (LONG, LONG - 4, [0])
+
+
+def test_a_released_long_line_starts_one_at_a_time_in_due_order(short_items: Harness) -> None:
+    held_with_a_long_line(short_items)
+    status, _ = short_items.call("POST", "/v1/queues/orders/keys/k/release")
+    step(short_items, rounds=3 * LONG)
+    assert (status, delivered(short_items), order_items(short_items)) == (200, list(range(LONG + 1)), [])
+
+
+def test_a_joiner_due_before_the_overflow_waiters_goes_before_them(short_items: Harness) -> None:
+    """Due between the 2nd and 3rd waiters, its timer late: it goes inline, the last inline one to overflow."""
+    due = format_rfc3339(short_items.clock.now + timedelta(seconds=4.5))
+    _, late = held_with_a_long_line(short_items, {"body": {"n": 99}, "flow_key": "k", "deliver_at": due})
+    for body in late:
+        short_items.sqs.send_message(QueueUrl=short_items.ctx.settings.timer_queue_url, MessageBody=body)
+    step(short_items)
+    waiting = key(short_items, "k")["waiting"]
+    short_items.call("POST", "/v1/queues/orders/keys/k/release")
+    step(short_items, rounds=3 * LONG)
+    assert (waiting, delivered(short_items)) == (LONG + 1, [0, 1, 2, 99, *range(3, LONG + 1)])
+
+
+def test_a_cancelled_overflow_waiter_takes_its_item_with_it(short_items: Harness) -> None:
+    messages, _ = held_with_a_long_line(short_items)
+    last = messages[-1]["id"]
+    status, _ = short_items.call("DELETE", f"/v1/queues/orders/messages/{last}")
+    spilled = [sk for sk in order_items(short_items) if "#w#" in sk]
+    assert (status, key(short_items, "k")["waiting"], any(last in sk for sk in spilled)) == (204, LONG - 1, False)
+
+
+def test_removing_ordering_starts_the_overflow_waiters_too(short_items: Harness) -> None:
+    held_with_a_long_line(short_items)
+    make_queue(short_items, settings={k: v for k, v in HOLD.items() if k != "ordering"})
+    step(short_items)
+    assert (sorted(delivered(short_items)), order_items(short_items)) == (list(range(LONG + 1)), [])
+
+
+def test_a_deleted_queue_leaves_no_overflow_item(short_items: Harness) -> None:
+    held_with_a_long_line(short_items)
+    status, _ = short_items.call("DELETE", "/v1/queues/orders")
+    assert (status, order_items(short_items)) == (204, [])
