@@ -418,7 +418,8 @@ def held_with_a_long_line(h: Harness, *late: dict[str, Any]) -> tuple[list[dict[
         {"body": {"n": n}, "flow_key": "k", "deliver_at": format_rfc3339(start + timedelta(seconds=2 + n))}
         for n in range(LONG + 1)
     )
-    messages = post(h, *line, *late)
+    # Posted apart, the late ones' timers are packed apart.
+    messages = post(h, *line) + (post(h, *late) if late else [])
     kept = {m["id"] for m in messages[LONG + 1 :]}
     timers = h.timers()
     for timer in timers:
@@ -452,9 +453,10 @@ def test_a_joiner_due_before_the_overflow_waiters_goes_before_them(short_items: 
         short_items.sqs.send_message(QueueUrl=short_items.ctx.settings.timer_queue_url, MessageBody=body)
     step(short_items)
     waiting = key(short_items, "k")["waiting"]
+    spilled = [sk for sk in order_items(short_items) if "#w#" in sk]
     short_items.call("POST", "/v1/queues/orders/keys/k/release")
     step(short_items, rounds=3 * LONG)
-    assert (waiting, delivered(short_items)) == (LONG + 1, [0, 1, 2, 99, *range(3, LONG + 1)])
+    assert (waiting, len(spilled), delivered(short_items)) == (LONG + 1, LONG - 3, [0, 1, 2, 99, *range(3, LONG + 1)])
 
 
 def test_a_cancelled_overflow_waiter_takes_its_item_with_it(short_items: Harness) -> None:
@@ -476,3 +478,32 @@ def test_a_deleted_queue_leaves_no_overflow_item(short_items: Harness) -> None:
     held_with_a_long_line(short_items)
     status, _ = short_items.call("DELETE", "/v1/queues/orders")
     assert (status, order_items(short_items)) == (204, [])
+
+
+def test_a_joiner_whose_key_write_loses_to_a_refill_keeps_its_place_in_overflow(
+    short_items: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A late joiner puts its overflow item; before its key write, three cancels leave one waiter inline and the
+    last one refills the item from overflow: the joiner's write loses, it reads again and finds its item."""
+    h = short_items
+    due = format_rfc3339(h.clock.now + timedelta(seconds=2 + LONG + 0.5))
+    messages, late = held_with_a_long_line(h, {"body": {"n": 99}, "flow_key": "k", "deliver_at": due})
+    store = type(h.ctx.store)
+    save, raced = store.save_key_order, []
+
+    def racing(self: Any, queue: str, flow_key: str, state: Any, read: Any) -> bool:
+        if not raced:
+            raced.append(True)
+            for message in messages[1:4]:
+                h.call("DELETE", f"/v1/queues/orders/messages/{message['id']}")
+        return bool(save(self, queue, flow_key, state, read))
+
+    monkeypatch.setattr(store, "save_key_order", racing)
+    for body in late:
+        h.sqs.send_message(QueueUrl=h.ctx.settings.timer_queue_url, MessageBody=body)
+    step(h)
+    waiting = key(h, "k")["waiting"]
+    h.call("POST", "/v1/queues/orders/keys/k/release")
+    step(h, rounds=3 * LONG)
+    assert (raced, waiting, delivered(h)) == ([True], LONG - 2, [0, *range(4, LONG + 1), 99])
+    assert order_items(h) == []
