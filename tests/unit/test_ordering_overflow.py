@@ -6,7 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 import pytest
+from hourglass.adapters.items import item_size
+from hourglass.adapters.ordering_storage import key_item
 from hourglass.core import ordering
+from hourglass.core.admission import MAX_FLOW_KEY
 from hourglass.core.keys import order_overflow_prefix, order_overflow_sk, order_sk, split_order_sk
 from hourglass.core.model import Ordering, Status
 from hourglass.core.ordering import KeyState, Spilled, Turn, Waiter
@@ -152,6 +155,13 @@ def test_overflow_items_sort_in_due_order_under_their_key_only() -> None:
         False,
     )
     assert (split_order_sk(order_sk("k#w")), split_order_sk(early)[0]) == (("k#w", ""), "a")
+
+
+def test_a_full_key_item_of_the_longest_names_stays_under_one_kilobyte(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ordering, "INLINE", 12)
+    waiting = tuple(Waiter(1_795_255_203_000 + i, 1_795_255_200_000, f"{i:032x}") for i in range(ordering.INLINE))
+    state = KeyState(head="f" * 32, held=True, waiting=waiting, overflow=True)
+    assert item_size(key_item("q" * 64, "k" * MAX_FLOW_KEY, state, 10**9)) <= 1024
 
 
 # any sequence --------------------------------------------------------------------------------

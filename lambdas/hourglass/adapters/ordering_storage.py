@@ -101,13 +101,7 @@ class OrderingStorage(Table):
                     ExpressionAttributeValues=values,
                 )
                 return True
-            item: Item = {**_key(queue, flow_key), "version": n(read.version + 1), "held": {"BOOL": state.held}}
-            if state.overflow:
-                item["overflow"] = {"BOOL": True}
-            if state.head is not None:
-                item["head"] = s(state.head)
-            if state.waiting:
-                item["waiting"] = {"M": {w.id: s(w.encode()) for w in state.waiting}}
+            item = key_item(queue, flow_key, state, read.version + 1)
             request: dict[str, Any] = {"TableName": self.table, "Item": item, "ConditionExpression": condition}
             if values:
                 request["ExpressionAttributeValues"] = values
@@ -115,6 +109,18 @@ class OrderingStorage(Table):
         except StaleVersionError:
             return False
         return True
+
+
+def key_item(queue: str, flow_key: str, state: KeyState, version: int) -> Item:
+    """The key's item at `version`: under 1 KB with its INLINE waiters (`tests/unit/test_ordering_overflow.py`)."""
+    item: Item = {**_key(queue, flow_key), "version": n(version), "held": {"BOOL": state.held}}
+    if state.overflow:
+        item["overflow"] = {"BOOL": True}
+    if state.head is not None:
+        item["head"] = s(state.head)
+    if state.waiting:
+        item["waiting"] = {"M": {w.id: s(w.encode()) for w in state.waiting}}
+    return item
 
 
 def _key(queue: str, flow_key: str) -> Item:

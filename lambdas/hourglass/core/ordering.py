@@ -19,9 +19,10 @@ SETTLE_LEAD = timedelta(milliseconds=50)
 # A message that waits behind its key's head is woken by the head's end (a timer with no delay); its own
 # timer comes back only this late (seconds, one SQS delay), in case that wake was lost to a crash.
 WAIT_SAFETY_DELAY = 900
-# The waiters a key's item holds (~45 bytes each: it stays under 1 KB, one write unit): the earliest of its line.
-# Later ones wait in overflow items, brought back into the item when fewer than half of these remain.
-INLINE = 16
+# The waiters a key's item holds, the earliest of its line: ~60 bytes each, so the item stays under 1 KB (one write
+# unit) with the longest queue name and flow key. Later ones wait in overflow items, brought back into the item
+# when fewer than half of these remain.
+INLINE = 12
 
 
 @dataclass(frozen=True, order=True)
