@@ -65,7 +65,7 @@ WINDOWS = (
 OWN_WINDOWS = (None, None, None, {"timezone": "Pacific/Chatham", "from": "23:50", "to": "00:20"})
 # Ordered delivery per key (v1.3), continuing or holding after a failure.
 ORDERINGS = (None, None, {"by": "flow_key"}, {"by": "flow_key", "on_failure": "hold"})
-# A key's item keeps 2 waiters here (16 in production: `core.ordering.INLINE`), so that a story's lines of 3 or
+# A key's item keeps 2 waiters here (12 in production: `core.ordering.INLINE`), so that a story's lines of 3 or
 # more go through overflow items: spilled, refilled, cancelled, woken by a PUT without ordering.
 LINE_INLINE = 2
 # A circuit breaker that a failing target trips within a few attempts (the queue then pauses itself).
