@@ -151,17 +151,17 @@ def _change(ctx: Context, queue: str, flow_key: str, step: Callable[[KeyState], 
         spilled = ctx.store.spill(queue, flow_key, turn.spill) if turn.spill else []
         placed += spilled
         if not turn.changed or ctx.store.save_key_order(queue, flow_key, turn.state, read):
-            _tidy(ctx, queue, flow_key, turn, read, [p for p in placed if p not in spilled])
+            _tidy(ctx, queue, flow_key, turn, [p for p in placed if p not in spilled])
             return turn
     raise StoreError(f"key {flow_key!r} of {queue} kept changing")
 
 
-def _tidy(ctx: Context, queue: str, flow_key: str, turn: Turn, read: KeyState, lost: list[Spilled]) -> None:
+def _tidy(ctx: Context, queue: str, flow_key: str, turn: Turn, lost: list[Spilled]) -> None:
     """After a key's write: the overflow items it moved inline or found stale go, and so do those of a message
     that left the line, and those this change put in a round it lost that its last round placed otherwise."""
     kept = {turn.state.head, *(w.id for w in turn.state.waiting), *(w.id for w in turn.spill)}
     drop = [*turn.drop, *(p for p in lost if p.waiter.id in kept)]
-    if turn.left is not None and read.overflow:
+    if turn.left is not None:
         drop += ctx.store.overflowed(queue, flow_key, turn.left)
     if drop:
         ctx.store.unspill(queue, flow_key, drop)
