@@ -507,3 +507,26 @@ def test_a_joiner_whose_key_write_loses_to_a_refill_keeps_its_place_in_overflow(
     step(h, rounds=3 * LONG)
     assert (raced, waiting, delivered(h)) == ([True], LONG - 2, [0, *range(4, LONG + 1), 99])
     assert order_items(h) == []
+
+
+def test_an_overflow_item_left_by_an_ended_message_wakes_nobody_wrongly(
+    short_items: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cancel whose writer died before deleting the message's overflow item: the refill moves the ended
+    message inline, and when the key reaches it, it is skipped (not pending) for the next one."""
+    h = short_items
+    messages, _ = held_with_a_long_line(h)
+    store = type(h.ctx.store)
+    with monkeypatch.context() as dying:
+        dying.setattr(store, "unspill", lambda *args: None)
+        status, _ = h.call("DELETE", f"/v1/queues/orders/messages/{messages[6]['id']}")
+    left = [sk for sk in order_items(h) if messages[6]["id"] in sk]
+    h.call("POST", "/v1/queues/orders/keys/k/release")
+    step(h, rounds=3 * LONG)
+    assert (status, len(left), delivered(h)) == (204, 1, [n for n in range(LONG + 1) if n != 6])
+    assert order_items(h) == []
+
+
+def test_a_waiter_in_overflow_shows_the_head_it_waits_behind(short_items: Harness) -> None:
+    messages, _ = held_with_a_long_line(short_items)
+    assert get(short_items, messages[-1]["id"])["blocked_by"] == messages[0]["id"]
