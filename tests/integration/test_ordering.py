@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 from hourglass.core import deadline
+from hourglass.core import ordering as core_ordering
 from hourglass.core.delivery_control import MAX_TIMEOUT
+from hourglass.core.keys import ORDER_PREFIX
 from hourglass.core.model import Ordering
 from hourglass.core.timestamps import format_rfc3339
 from hourglass.service import ordering as ordering_service
@@ -382,3 +384,149 @@ def test_the_key_of_messages_without_a_flow_key_is_reached_by_an_empty_path_segm
         False,
         [1, 2],
     )
+
+
+# a long line: overflow items ----------------------------------------------------------------
+LONG = 12  # three times the key item's waiters below
+
+
+@pytest.fixture
+def short_items(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> Harness:
+    """A key's item keeps 4 waiters: a line of LONG spills 8 to overflow items."""
+    monkeypatch.setattr(core_ordering, "INLINE", 4)
+    return harness
+
+
+def order_items(h: Harness, queue: str = "orders") -> list[str]:
+    """The sort keys of the queue's order items (keys' and overflow ones)."""
+    got = h.ddb.query(
+        TableName=h.ctx.settings.table,
+        KeyConditionExpression="pk = :q AND begins_with(sk, :o)",
+        ExpressionAttributeValues={":q": {"S": queue}, ":o": {"S": ORDER_PREFIX}},
+        ConsistentRead=True,
+    )
+    return [item["sk"]["S"] for item in got["Items"]]
+
+
+def held_with_a_long_line(h: Harness, *late: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
+    """Message 0 fails and holds key k; messages 1..LONG (due 1 s apart after it) wait behind it. The `late`
+    ones are posted with them, their timers kept back (returned): they reach their start when sent again."""
+    make_queue(h, settings=HOLD)
+    h.receiver.answers = [500]
+    start = h.clock.now
+    line = (
+        {"body": {"n": n}, "flow_key": "k", "deliver_at": format_rfc3339(start + timedelta(seconds=2 + n))}
+        for n in range(LONG + 1)
+    )
+    # Posted apart, the late ones' timers are packed apart.
+    messages = post(h, *line) + (post(h, *late) if late else [])
+    kept = {m["id"] for m in messages[LONG + 1 :]}
+    timers = h.timers()
+    for timer in timers:
+        if timer["json"]["id"] not in kept:
+            h.sqs.send_message(QueueUrl=h.ctx.settings.timer_queue_url, MessageBody=timer["body"])
+    advance(h, 2)
+    step(h)
+    advance(h, LONG + 1)
+    step(h)
+    return messages, [t["body"] for t in timers if t["json"]["id"] in kept]
+
+
+def test_a_held_key_with_a_long_line_keeps_the_later_waiters_in_overflow_items(short_items: Harness) -> None:
+    held_with_a_long_line(short_items)
+    spilled = [sk for sk in order_items(short_items) if "#w#" in sk]
+    assert (key(short_items, "k")["waiting"], len(spilled), delivered(short_items)) == (LONG, LONG - 4, [0])
+
+
+def test_a_released_long_line_starts_one_at_a_time_in_due_order(short_items: Harness) -> None:
+    held_with_a_long_line(short_items)
+    status, _ = short_items.call("POST", "/v1/queues/orders/keys/k/release")
+    step(short_items, rounds=3 * LONG)
+    assert (status, delivered(short_items), order_items(short_items)) == (200, list(range(LONG + 1)), [])
+
+
+def test_a_joiner_due_before_the_overflow_waiters_goes_before_them(short_items: Harness) -> None:
+    """Due between the 2nd and 3rd waiters, its timer late: it goes inline, the last inline one to overflow."""
+    due = format_rfc3339(short_items.clock.now + timedelta(seconds=4.5))
+    _, late = held_with_a_long_line(short_items, {"body": {"n": 99}, "flow_key": "k", "deliver_at": due})
+    for body in late:
+        short_items.sqs.send_message(QueueUrl=short_items.ctx.settings.timer_queue_url, MessageBody=body)
+    step(short_items)
+    waiting = key(short_items, "k")["waiting"]
+    spilled = [sk for sk in order_items(short_items) if "#w#" in sk]
+    short_items.call("POST", "/v1/queues/orders/keys/k/release")
+    step(short_items, rounds=3 * LONG)
+    assert (waiting, len(spilled), delivered(short_items)) == (LONG + 1, LONG - 3, [0, 1, 2, 99, *range(3, LONG + 1)])
+
+
+def test_a_cancelled_overflow_waiter_takes_its_item_with_it(short_items: Harness) -> None:
+    messages, _ = held_with_a_long_line(short_items)
+    last = messages[-1]["id"]
+    status, _ = short_items.call("DELETE", f"/v1/queues/orders/messages/{last}")
+    spilled = [sk for sk in order_items(short_items) if "#w#" in sk]
+    assert (status, key(short_items, "k")["waiting"], any(last in sk for sk in spilled)) == (204, LONG - 1, False)
+
+
+def test_removing_ordering_starts_the_overflow_waiters_too(short_items: Harness) -> None:
+    held_with_a_long_line(short_items)
+    make_queue(short_items, settings={k: v for k, v in HOLD.items() if k != "ordering"})
+    step(short_items)
+    assert (sorted(delivered(short_items)), order_items(short_items)) == (list(range(LONG + 1)), [])
+
+
+def test_a_deleted_queue_leaves_no_overflow_item(short_items: Harness) -> None:
+    held_with_a_long_line(short_items)
+    status, _ = short_items.call("DELETE", "/v1/queues/orders")
+    assert (status, order_items(short_items)) == (204, [])
+
+
+def test_a_joiner_whose_key_write_loses_to_a_refill_keeps_its_place_in_overflow(
+    short_items: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A late joiner puts its overflow item; before its key write, three cancels leave one waiter inline and the
+    last one refills the item from overflow: the joiner's write loses, it reads again and finds its item."""
+    h = short_items
+    due = format_rfc3339(h.clock.now + timedelta(seconds=2 + LONG + 0.5))
+    messages, late = held_with_a_long_line(h, {"body": {"n": 99}, "flow_key": "k", "deliver_at": due})
+    store = type(h.ctx.store)
+    save, raced = store.save_key_order, []
+
+    def racing(self: Any, queue: str, flow_key: str, state: Any, read: Any) -> bool:
+        if not raced:
+            raced.append(True)
+            for message in messages[1:4]:
+                h.call("DELETE", f"/v1/queues/orders/messages/{message['id']}")
+        return bool(save(self, queue, flow_key, state, read))
+
+    monkeypatch.setattr(store, "save_key_order", racing)
+    for body in late:
+        h.sqs.send_message(QueueUrl=h.ctx.settings.timer_queue_url, MessageBody=body)
+    step(h)
+    waiting = key(h, "k")["waiting"]
+    h.call("POST", "/v1/queues/orders/keys/k/release")
+    step(h, rounds=3 * LONG)
+    assert (raced, waiting, delivered(h)) == ([True], LONG - 2, [0, *range(4, LONG + 1), 99])
+    assert order_items(h) == []
+
+
+def test_an_overflow_item_left_by_an_ended_message_wakes_nobody_wrongly(
+    short_items: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cancel whose writer died before deleting the message's overflow item: the refill moves the ended
+    message inline, and when the key reaches it, it is skipped (not pending) for the next one."""
+    h = short_items
+    messages, _ = held_with_a_long_line(h)
+    store = type(h.ctx.store)
+    with monkeypatch.context() as dying:
+        dying.setattr(store, "unspill", lambda *args: None)
+        status, _ = h.call("DELETE", f"/v1/queues/orders/messages/{messages[6]['id']}")
+    left = [sk for sk in order_items(h) if messages[6]["id"] in sk]
+    h.call("POST", "/v1/queues/orders/keys/k/release")
+    step(h, rounds=3 * LONG)
+    assert (status, len(left), delivered(h)) == (204, 1, [n for n in range(LONG + 1) if n != 6])
+    assert order_items(h) == []
+
+
+def test_a_waiter_in_overflow_shows_the_head_it_waits_behind(short_items: Harness) -> None:
+    messages, _ = held_with_a_long_line(short_items)
+    assert get(short_items, messages[-1]["id"])["blocked_by"] == messages[0]["id"]

@@ -122,3 +122,21 @@ def test_ordering_removed_and_given_again() -> None:
         lambda m: m.pause_or_resume(name="a", paused=False),
         lambda m: m.time_passes(seconds=60),
     )
+
+
+def test_a_held_keys_long_line_goes_on_in_order_through_its_overflow_items() -> None:
+    """The model's key item keeps 2 waiters: 8 behind a held head spill, and come back in due order."""
+    checked = replay(
+        queue(HOLD, attempts=1),
+        lambda m: m.target_answers(name="a", mode="permanent"),
+        post(1, "k1"),
+        lambda m: m.time_passes(seconds=10),
+        lambda m: m.target_answers(name="a", mode="ok"),
+        post(8, "k1"),
+        lambda m: m.time_passes(seconds=30),
+        post(2, "k1", delay=1),
+        lambda m: m.time_passes(seconds=30),
+        lambda m: m.release_key(name="a", flow_key="k1"),
+        lambda m: m.time_passes(seconds=120),
+    )
+    assert checked >= 11

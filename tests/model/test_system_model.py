@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from hourglass.core import delivery_control, validation
+from hourglass.core import ordering as core_ordering
 from hourglass.core.model import Status
 from hourglass.core.timestamps import format_rfc3339
 from hourglass.service import ordering as ordered
@@ -64,6 +65,9 @@ WINDOWS = (
 OWN_WINDOWS = (None, None, None, {"timezone": "Pacific/Chatham", "from": "23:50", "to": "00:20"})
 # Ordered delivery per key (v1.3), continuing or holding after a failure.
 ORDERINGS = (None, None, {"by": "flow_key"}, {"by": "flow_key", "on_failure": "hold"})
+# A key's item keeps 2 waiters here (12 in production: `core.ordering.INLINE`), so that a story's lines of 3 or
+# more go through overflow items: spilled, refilled, cancelled, woken by a PUT without ordering.
+LINE_INLINE = 2
 # A circuit breaker that a failing target trips within a few attempts (the queue then pauses itself).
 BREAKERS = (None, None, {"failure_ratio": 0.5, "min_attempts": 2, "window": 60})
 
@@ -108,6 +112,7 @@ class SystemModel(RuleBasedStateMachine):
         self.world = World(self.reference)
         self.twins = 0
         self.settings: dict[str, dict[str, Any]] = {}  # each queue's last PUT document
+        self.inline, core_ordering.INLINE = core_ordering.INLINE, LINE_INLINE
 
     # helpers ------------------------------------------------------------------------------------
     def call(self, method: str, path: str, body: Any = None, rule: str = "rule 1") -> tuple[int, Any]:
@@ -618,6 +623,7 @@ class SystemModel(RuleBasedStateMachine):
                 return
             assert self.reference.violations == [], "\n".join(self.reference.violations)
         finally:
+            core_ordering.INLINE = self.inline
             self.world.close()
 
 

@@ -24,7 +24,7 @@ from hourglass.core.handoff import Claim, DueEntry, Scheduled
 from hourglass.core.lifecycle import Change, DeliveryStart
 from hourglass.core.model import Message, Notice, NoticeStatus, Queue, Status
 from hourglass.core.operations import Operation, Progress, Workers
-from hourglass.core.ordering import KeyState
+from hourglass.core.ordering import KeyState, Spilled, Waiter
 from hourglass.core.pacing import PaceState
 from hourglass.core.recurrence import Schedule
 from hourglass.core.repair_round import RepairRound
@@ -441,6 +441,22 @@ class KeyOrders(Protocol):
 
     def save_key_order(self, queue: str, flow_key: str, state: KeyState, read: KeyState) -> bool:
         """Writes `state` over `read`; False, nothing written, when another writer changed the key since."""
+        ...
+
+    def overflow(self, queue: str, flow_key: str, limit: int | None = None) -> tuple[list[Spilled], bool]:
+        """The key's overflow items in due order, the first `limit`; and whether they are all there are."""
+        ...
+
+    def overflowed(self, queue: str, flow_key: str, waiter: Waiter) -> list[Spilled]:
+        """One waiter's overflow items."""
+        ...
+
+    def spill(self, queue: str, flow_key: str, waiters: Iterable[Waiter]) -> list[Spilled]:
+        """Puts an overflow item for each waiter."""
+        ...
+
+    def unspill(self, queue: str, flow_key: str, entries: Iterable[Spilled]) -> None:
+        """Deletes these overflow items."""
         ...
 
 

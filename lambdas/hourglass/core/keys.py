@@ -209,3 +209,26 @@ def queue_notice_sk(notice_id: str) -> str:
 def order_sk(flow_key: str) -> str:
     """The order item of one flow key of an ordered queue (v1.3); the length first, as `pace_window_prefix`."""
     return f"{ORDER_PREFIX}{len(flow_key)}:{flow_key}"
+
+
+def order_overflow_prefix(flow_key: str) -> str:
+    """`begins_with` prefix of a key's overflow items (a Query on it returns them in due order); no other key's
+    items start with it, as the key's length is in it."""
+    return f"{order_sk(flow_key)}#w#"
+
+
+def order_waiter_prefix(flow_key: str, due_ms: int, created_ms: int, message_id: str) -> str:
+    """`begins_with` prefix of one waiter's overflow items (normally one)."""
+    return f"{order_overflow_prefix(flow_key)}{due_ms:013d}#{created_ms:013d}#{message_id}#"
+
+
+def order_overflow_sk(flow_key: str, due_ms: int, created_ms: int, message_id: str, ref: str) -> str:
+    """One overflow item of a key: a waiter beyond the key item's inline ones; `ref` names this placement, so a
+    waiter placed again (moved inline and out again) is another item, which a delete of the first leaves alone."""
+    return order_waiter_prefix(flow_key, due_ms, created_ms, message_id) + ref
+
+
+def split_order_sk(sk: str) -> tuple[str, str]:
+    """(flow key, the rest) of an order item's sort key: the rest is "" for the key's item, else an overflow one's."""
+    length, _, tail = sk[len(ORDER_PREFIX) :].partition(":")
+    return tail[: int(length)], tail[int(length) :]

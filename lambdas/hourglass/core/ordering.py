@@ -1,7 +1,8 @@
 """Ordered delivery per key (v1.3): who of a key's messages may start, who waits, who is woken when a head ends.
 
 A key's state is one small item (`adapters.ordering_storage`): its head (the message that may start or has
-started), whether a failed head holds the key, and the due messages waiting behind it, in due order.
+started), whether a failed head holds the key, and the earliest due messages waiting behind it, in due order;
+the later ones of a long line wait in overflow items, one each.
 """
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ SETTLE_LEAD = timedelta(milliseconds=50)
 # A message that waits behind its key's head is woken by the head's end (a timer with no delay); its own
 # timer comes back only this late (seconds, one SQS delay), in case that wake was lost to a crash.
 WAIT_SAFETY_DELAY = 900
+# The waiters a key's item holds, the earliest of its line: ~60 bytes each, so the item stays under 1 KB (one write
+# unit) with the longest queue name and flow key. Later ones wait in overflow items, brought back into the item
+# when fewer than half of these remain.
+INLINE = 12
 
 
 @dataclass(frozen=True, order=True)
@@ -37,17 +42,27 @@ class Waiter:
 
 
 @dataclass(frozen=True)
+class Spilled:
+    """A waiter's overflow item as stored; `ref` names the placement (a waiter placed again is another item)."""
+
+    waiter: Waiter
+    ref: str
+
+
+@dataclass(frozen=True)
 class KeyState:
-    """One key's order as stored; `version` 0: no item (an idle key costs nothing)."""
+    """One key's order as stored; `version` 0: no item (an idle key costs nothing). `waiting`: the line's
+    earliest, at most INLINE; with `overflow`, more wait in overflow items, every one after the last of these."""
 
     head: str | None = None
     held: bool = False
     waiting: tuple[Waiter, ...] = ()
     version: int = 0
+    overflow: bool = False
 
     @property
     def idle(self) -> bool:
-        return self.head is None and not self.held and not self.waiting
+        return self.head is None and not self.held and not self.waiting and not self.overflow
 
     def waiter(self, message_id: str) -> Waiter | None:
         return next((w for w in self.waiting if w.id == message_id), None)
@@ -55,12 +70,17 @@ class KeyState:
 
 @dataclass(frozen=True)
 class Turn:
-    """What a key's state becomes (`state`; unchanged: no write), whether the message starts, whom to wake."""
+    """What a key's state becomes (`state`; unchanged: no write), whether the message starts, whom to wake; the
+    waiters to put in overflow items before the key's write (`spill`), the overflow items to delete after it
+    (`drop`), and a message that left the line whose overflow items, if any, go too (`left`)."""
 
     state: KeyState
     starts: bool
     woken: str | None = None
     changed: bool = True
+    spill: tuple[Waiter, ...] = ()
+    drop: tuple[Spilled, ...] = ()
+    left: Waiter | None = None
 
 
 def key_of(message: Message) -> str:
@@ -72,21 +92,39 @@ def orders(ordering: Ordering | None) -> bool:
     return ordering is not None
 
 
-def take(state: KeyState, me: Waiter) -> Turn:
+def take(state: KeyState, me: Waiter, queued: tuple[Spilled, ...] = ()) -> Turn:
     """A due message at its start: it starts when it is the head, or the key is free and no waiter is due
-    before it; otherwise it waits in due order (and wakes the earliest waiter if the key was left free)."""
+    before it; otherwise it waits in due order (and wakes the earliest waiter if the key was left free).
+    `queued`: its own overflow items (a waiter in overflow seen again changes nothing)."""
     if state.head == me.id:
         return Turn(state, True, changed=False)
     others = tuple(w for w in state.waiting if w.id != me.id)
     if state.head is None and not state.held:
+        # The inline waiters are the line's earliest: the first of them and `me` is the first of all.
         first = min((*others, me))
         if first == me:
-            return Turn(replace(state, head=me.id, waiting=others), True)
-        rest = tuple(sorted(w for w in (*others, me) if w != first))
-        return Turn(replace(state, head=first.id, waiting=rest), False, woken=first.id)
-    if state.waiter(me.id) == me:
+            return Turn(replace(state, head=me.id, waiting=others), True, drop=queued)
+        rest = tuple(w for w in others if w != first)
+        return _join(replace(state, head=first.id, waiting=rest), me, queued, woken=first.id)
+    if state.waiter(me.id) == me or (queued and _after_inline(state, me)):
         return Turn(state, False, changed=False)
-    return Turn(replace(state, waiting=tuple(sorted((*others, me)))), False)
+    return _join(replace(state, waiting=others), me, queued)
+
+
+def _after_inline(state: KeyState, me: Waiter) -> bool:
+    return state.overflow and (not state.waiting or state.waiting[-1] < me)
+
+
+def _join(state: KeyState, me: Waiter, queued: tuple[Spilled, ...], woken: str | None = None) -> Turn:
+    """`me` takes its place in line: after every inline waiter of a key with overflow, in an overflow item (the
+    key's item is written all the same, so that a refill under way reads again); else inline, the last one
+    moved to an overflow item when that makes more than INLINE."""
+    if _after_inline(state, me):
+        return Turn(state, False, woken, spill=() if queued else (me,))
+    waiting = tuple(sorted((*state.waiting, me)))
+    spill = waiting[INLINE:]
+    state = replace(state, waiting=waiting[:INLINE], overflow=state.overflow or bool(spill))
+    return Turn(state, False, woken, spill=spill, drop=queued)
 
 
 def yield_to_earlier(state: KeyState, me: Waiter) -> Turn | None:
@@ -96,27 +134,34 @@ def yield_to_earlier(state: KeyState, me: Waiter) -> Turn | None:
     if state.head != me.id or state.held or not state.waiting or not state.waiting[0] < me:
         return None
     first, *rest = state.waiting
-    return Turn(replace(state, head=first.id, waiting=tuple(sorted((*rest, me)))), False, woken=first.id)
+    return _join(replace(state, head=first.id, waiting=tuple(rest)), me, (), woken=first.id)
 
 
-def ended(state: KeyState, message_id: str, status: Status, ordering: Ordering | None) -> Turn:
+def ended(
+    state: KeyState, message_id: str, status: Status, ordering: Ordering | None, waiter: Waiter | None = None
+) -> Turn:
     """A message of the key ended: a waiter leaves the line; the head hands the key to the earliest waiter,
-    or keeps it held when it failed on a queue whose ordering holds on failure."""
+    or keeps it held when it failed on a queue whose ordering holds on failure. `waiter`: the message's place
+    in line, whose overflow items go (a key with overflow)."""
     if state.head != message_id:
-        waiting = tuple(w for w in state.waiting if w.id != message_id)
-        return Turn(replace(state, waiting=waiting), False, changed=waiting != state.waiting)
+        return _leaves(state, message_id, waiter)
     if status is Status.FAILED and ordering is not None and ordering.on_failure == "hold":
         return Turn(replace(state, held=True), False, changed=not state.held)
     return _next(replace(state, held=False))
 
 
-def stepped_back(state: KeyState, message_id: str) -> Turn:
+def stepped_back(state: KeyState, message_id: str, waiter: Waiter | None = None) -> Turn:
     """A message rescheduled before it started: it leaves its place (head or line) and takes a new one when
     it is due again."""
     if state.head != message_id or state.held:
-        waiting = tuple(w for w in state.waiting if w.id != message_id)
-        return Turn(replace(state, waiting=waiting), False, changed=waiting != state.waiting)
+        return _leaves(state, message_id, waiter)
     return _next(state)
+
+
+def _leaves(state: KeyState, message_id: str, waiter: Waiter | None) -> Turn:
+    waiting = tuple(w for w in state.waiting if w.id != message_id)
+    left = waiter if state.overflow else None
+    return Turn(replace(state, waiting=waiting), False, changed=waiting != state.waiting, left=left)
 
 
 def release(state: KeyState) -> Turn | None:
@@ -131,6 +176,42 @@ def _next(state: KeyState) -> Turn:
         return Turn(replace(state, head=None), False)
     first, *rest = state.waiting
     return Turn(replace(state, head=first.id, waiting=tuple(rest)), False, woken=first.id)
+
+
+def needs_refill(turn: Turn) -> bool:
+    """Whether a change leaves fewer than half of INLINE waiters in the key's item while others wait in
+    overflow: the earliest of those are moved in with it (`refill`)."""
+    return turn.changed and turn.state.overflow and len(turn.state.waiting) < max(1, INLINE // 2)
+
+
+def refill(turn: Turn, found: tuple[Spilled, ...], complete: bool) -> Turn:
+    """`turn` with the earliest overflow waiters moved into the key's item, up to INLINE. `found`: the first
+    overflow items in due order; `complete`: they are all of them. The waiters `turn` was to spill count as
+    overflow ones. The moved items are dropped (after the key's write), and so are items of a message already
+    inline or head and second items of one message."""
+    state = turn.state
+    present = {w.id for w in state.waiting} | {state.head}
+    fresh: dict[str, Spilled] = {}
+    stale = []
+    for entry in found:
+        if entry.waiter.id in present or entry.waiter.id in fresh:
+            stale.append(entry)
+        else:
+            fresh[entry.waiter.id] = entry
+    candidates = sorted((*(e.waiter for e in fresh.values()), *(w for w in turn.spill if w.id not in fresh)))
+    if not complete and found:
+        # Overflow items not read may sort before a spilled waiter after the last one read.
+        candidates = [c for c in candidates if c <= found[-1].waiter]
+    moved = {w.id for w in candidates[: INLINE - len(state.waiting)]}
+    waiting = tuple(sorted((*state.waiting, *(w for w in candidates if w.id in moved))))
+    state = replace(state, waiting=waiting, overflow=not (complete and len(moved) == len(candidates)))
+    spill = tuple(w for w in turn.spill if w.id not in moved)
+    drop = (*turn.drop, *stale, *(e for e in fresh.values() if e.waiter.id in moved))
+    turn = replace(turn, state=state, spill=spill, drop=drop)
+    if state.head is None and not state.held and waiting:
+        # A key handed on with no inline waiter left (not stored so, but tolerated): the first moved one has it.
+        turn = replace(turn, state=replace(state, head=waiting[0].id, waiting=waiting[1:]), woken=waiting[0].id)
+    return turn
 
 
 def blocked_by(state: KeyState, message: Message, now: datetime) -> str | None:
@@ -153,6 +234,7 @@ def head_ended(state: KeyState, head: Message | None) -> bool:
     return not state.held and (head is None or head.status.finished)
 
 
-def key_doc(flow_key: str, state: KeyState) -> dict[str, object]:
-    """`GET /v1/queues/{queue}/keys/{flow_key}`."""
-    return {"flow_key": flow_key, "head": state.head, "waiting": len(state.waiting), "held": state.held}
+def key_doc(flow_key: str, state: KeyState, overflowed: int = 0) -> dict[str, object]:
+    """`GET /v1/queues/{queue}/keys/{flow_key}`; `overflowed`: the waiters in overflow items."""
+    waiting = len(state.waiting) + overflowed
+    return {"flow_key": flow_key, "head": state.head, "waiting": waiting, "held": state.held}

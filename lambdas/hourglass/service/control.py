@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from hourglass.adapters import storage
-from hourglass.core import admission, attempts, delivery_control, lifecycle, ordering, redelivery
+from hourglass.core import admission, attempts, delivery_control, lifecycle, redelivery
 from hourglass.core.attempts import Attempt
 from hourglass.core.delivery_control import PAUSE_SETTLE
 from hourglass.core.handoff import Placement
@@ -68,7 +68,7 @@ class Control:
         """`GET .../keys/{flow_key}`: its head, how many wait behind it, whether it is held."""
         self.messages.queues.get(queue_name)
         admission.check_flow(flow_key or None, DEFAULT_PRIORITY)  # "": the key of messages without one
-        return ordering.key_doc(flow_key, self.store.key_order(queue_name, flow_key))
+        return ordered.key_doc(self.ctx, queue_name, flow_key, self.store.key_order(queue_name, flow_key))
 
     def release(self, queue_name: str, flow_key: str) -> dict[str, object]:
         """`POST .../keys/{flow_key}/release`: a held key goes on with its next message; 404 if none is held."""
@@ -77,7 +77,7 @@ class Control:
         state = ordered.release(self.ctx, queue_name, flow_key, self.ctx.clock())
         if state is None:
             raise NotFoundError(f"key {flow_key!r} of queue {queue_name} holds nothing")
-        return ordering.key_doc(flow_key, state)
+        return ordered.key_doc(self.ctx, queue_name, flow_key, state)
 
     def blocked(self, queue_name: str, messages: Sequence[Message]) -> dict[str, str]:
         """`blocked_by` of the messages that wait behind another of their key (an ordered queue's)."""

@@ -1,10 +1,12 @@
 """Ordered delivery per key (v1.3): a due message's turn at its start, the key handed on when its head ends, steps
-back or is released, and a woken message's timer sent at once (a waiting key costs no polling)."""
+back or is released, and a woken message's timer sent at once (a waiting key costs no polling). A long line's later
+waiters go to overflow items and come back into the key's item as it empties."""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Protocol
 
@@ -12,7 +14,7 @@ from hourglass.adapters import storage
 from hourglass.core import delivery_control, ordering
 from hourglass.core.handoff import Scheduled, Timer
 from hourglass.core.model import Message, Ordering, Queue, Status
-from hourglass.core.ordering import KeyState, Turn, Waiter
+from hourglass.core.ordering import KeyState, Spilled, Turn, Waiter
 from hourglass.core.timestamps import to_ms
 from hourglass.errors import StoreError
 from hourglass.logs import log
@@ -33,21 +35,25 @@ def take_turn(ctx: Context, message: Message, rule: Ordering, now: datetime) -> 
     A head whose message ended without handing the key on yet (its end's key write is under way, or its writer
     died between the two writes) is ended here, and the message the key goes to woken."""
     me = Waiter.of(message)
+    flow_key = ordering.key_of(message)
 
     def step(state: KeyState) -> Turn:
+        # A waiter in overflow seen again (its timer back after WAIT_SAFETY_DELAY) finds its item: one read.
+        inline = state.head == me.id or state.waiter(me.id) is not None
+        queued = () if inline or not state.overflow else tuple(ctx.store.overflowed(message.queue, flow_key, me))
         if state.head not in (None, message.id) and not state.held:
             assert state.head is not None
             head = ctx.store.get_message(message.queue, state.head)
             if ordering.head_ended(state, head):
                 status = Status.CANCELLED if head is None else head.status
                 healed = ordering.ended(state, state.head, status, rule)
-                turn = ordering.take(healed.state, me)
+                turn = ordering.take(healed.state, me, queued)
                 # The message the heal handed the key to is woken, unless this one took it.
                 woken = turn.woken or (healed.woken if healed.woken == turn.state.head != me.id else None)
-                return Turn(turn.state, turn.starts, woken, changed=True)
-        return ordering.take(state, me)
+                return replace(turn, woken=woken, changed=True)
+        return ordering.take(state, me, queued)
 
-    turn = _change(ctx, message.queue, ordering.key_of(message), step)
+    turn = _change(ctx, message.queue, flow_key, step)
     assert turn is not None
     if turn.woken is not None:
         wake(ctx, message.queue, ordering.key_of(message), turn.woken, now)
@@ -70,14 +76,15 @@ def after_end(ctx: Context, message: Message, rule: Ordering | None, now: dateti
     """A message of an ordered queue ended: out of its key's line, or, the head, the key goes on (or is held)."""
     if rule is None:
         return
-    _step(ctx, message, now, lambda state: ordering.ended(state, message.id, message.status, rule))
+    me = Waiter.of(message)
+    _step(ctx, message, now, lambda state: ordering.ended(state, message.id, message.status, rule, me))
 
 
 def after_reschedule(ctx: Context, before: Message, rule: Ordering | None, now: datetime) -> None:
     """A pending message rescheduled before its first attempt leaves its place; a retry keeps it."""
     if rule is None or before.status is not Status.PENDING or before.attempts > before.attempts_base:
         return
-    _step(ctx, before, now, lambda state: ordering.stepped_back(state, before.id))
+    _step(ctx, before, now, lambda state: ordering.stepped_back(state, before.id, Waiter.of(before)))
 
 
 def release(ctx: Context, queue: str, flow_key: str, now: datetime) -> KeyState | None:
@@ -129,27 +136,59 @@ def _skip(state: KeyState, message_id: str) -> Turn | None:
 
 
 def _change(ctx: Context, queue: str, flow_key: str, step: Callable[[KeyState], Turn | None]) -> Turn | None:
-    """One change of a key, read then written on the version read; read again when another writer won."""
+    """One change of a key, read then written on the version read; read again when another writer won. Overflow
+    items are put before the key's write (a refill under way then reads them, or this write loses and reads
+    again), and deleted after it."""
+    placed: list[Spilled] = []
     for _ in range(TRIES):
         read = ctx.store.key_order(queue, flow_key)
         turn = step(read)
         if turn is None:
             return None
+        if ordering.needs_refill(turn):
+            found, complete = ctx.store.overflow(queue, flow_key, limit=2 * ordering.INLINE)
+            turn = ordering.refill(turn, tuple(found), complete)
+        spilled = ctx.store.spill(queue, flow_key, turn.spill) if turn.spill else []
+        placed += spilled
         if not turn.changed or ctx.store.save_key_order(queue, flow_key, turn.state, read):
+            _tidy(ctx, queue, flow_key, turn, [p for p in placed if p not in spilled])
             return turn
     raise StoreError(f"key {flow_key!r} of {queue} kept changing")
 
 
+def _tidy(ctx: Context, queue: str, flow_key: str, turn: Turn, lost: list[Spilled]) -> None:
+    """After a key's write: the overflow items it moved inline or found stale go, and so do those of a message
+    that left the line, and those this change put in a round it lost that its last round placed otherwise."""
+    kept = {turn.state.head, *(w.id for w in turn.state.waiting), *(w.id for w in turn.spill)}
+    drop = [*turn.drop, *(p for p in lost if p.waiter.id in kept)]
+    if turn.left is not None:
+        drop += ctx.store.overflowed(queue, flow_key, turn.left)
+    if drop:
+        ctx.store.unspill(queue, flow_key, drop)
+
+
 def unordered(ctx: Context, queue: str, now: datetime) -> int:
     """A PUT removed the queue's ordering: every waiting message starts as any other now (its timer sent at
-    once) and the keys' items go. Returns how many were woken."""
+    once) and the keys' items go, overflow items too. Returns how many were woken."""
     woken = 0
     for flow_key, state in ctx.store.key_orders(queue):
-        for waiter in state.waiting:
-            wake(ctx, queue, flow_key, waiter.id, now)
+        spilled = ctx.store.overflow(queue, flow_key)[0] if state.overflow else []
+        for message_id in dict.fromkeys([*(w.id for w in state.waiting), *(e.waiter.id for e in spilled)]):
+            wake(ctx, queue, flow_key, message_id, now)
             woken += 1
         _change(ctx, queue, flow_key, lambda s: None if s.idle else Turn(KeyState(), False))
+        if spilled:
+            ctx.store.unspill(queue, flow_key, spilled)
     return woken
+
+
+def key_doc(ctx: Context, queue: str, flow_key: str, state: KeyState) -> dict[str, object]:
+    """`GET .../keys/{flow_key}`: the waiters in overflow items counted too (a read of them all)."""
+    if not state.overflow:
+        return ordering.key_doc(flow_key, state)
+    present = {state.head, *(w.id for w in state.waiting)}
+    spilled = {e.waiter.id for e in ctx.store.overflow(queue, flow_key)[0]} - present
+    return ordering.key_doc(flow_key, state, len(spilled))
 
 
 def blocked(ctx: Context, queue: Queue | None, messages: Sequence[Message], now: datetime) -> dict[str, str]:
