@@ -244,6 +244,14 @@ class DueIndex(Protocol):
         """Give a claim back (its timer was not sent) so the next sweep takes it at once."""
         ...
 
+    def due_entries(self, pk: str) -> Iterator[DueEntry]:
+        """Every entry of one due-index partition, in due order (a rollback's check, `devstack.rollback`)."""
+        ...
+
+    def move_due_entry(self, entry: DueEntry, from_pk: str, to_pk: str) -> bool:
+        """Moves an entry to another shard of its bucket unless its message changed since it was read."""
+        ...
+
 
 class ClaimEntry(Protocol):
     """`DueIndex.claim` as a callable (the hand-off takes the claim it is given)."""
@@ -266,6 +274,10 @@ class BucketWidths(Protocol):
 
     def widen_bucket(self, bucket: int, width: int, *, expire_at: int) -> None:
         """Records `width` unless the record holds at least that already."""
+        ...
+
+    def wide_buckets(self, alive_after: int) -> dict[int, int]:
+        """Each bucket recorded wider than the deployment's shards whose record outlives `alive_after` (epoch s)."""
         ...
 
 
