@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
@@ -15,8 +16,9 @@ from hourglass.core import ordering as core_ordering
 from hourglass.core.delivery_control import MAX_TIMEOUT
 from hourglass.core.keys import ORDER_PREFIX
 from hourglass.core.model import Ordering
-from hourglass.core.timestamps import format_rfc3339
+from hourglass.core.timestamps import format_rfc3339, from_ms
 from hourglass.service import ordering as ordering_service
+from hourglass.service.dispatch import Dispatcher
 from moto.sqs import models as sqs_models
 
 from pipeline.deployment import Deployment
@@ -530,3 +532,28 @@ def test_an_overflow_item_left_by_an_ended_message_wakes_nobody_wrongly(
 def test_a_waiter_in_overflow_shows_the_head_it_waits_behind(short_items: Harness) -> None:
     messages, _ = held_with_a_long_line(short_items)
     assert get(short_items, messages[-1]["id"])["blocked_by"] == messages[0]["id"]
+
+
+def test_a_later_message_joins_its_line_while_the_woken_head_of_its_batch_is_still_in_its_attempt(
+    harness: Harness,
+) -> None:
+    """Both timers in one batch: the head (as woken) leaves the process's arrival board when its turn is decided, so
+    the later one does not wait for the head's attempt to end before it takes its place in line."""
+    make_queue(harness, settings=ORDERED)
+    head, later = post(
+        harness, {"body": {"n": 1}, "flow_key": "k", "delay": 1}, {"body": {"n": 2}, "flow_key": "k", "delay": 1.001}
+    )
+    harness.ctx.store.save_key_order("orders", "k", core_ordering.KeyState(head=head["id"]), core_ordering.KeyState())
+    timers = sorted(harness.timers(), key=lambda t: t["json"]["due"])
+    harness.clock.now = max(harness.clock.now, from_ms(timers[-1]["json"]["due"]))
+    seen: list[bool] = []
+
+    def receiver(url: str, body: bytes, headers: dict[str, str], **kwargs: Any) -> Any:
+        deadline_s = time.monotonic() + 1.5  # real time: the later one's thread runs beside this one
+        while harness.ctx.store.key_order("orders", "k").waiter(later["id"]) is None and time.monotonic() < deadline_s:
+            time.sleep(0.01)
+        seen.append(harness.ctx.store.key_order("orders", "k").waiter(later["id"]) is not None)
+        return harness.receiver(url, body, headers, **kwargs)
+
+    Dispatcher(replace(harness.ctx, post=receiver)).run_batch([(t["record"], t["body"]) for t in timers])
+    assert (seen, delivered(harness)) == ([True], [1])

@@ -242,7 +242,10 @@ class StartGate:
         message before it, and its timer comes back only in case that wake is lost. A version that is not this
         pending one (a takeover of the head, a stale timer) is left to the begin."""
         if self.ctx.store.key_order(timer.queue, timer.scope).head == timer.id:
-            return True  # woken, retried, put back or taken over: the head's turn, with no write
+            # Woken, retried, put back or taken over: the head's turn, with no write; decided, so the later ones of
+            # its key in this process go on to their line now, not after its attempt.
+            self.arrivals.left(timer)
+            return True
         message = self.ctx.store.get_message(timer.queue, timer.id)
         if message is None or message.status is not Status.PENDING or message.version != timer.version:
             return True
