@@ -14,6 +14,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from hourglass.adapters import aws
+from hourglass.adapters.items import fv_value
 from hourglass.core import formats
 from hourglass.errors import StaleVersionError, StoreError, ValidationError
 
@@ -28,7 +29,7 @@ def code_of(exc: ClientError) -> str:
 def format_guard(kind: str) -> tuple[str, dict[str, Any]]:
     """A condition (and its value) that holds of an item whose format this release reads: an update on an item it
     did not read first leaves one of a newer release as it is (docs/upgrades.md, rule 3)."""
-    return "(attribute_not_exists(fv) OR fv <= :fv)", {":fv": {"N": str(formats.FORMATS[kind])}}
+    return "(attribute_not_exists(fv) OR fv <= :fv)", fv_value(kind)
 
 
 def check_failed(kind: str, exc: StaleVersionError) -> None:

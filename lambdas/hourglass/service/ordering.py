@@ -56,7 +56,7 @@ def take_turn(ctx: Context, message: Message, rule: Ordering, now: datetime) -> 
     turn = _change(ctx, message.queue, flow_key, step)
     assert turn is not None
     if turn.woken is not None:
-        wake(ctx, message.queue, ordering.key_of(message), turn.woken, now)
+        wake(ctx, message.queue, flow_key, turn.woken, now)
     return turn
 
 
