@@ -12,7 +12,7 @@ from typing import Any
 from hourglass.service.dispatch import Dispatcher
 from hourglass.service.sweep import Sweeper
 
-from tests.faults.proxies import Serialized, timer_ids
+from tests.faults.proxies import timer_ids
 from tests.integration.conftest import Harness
 from tests.integration.test_flow import make_queue, post
 
@@ -34,7 +34,6 @@ def together(workers: int, job: Callable[[int], Any]) -> list[Any]:
 
 
 def scheduled(h: Harness) -> list[str]:
-    h.ctx.store.client = Serialized(h.ctx.store.client, threading.Lock())
     make_queue(h)
     ids: list[str] = []
     for start in range(0, MESSAGES, 100):
@@ -73,7 +72,6 @@ def test_concurrent_dispatchers_with_duplicate_timers_deliver_each_message_once(
 
 
 def test_sweeps_racing_ingest_lose_nothing(harness: Harness) -> None:
-    harness.ctx.store.client = Serialized(harness.ctx.store.client, threading.Lock())
     make_queue(harness)
     ids: list[str] = []
 

@@ -4,7 +4,6 @@ event mapping, with a queue and messages to aim at."""
 from __future__ import annotations
 
 import sys
-import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +15,6 @@ from hypothesis import Phase, settings
 
 from devstack.gateway import proxy_event
 from tests.conftest import FakeClock
-from tests.faults.proxies import Serialized
 from tests.integration.conftest import Harness, harness_for
 
 QUEUE = "fuzzed"
@@ -56,9 +54,6 @@ class Target:
 def target() -> Iterator[Target]:
     """Shared by a module's tests: a refused request changes nothing, which each test checks."""
     with harness_for(FakeClock()) as harness:
-        # A bulk operation's writer threads run beside the API's reads: moto's in-process tables are not
-        # safe for that (DynamoDB is), so the fuzzers' calls reach it one at a time.
-        harness.ctx.store.client = Serialized(harness.ctx.store.client, threading.Lock())
         status, _ = harness.call(
             "PUT", f"/v1/queues/{QUEUE}", {"target": {"type": "http", "url": "http://127.0.0.1:9/"}}
         )

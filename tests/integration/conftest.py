@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -28,7 +29,9 @@ from moto import mock_aws
 from moto.sqs.models import sqs_backends
 
 from bench import inprocess
+from devstack import moto_atomic
 from tests.conftest import FakeClock
+from tests.faults.proxies import Serialized
 
 
 def create_table(ddb: Any) -> str:
@@ -111,7 +114,13 @@ class Harness:
 
 @contextmanager
 def harness_for(clock: FakeClock) -> Iterator[Harness]:
-    """A fresh in-process AWS and service context; for callers that are not pytest fixtures."""
+    """A fresh in-process AWS and service context; for callers that are not pytest fixtures.
+
+    moto applies a write in two steps and a query walks the table while other threads write: the service's
+    thread pools (an operation's segments, a page's writers) would see conditions fail twice and queries
+    fail now and then ("dictionary changed size", a 500 in one run of 2,300). `moto_atomic` makes its writes
+    as atomic as DynamoDB's, and the table client takes one call at a time, as DynamoDB is safe to call."""
+    moto_atomic.install()
     with mock_aws():
         ddb = boto3.client("dynamodb", region_name="us-east-1")
         sqs = boto3.client("sqs", region_name="us-east-1")
@@ -122,7 +131,7 @@ def harness_for(clock: FakeClock) -> Iterator[Harness]:
         receiver = Receiver()
         ctx = Context(
             settings=settings,
-            store=Store(table, client=ddb),
+            store=Store(table, client=Serialized(ddb, threading.Lock())),
             timers=TimerQueue(timer_url, client=sqs),
             targets=SqsTargets(client=sqs),
             metrics=Metrics(emit=False),

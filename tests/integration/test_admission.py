@@ -3,7 +3,6 @@ and bulk operations too; occurrences are placed and expire as POSTed messages do
 
 from __future__ import annotations
 
-import threading
 from datetime import timedelta
 from typing import Any
 
@@ -13,8 +12,6 @@ from hourglass.adapters.body_store import BodyStore
 from hourglass.adapters.items import message_key
 from hourglass.core import limits
 
-from devstack import moto_atomic
-from tests.faults.proxies import Serialized
 from tests.integration.conftest import Harness
 from tests.integration.test_delivery_control import run_until_quiet
 from tests.integration.test_flow import HTTP_QUEUE, get, make_queue, post
@@ -88,9 +85,7 @@ def stored_bodies(h: Harness, message_id: str) -> tuple[int, int, bool]:
     return len(body_items), len(listed.get("Contents", [])), "body" in item
 
 
-@pytest.mark.parametrize(
-    ("size", "expected"), [(100, (0, 0, True)), (2_000, (1, 0, False)), (200_000, (0, 1, False))]
-)
+@pytest.mark.parametrize(("size", "expected"), [(100, (0, 0, True)), (2_000, (1, 0, False)), (200_000, (0, 1, False))])
 def test_an_occurrence_s_body_is_placed_as_a_posted_message_s(
     with_s3: Harness, size: int, expected: tuple[int, int, bool]
 ) -> None:
@@ -159,25 +154,14 @@ def test_redeliver_of_a_body_its_target_can_no_longer_take_is_a_413(harness: Har
     assert (status, get(harness, message_id)["status"]) == (413, "failed")
 
 
-@pytest.fixture
-def one_call_at_a_time(harness: Harness) -> None:
-    """Bulk operations read and write from the segments' threads; in-process moto is not safe for that (a 500,
-    "dictionary changed size", once in 2,344), so the table client takes one call at a time."""
-    harness.ctx.store.client = Serialized(harness.ctx.store.client, threading.Lock())
-
-
-@pytest.mark.usefixtures("one_call_at_a_time")
 def test_bulk_redeliver_skips_a_body_its_target_can_no_longer_take(harness: Harness) -> None:
-    moto_atomic.install()
     message_id = failed_then_sqs(harness)
     _, started = harness.call("POST", "/v1/queues/orders/operations", {"action": "redeliver"})
     _, done = harness.call("GET", f"/v1/queues/orders/operations/{started['id']}")
     assert (done["applied"], done["skipped"], get(harness, message_id)["status"]) == (0, 1, "failed")
 
 
-@pytest.mark.usefixtures("one_call_at_a_time")
 def test_bulk_shift_skips_a_body_its_target_can_no_longer_take(harness: Harness) -> None:
-    moto_atomic.install()
     make_queue(harness)
     [created] = post(harness, {"body": FULL_BODY, "delay": 3600})
     make_queue(harness, settings=sqs_target(harness))

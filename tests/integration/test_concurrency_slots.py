@@ -8,7 +8,6 @@ from typing import Any
 
 from hourglass.core.concurrency import holder
 
-from devstack import moto_atomic
 from tests.integration.conftest import Harness
 from tests.integration.test_flow import make_queue, post
 
@@ -16,7 +15,6 @@ NOW_MS = 1_000_000
 
 
 def test_racing_acquirers_never_hold_more_than_the_limit(harness: Harness) -> None:
-    moto_atomic.install()
     store = harness.ctx.store
     lock = threading.Lock()
     held: list[int] = []

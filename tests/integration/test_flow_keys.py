@@ -8,7 +8,6 @@ import threading
 from datetime import timedelta
 from typing import Any
 
-import pytest
 from hourglass import contract
 from hourglass.core.pacing import Item, PaceState, Window
 from hourglass.core.timestamps import format_rfc3339, from_ms, to_ms
@@ -18,7 +17,6 @@ from tests.integration import test_rate_limits as limits
 from tests.integration.conftest import Harness
 from tests.integration.test_delivery_control import run_until_quiet
 from tests.integration.test_flow import HTTP_QUEUE, get, make_queue, post
-from tests.integration.test_rate_limits import atomic  # noqa: F401 (a fixture)
 from tests.integration.test_schedules import occurrences, put
 
 FLOW = {**HTTP_QUEUE, "flow_control": {"key_rate_limit": 2, "key_max_concurrency": 1}}
@@ -313,7 +311,6 @@ def test_a_key_concurrency_its_key_rate_cannot_reach_writes_no_slot_items(harnes
     assert (len(recorder.starts), slots) == (6, [])
 
 
-@pytest.mark.usefixtures("atomic")
 def test_key_concurrency_holds_one_attempt_per_key(harness: Harness) -> None:
     recorder = limits.Recorder(harness, hold=0.2)
     harness.ctx.post = recorder

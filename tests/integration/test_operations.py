@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from datetime import timedelta
 from typing import Any
 
@@ -16,25 +15,9 @@ from hourglass.handlers import sweeper as sweeper_handler
 from hourglass.service import operations as operations_module
 from hourglass.service.operations import Operations
 
-from devstack import moto_atomic
-from tests.faults.proxies import Serialized
 from tests.integration.conftest import Harness
 
 TARGET = {"type": "http", "url": "http://127.0.0.1:9/"}
-
-
-@pytest.fixture(autouse=True)
-def atomic_moto() -> None:
-    """A worker's segments record their pages on the operation item from several threads at once: in-process
-    moto applies an update in several steps unless made atomic, as DynamoDB is (lost ADDs, lost cursors)."""
-    moto_atomic.install()
-
-
-@pytest.fixture(autouse=True)
-def one_call_at_a_time(harness: Harness) -> None:
-    """Reads beside the segments' threads are not safe in in-process moto either ("dictionary changed size",
-    a 500 in one run of 2,300), so the table client takes one call at a time, as DynamoDB is safe to call."""
-    harness.ctx.store.client = Serialized(harness.ctx.store.client, threading.Lock())
 
 
 @pytest.fixture

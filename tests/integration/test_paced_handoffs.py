@@ -10,7 +10,6 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import pytest
 from hourglass.adapters.http_target import HttpReply
 from hourglass.adapters.store import Store
 from hourglass.adapters.timer_queue import read_timers
@@ -21,19 +20,11 @@ from hourglass.service.context import Context
 from hourglass.service.dispatch import Dispatcher
 from hourglass.service.rest import Api
 
-from tests.faults.proxies import Serialized
 from tests.integration.conftest import Harness
 from tests.integration.test_rate_limits import make_queue, post_burst
 
 RATE = 2.0
 SPACING_MS = pace(RATE).spacing_us / 1000
-
-
-@pytest.fixture(autouse=True)
-def one_call_at_a_time(harness: Harness) -> None:
-    """Bulk operations record their pages from several threads; in-process moto's tables are not safe for
-    reads beside them ("dictionary changed size"), so the table client takes one call at a time (DynamoDB is)."""
-    harness.ctx.store.client = Serialized(harness.ctx.store.client, threading.Lock())
 
 
 def paced_timers(harness: Harness) -> dict[str, dict[str, Any]]:

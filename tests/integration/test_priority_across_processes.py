@@ -7,7 +7,6 @@ import dataclasses
 import itertools
 import threading
 
-import pytest
 from hourglass.core.pacing import Held, Rates, Slot, Start, item_at
 from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.service.rest import Api
@@ -16,7 +15,6 @@ from hourglass.service.sweep import Sweeper
 from tests.integration import test_rate_limits as limits
 from tests.integration.conftest import Harness
 from tests.integration.test_flow_keys import post_keyed, post_low_then_high
-from tests.integration.test_rate_limits import atomic  # noqa: F401 (a fixture)
 
 
 def another_process(h: Harness) -> Harness:
@@ -128,7 +126,6 @@ def test_the_process_that_handed_off_a_deep_backlog_refills_the_record_as_its_fi
     assert [body["p"] for _, body in recorder.starts] == [1] * before + [9] * 3 + [1] * (41 - before)
 
 
-@pytest.mark.usefixtures("atomic")
 def test_processes_giving_way_at_once_never_share_a_slot(harness: Harness) -> None:
     """Rate 2 (slots 0.5 s apart): twenty low from one process, then three processes at once each posting three
     high of priorities 7, 8 and 9 (each gives way from the same record). Every message starts once, no two starts

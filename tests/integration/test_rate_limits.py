@@ -7,11 +7,9 @@ import itertools
 import json
 import threading
 import time
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
-import pytest
 from hourglass.adapters.http_target import HttpReply
 from hourglass.adapters.store import Store
 from hourglass.adapters.timer_queue import read_timers
@@ -22,7 +20,6 @@ from hourglass.service.context import Context
 from hourglass.service.dispatch import Dispatcher
 from hourglass.service.sweep import Sweeper
 
-from devstack import moto_atomic
 from tests.integration.conftest import Harness
 
 
@@ -91,12 +88,6 @@ def drain(harness: Harness, rounds: int = 20) -> None:
             Dispatcher(harness.ctx).run_batch([("r", timer.to_json())])
 
 
-@pytest.fixture
-def atomic() -> Iterator[None]:
-    moto_atomic.install()
-    yield
-
-
 def test_a_burst_starts_within_the_bound_in_due_order_none_early_none_lost(harness: Harness) -> None:
     recorder = Recorder(harness)
     harness.ctx.post = recorder
@@ -122,7 +113,7 @@ def test_an_unlimited_queue_gets_plain_timers_and_no_limit_items(harness: Harnes
     assert [i["sk"]["S"] for i in items if i["sk"]["S"].startswith(("#pace", "#slot"))] == []
 
 
-def test_concurrent_sweepers_hand_off_slots_of_one_pace(harness: Harness, atomic: None) -> None:
+def test_concurrent_sweepers_hand_off_slots_of_one_pace(harness: Harness) -> None:
     make_queue(harness, "swept", rate_limit=10)
     due_ms = to_ms(harness.clock() + timedelta(seconds=1200))
     due = post_burst(harness, "swept", 60, due_ms)
@@ -141,7 +132,7 @@ def test_concurrent_sweepers_hand_off_slots_of_one_pace(harness: Harness, atomic
     assert all(t["due"] >= due[t["id"]] for t in timers)
 
 
-def test_concurrent_dispatchers_never_exceed_max_concurrency(harness: Harness, atomic: None) -> None:
+def test_concurrent_dispatchers_never_exceed_max_concurrency(harness: Harness) -> None:
     recorder = Recorder(harness, hold=0.2)
     harness.ctx.post = recorder
     make_queue(harness, "narrow", max_concurrency=3)
@@ -245,8 +236,6 @@ def replace_context(harness: Harness) -> Context:
 def unpack(doc: dict[str, Any]) -> list[dict[str, Any]]:
     first = {"id": doc["id"], "due": doc["due"], "l": doc.get("l")}
     return [first] + [{"id": e[1], "due": e[3], "l": e[4] if len(e) > 4 else None} for e in doc.get("more", [])]
-
-
 
 
 def test_a_swept_slot_in_a_later_bucket_moves_the_index_entry_there(harness: Harness) -> None:

@@ -12,16 +12,9 @@ from hourglass.handlers import sweeper as sweeper_handler
 from hourglass.service import transitions
 from hourglass.service.dead_letters import DeadLetters
 
-from devstack import moto_atomic
 from tests.integration.conftest import Harness
 from tests.integration.test_flow import HTTP_QUEUE, make_queue
 from tests.integration.test_schedules import PATH, occurrences, put, run_until
-
-
-@pytest.fixture(autouse=True)
-def atomic_moto() -> None:
-    """Bulk operations record their pages from several threads (see test_operations)."""
-    moto_atomic.install()
 
 
 def pending(h: Harness) -> list[str]:

@@ -3,27 +3,16 @@ attempt history TTL, failure notice, and redelivered occurrences (issue 23, rule
 
 from __future__ import annotations
 
-import threading
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from hourglass.service.dead_letters import DeadLetters
 
-from devstack import moto_atomic
-from tests.faults.proxies import Serialized
 from tests.integration.conftest import Harness
 from tests.integration.test_delivery_control import run_until_quiet
 from tests.integration.test_flow import HTTP_QUEUE, get, make_queue, post
 from tests.integration.test_schedules import occurrences, put, run_until
-
-
-@pytest.fixture(autouse=True)
-def atomic_moto(harness: Harness) -> None:
-    """Bulk operations record their pages from several threads (see test_operations); in-process moto's
-    reads are not safe beside them either, so the table client takes one call at a time (DynamoDB is safe)."""
-    moto_atomic.install()
-    harness.ctx.store.client = Serialized(harness.ctx.store.client, threading.Lock())
 
 
 def redeliver(h: Harness, message_id: str, how: str) -> None:
@@ -133,4 +122,3 @@ def test_a_redelivered_occurrence_is_delivered_whatever_its_schedule_became(harn
     run_until_quiet(harness)
     again = get(harness, first["id"])
     assert (again["status"], again["attempts"]) == ("delivered", 2)
-

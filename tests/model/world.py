@@ -4,7 +4,6 @@ would (delays, visibility, receive counts, the DLQ), targets and failure destina
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
@@ -25,7 +24,7 @@ from moto.sqs.models import sqs_backends
 
 from devstack import liveness
 from tests.conftest import FakeClock
-from tests.faults.proxies import Crash, FaultyClient, Serialized
+from tests.faults.proxies import Crash, FaultyClient
 from tests.faults.test_state_machine import VISIBILITY, TransitionChecker
 from tests.integration.conftest import Harness, harness_for
 from tests.model.reference import Calendar, Reference
@@ -69,7 +68,7 @@ class World:
         # SNS targets and destinations publish to topics that feed the SQS target and notice queues.
         ctx.settings = replace(ctx.settings, shards=2, sns_targets="target*")
         # Bulk operations write from threads; moto's in-memory tables are not safe under them (DynamoDB is).
-        self.ddb = FaultyClient(Serialized(ctx.store.client, threading.Lock()))
+        self.ddb = FaultyClient(ctx.store.client)
         self.checker = TransitionChecker(self.ddb)
         self.sqs = FaultyClient(ctx.timers.client)
         ctx.store.client = self.checker
