@@ -66,6 +66,7 @@ def settings_from_context(app: cdk.App) -> HourglassSettings:
         stepfunctions_targets=_list(app, "hourglass:stepfunctions_targets"),
         auth=str(app.node.try_get_context("hourglass:auth") or DEFAULTS.auth).strip().lower(),
         order_created=_bool(app, "hourglass:order_created", DEFAULTS.order_created),
+        order_due=_bool(app, "hourglass:order_due", DEFAULTS.order_due),
         capacity=Capacity(
             mode=str(app.node.try_get_context("hourglass:capacity") or DEFAULTS.capacity.mode).strip().lower(),
             min_units=_int(app, "hourglass:capacity_min", DEFAULTS.capacity.min_units),

@@ -127,7 +127,8 @@ def rows(s: Scenario, index_shard_wru: float) -> list[Row]:
             "schedules"),
         Row("queue notices, ended marker, operations", "queue_notice_sk, ENDED_SK, operation_sk", q, 0.0, 0.0,
             queue_partition_w, queue_partition_r, "rare"),
-        Row("list index entry (GSI `list`)", "list_pk = queue", "list_pk = queue", 1 / 60, 0.0, d, 0.0),
+        Row("list index entry (GSI `list`)", "list_pk = queue", "list_pk = queue", 1 / 60, 0.0, d, 0.0,
+            "order_due"),
         Row("created index entry (GSI `created`)", "list_pk = queue", "list_pk = queue", 1 / 60, 0.0, d, 0.0,
             "order_created"),
         Row("due-index entry (GSI `due`)", "bucket_pk(bucket, shard < width)", "bucket#shard", 1 / 60,
@@ -146,7 +147,7 @@ def rows(s: Scenario, index_shard_wru: float) -> list[Row]:
     ]  # fmt: skip
 
 
-def per_message(path: str, *, order_created: bool = True) -> dict[str, tuple[float, float]]:
+def per_message(path: str, *, order_created: bool = True, order_due: bool = True) -> dict[str, tuple[float, float]]:
     """(writes, reads) that one message makes on each kind of item on a path ("sweep" or "handoff") with no
     opt-in feature: what `rows` multiplies by the rate. Items written per sweep run (sweep state) are not
     per message; the due-bucket records only from a process that counts `due_width.FLUSH` into a bucket."""
@@ -155,11 +156,12 @@ def per_message(path: str, *, order_created: bool = True) -> dict[str, tuple[flo
         item_kinds.MESSAGE: (float(MESSAGE_WRITES[path]), 0.0),
         item_kinds.COUNTERS: (COUNTS_PER_MESSAGE, 0.0),
         item_kinds.QUEUE: (0.0, 1 / POST_SIZE + 1 / BATCH),
-        item_kinds.LIST_ENTRY: (1.0, 0.0),
         # The sweep's Query reads each entry once (docs/capacity.md: about 100 bytes an entry).
         item_kinds.DUE_ENTRY: (float(DUE_ENTRY_WRITES[path]), 1.0 if swept else 0.0),
         item_kinds.BUCKETS: (1 / due_width.FLUSH if swept else 0.0, 0.0),
     }
+    if order_due:
+        figures[item_kinds.LIST_ENTRY] = (1.0, 0.0)
     if order_created:
         figures[item_kinds.CREATED_ENTRY] = (1.0, 0.0)
     return figures

@@ -116,18 +116,21 @@ def simulate(
     settings: dict[str, Any] | None = None,
     message: Callable[[int], dict[str, Any]] | None = None,
     order_created: bool = True,
+    order_due: bool = True,
     post: Callable[..., Any] = inprocess.ok,
     delay: timedelta = DELAY,
 ) -> Counted:
     """`seconds` of RATE messages a second to one queue (`settings` beside its HTTP target; `message(i)` the
-    fields message i adds), a table with the `created` index or not, each due `delay` after it is posted, counted."""
+    fields message i adds), a table with the `created` and `list` indexes or not, each due `delay` after it is posted,
+    counted."""
     total = int(RATE * seconds)
     with mock_aws(), _inline_pools():
         clock = inprocess.Clock()
         metered = inprocess.metered(post=post, clock=clock, projected=inprocess.DUE_INDEX.projected)
         ddb, table = metered.aws.ddb, metered.aws.table
-        if not order_created:
-            ddb.update_table(TableName=table, GlobalSecondaryIndexUpdates=[{"Delete": {"IndexName": "created"}}])
+        dropped = [name for name, kept in (("created", order_created), ("list", order_due)) if not kept]
+        for name in dropped:
+            ddb.update_table(TableName=table, GlobalSecondaryIndexUpdates=[{"Delete": {"IndexName": name}}])
         meter = CapacityMeter(table, indexes_of(ddb.describe_table(TableName=table)["Table"]))
         inprocess.meter_table(metered.ctx, meter)
         sqs_calls: Counter[str] = Counter()
@@ -299,6 +302,7 @@ def _iso(ms: int) -> str:
 
 # the opt-in features --------------------------------------------------------------------------
 FEATURES: dict[str, dict[str, Any]] = {
+    "order=due (stack switch hourglass:order_due)": {"order_due": True},
     "order=created (stack switch hourglass:order_created)": {"order_created": True},
     "flow keys (key_rate_limit 1,000, 100 keys)": {
         "settings": {"flow_control": {"key_rate_limit": 1000}},
@@ -314,8 +318,8 @@ FEATURES: dict[str, dict[str, Any]] = {
 
 
 def base(seconds: float, delay: timedelta = DELAY) -> Counted:
-    """A queue using no opt-in feature, on a stack without the `created` index."""
-    return simulate(seconds, order_created=False, delay=delay)
+    """A queue using no opt-in feature, on a stack without the list orders' indexes (`created`, `list`)."""
+    return simulate(seconds, order_created=False, order_due=False, delay=delay)
 
 
 def feature_costs(seconds: float, base_run: Counted) -> dict[str, dict[str, float]]:
@@ -327,6 +331,7 @@ def feature_costs(seconds: float, base_run: Counted) -> dict[str, dict[str, floa
             settings=feature.get("settings"),
             message=feature.get("message"),
             order_created=feature.get("order_created", False),
+            order_due=feature.get("order_due", False),
         )
         out[name] = _delta(run, base_run)
     return out
@@ -398,7 +403,8 @@ def section(*, quick: bool = False) -> Section:
         f"(moto, fixed clock): swept by one scheduled run, dispatched {DISPATCH_BATCH_SIZE} timer packs an "
         f"invocation as they become visible. A sweep run's own state and invocations are shared among the "
         f"{PER_RUN:,} messages a run hands off at this rate.",
-        "Base: a queue using no opt-in feature, on a stack deployed with hourglass:order_created false. The `+` rows "
+        "Base: a queue using no opt-in feature, on a stack deployed with hourglass:order_due and "
+        "hourglass:order_created false. The `+` rows "
         f"are what each feature adds, each priced alone ({feature_seconds:g} s of the load) on its own queue or "
         "stack; counts are the base run's counter writes; attempt history is per message retried once "
         "(bench/history_cost.py).",

@@ -22,8 +22,20 @@ LOCAL_SERVICE_TARGETS = LOCAL_SQS_TARGETS
 CRASH_PHASES = c.CRASH_PHASES
 # The fields that are the functions' own settings (hourglass.settings), read from the same variables.
 FUNCTION_SETTINGS = (
-    "sweep_interval", "lookahead", "allow_private_callbacks", "api_key", "handoff_safety", "shards", "log_level",
-    "sqs_targets", "lambda_targets", "sns_targets", "eventbridge_targets", "stepfunctions_targets", "order_created",
+    "sweep_interval",
+    "lookahead",
+    "allow_private_callbacks",
+    "api_key",
+    "handoff_safety",
+    "shards",
+    "log_level",
+    "sqs_targets",
+    "lambda_targets",
+    "sns_targets",
+    "eventbridge_targets",
+    "stepfunctions_targets",
+    "order_created",
+    "order_due",
 )
 
 DEPLOY_MODES = {"": "inprocess", "inprocess": "inprocess", "moto": "inprocess", "cdk": "cdk", "ministack": "cdk"}
@@ -98,6 +110,8 @@ class RuntimeConfig:
     auth: str = c.AUTH_API_KEY
     # The stack's `hourglass:order_created` (HOURGLASS_ORDER_CREATED=0: no `created` list index).
     order_created: bool = True
+    # The stack's `hourglass:order_due` (HOURGLASS_ORDER_DUE=0: no `list` index, `order=due` is a 400).
+    order_due: bool = True
     # The embedded emulator's state across restarts (devstack.moto_state); None: in memory only.
     state_file: Path | None = None
 
@@ -148,6 +162,7 @@ class RuntimeConfig:
             "hourglass:eventbridge_targets": self.eventbridge_targets,
             "hourglass:stepfunctions_targets": self.stepfunctions_targets,
             "hourglass:order_created": self.order_created,
+            "hourglass:order_due": self.order_due,
         }
 
 

@@ -62,6 +62,8 @@ class HourglassSettings:
     auth: str = contract.AUTH_API_KEY
     # Whether lists may be ordered by creation (`order=created`): its index costs one write unit per message.
     order_created: bool = True
+    # Whether lists may be ordered by due time (`order=due`): its index costs one write unit per message.
+    order_due: bool = True
     # How the table is billed (`hourglass:capacity` and its min, max and target utilisation): docs/capacity.md.
     capacity: Capacity = field(default_factory=Capacity)
     # The dispatcher's event source's maximum concurrency (`hourglass:dispatch_concurrency`, 2-1,000): the most
@@ -130,6 +132,7 @@ class HourglassSettings:
             contract.ALLOW_PRIVATE_CALLBACKS: "1" if self.allow_private_callbacks else "0",
             contract.SWEEP_INTERVAL: str(self.sweep_minutes * 60),
             contract.ORDER_CREATED: "1" if self.order_created else "0",
+            contract.ORDER_DUE: "1" if self.order_due else "0",
         }
 
     def layout_outputs(self) -> dict[str, str]:
@@ -157,7 +160,13 @@ class HourglassStack(Stack):
         stack_props.setdefault("description", "Hourglass: serverless delay queue")
         super().__init__(scope, construct_id, **stack_props)
 
-        store = MessageTable(self, "MessageStore", created_index=settings.order_created, capacity=settings.capacity)
+        store = MessageTable(
+            self,
+            "MessageStore",
+            created_index=settings.order_created,
+            due_list_index=settings.order_due,
+            capacity=settings.capacity,
+        )
         timer = TimerQueueWithDlq(
             self,
             "Timer",

@@ -47,6 +47,8 @@ LIST_INDEX = "list"
 CREATED_INDEX = "created"
 # "0" when the stack has no `created` index (CDK context `hourglass:order_created`): `order=created` is a 400.
 ORDER_CREATED = "HOURGLASS_ORDER_CREATED"
+# "0" when the stack has no `list` index (CDK context `hourglass:order_due`): `order=due` is a 400.
+ORDER_DUE = "HOURGLASS_ORDER_DUE"
 TTL_ATTRIBUTE = "expire_at"
 
 # Defaults; rows keyed for another shard count or bucket width are never swept.

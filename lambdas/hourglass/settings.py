@@ -47,6 +47,8 @@ class Settings:
     log_level: str | None = None
     # Whether the table has the `created` list index (an operator may drop it: one write unit per message).
     order_created: bool = True
+    # Whether the table has the `list` index of `order=due` (an operator may drop it: one write unit per message).
+    order_due: bool = True
 
     @property
     def timing(self) -> Timing:
@@ -101,6 +103,7 @@ class Settings:
             stepfunctions_targets=env.get(c.SERVICE_TARGETS["stepfunctions"], ""),
             crash_at=env.get(c.CRASH_AT) or None,
             order_created=env.get(c.ORDER_CREATED, "1") != "0",
+            order_due=env.get(c.ORDER_DUE, "1") != "0",
         )
         settings.check()
         return settings

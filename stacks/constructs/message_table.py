@@ -67,6 +67,7 @@ class MessageTable(Construct):
         *,
         removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
         created_index: bool = True,
+        due_list_index: bool = True,
         capacity: Capacity | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -103,10 +104,11 @@ class MessageTable(Construct):
             warm_throughput=self.capacity.warm_throughput,
         )
         # Lists in order (v1.2), keys only: each message's entry is written when it is stored and again
-        # only when it is rescheduled (its status changes never touch them). Without `created_index`
-        # (`hourglass:order_created` false) the table keeps `order=due` only, +1 write unit per message.
-        orders = ((LIST_INDEX, "list_sk"), (CREATED_INDEX, "created_at"))
-        for name, sort in orders if created_index else orders[:1]:
+        # only when it is rescheduled (its status changes never touch them). Each costs one write unit per
+        # message: `hourglass:order_due` / `hourglass:order_created` false leaves it out.
+        kept = {LIST_INDEX: due_list_index, CREATED_INDEX: created_index}
+        orders = [(name, sort) for name, sort in ((LIST_INDEX, "list_sk"), (CREATED_INDEX, "created_at")) if kept[name]]
+        for name, sort in orders:
             kind = dynamodb.AttributeType.NUMBER if sort == "created_at" else dynamodb.AttributeType.STRING
             self.table.add_global_secondary_index(
                 index_name=name,
@@ -117,7 +119,7 @@ class MessageTable(Construct):
                 write_capacity=units,
             )
         if self.capacity.provisioned:
-            self._auto_scale([DUE_INDEX_NAME, *(name for name, _ in (orders if created_index else orders[:1]))])
+            self._auto_scale([DUE_INDEX_NAME, *(name for name, _ in orders)])
 
     def _auto_scale(self, indexes: list[str]) -> None:
         """Target tracking on reads and writes of the table and of every index."""

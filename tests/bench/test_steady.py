@@ -31,7 +31,14 @@ def test_provisioned_capacity_costs_less_than_on_demand(run: steady.Counted) -> 
 
 
 def test_an_order_created_index_adds_one_write_unit_per_message(run: steady.Counted) -> None:
-    with_index = steady.simulate(0.1, order_created=True)
+    with_index = steady.simulate(0.1, order_created=True, order_due=False)
+    assert sum(with_index.per_message(with_index.write).values()) == pytest.approx(
+        sum(run.per_message(run.write).values()) + 1, abs=0.05
+    )
+
+
+def test_an_order_due_index_adds_one_write_unit_per_message(run: steady.Counted) -> None:
+    with_index = steady.simulate(0.1, order_created=False, order_due=True)
     assert sum(with_index.per_message(with_index.write).values()) == pytest.approx(
         sum(run.per_message(run.write).values()) + 1, abs=0.05
     )

@@ -70,6 +70,11 @@ def test_without_the_created_index_provisioned_mode_scales_the_indexes_it_has() 
     template.resource_count_is("AWS::ApplicationAutoScaling::ScalableTarget", 2 * (1 + 2))
 
 
+def test_without_either_list_order_provisioned_mode_scales_the_table_and_the_due_index() -> None:
+    template = synth(**PROVISIONED, **{"hourglass:order_created": "false", "hourglass:order_due": "false"})
+    template.resource_count_is("AWS::ApplicationAutoScaling::ScalableTarget", 2 * (1 + 1))
+
+
 @pytest.mark.parametrize(
     "context",
     [

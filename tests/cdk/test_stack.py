@@ -160,20 +160,32 @@ def test_list_indexes_are_keys_only(template: Template) -> None:
     )
 
 
-def test_order_created_false_drops_the_created_index() -> None:
-    """`hourglass:order_created` false: the table keeps the `list` index only (order=due, +1 WU a message)."""
-    off = synth(**{"hourglass:order_created": "false"})
+@pytest.mark.parametrize(
+    ("order", "index", "sort", "kept"),
+    [("created", "created", "created_at", "list"), ("due", "list", "list_sk", "created")],
+)
+def test_an_order_switched_off_drops_its_index(order: str, index: str, sort: str, kept: str) -> None:
+    """`hourglass:order_<order>` false: the table has no index for it (a 400), one write unit less per message."""
+    off = synth(**{f"hourglass:order_{order}": "false"})
     off.has_resource_properties(
         "AWS::DynamoDB::Table",
         {
-            "GlobalSecondaryIndexes": Match.not_(Match.array_with([Match.object_like({"IndexName": "created"})])),
-            "AttributeDefinitions": Match.not_(Match.array_with([Match.object_like({"AttributeName": "created_at"})])),
+            "GlobalSecondaryIndexes": Match.not_(Match.array_with([Match.object_like({"IndexName": index})])),
+            "AttributeDefinitions": Match.not_(Match.array_with([Match.object_like({"AttributeName": sort})])),
         },
     )
     off.has_resource_properties(
-        "AWS::DynamoDB::Table", {"GlobalSecondaryIndexes": Match.array_with([Match.object_like({"IndexName": "list"})])}
+        "AWS::DynamoDB::Table", {"GlobalSecondaryIndexes": Match.array_with([Match.object_like({"IndexName": kept})])}
     )
-    assert {variables["HOURGLASS_ORDER_CREATED"] for variables in environments(off)} == {"0"}
+    assert {variables[f"HOURGLASS_ORDER_{order.upper()}"] for variables in environments(off)} == {"0"}
+
+
+def test_without_either_list_order_the_table_keeps_only_the_due_index() -> None:
+    off = synth(**{"hourglass:order_due": "false", "hourglass:order_created": "false"})
+    off.has_resource_properties(
+        "AWS::DynamoDB::Table",
+        {"GlobalSecondaryIndexes": [Match.object_like({"IndexName": "due"})]},
+    )
 
 
 def test_the_created_index_is_kept_by_default(template: Template) -> None:

@@ -15,7 +15,7 @@ from click.testing import CliRunner, Result
 from hourglass_client import Client
 from hourglass_client.cli import main
 
-from tests.clients.conftest import API_KEY, RawReceiver
+from tests.clients.conftest import API_KEY, RawReceiver, scripted
 from tests.loopback import QuietHandler, base_url, serve, shut
 
 STATUSES = ["pending", "delivering", "delivered", "failed", "cancelled", "expired"]
@@ -212,6 +212,32 @@ def test_list_without_order_is_in_due_order(run: Any, client: Client, queue: str
     created = {client.send(queue, n, delay=delay).id: delay for n, delay in enumerate(delays)}
     listed = [m["id"] for m in lines(run("--json", "list", queue))]
     assert listed == sorted(created, key=created.__getitem__)
+
+
+def test_list_without_order_falls_back_to_unordered_on_a_stack_without_the_due_index(
+    client: Client, queue: str
+) -> None:
+    stored = client.send(queue, "x", delay=600)
+    refused = "order: due is not kept by this stack (its hourglass:order_due is false)"
+    raw = client.get_message(queue, stored.id).raw
+    fake = scripted(
+        (400, {}, {"error": {"code": "bad_request", "message": refused}}),
+        (200, {}, {"messages": [raw], "next_cursor": None}),
+    )
+    result = CliRunner(env={"HOURGLASS_URL": fake.url, "COLUMNS": "250"}).invoke(main, ["--json", "list", queue])
+    assert result.exit_code == 0, result.output
+    assert [m["id"] for m in lines(result)] == [stored.id]
+    assert "listing unordered (--order any)" in result.stderr
+    assert ["order=due" in path for _, path, _ in fake.requests] == [True, False]
+
+
+def test_list_with_order_due_asked_keeps_the_refusal(client: Client, queue: str) -> None:
+    refused = "order: due is not kept by this stack (its hourglass:order_due is false)"
+    fake = scripted((400, {}, {"error": {"code": "bad_request", "message": refused}}))
+    result = CliRunner(env={"HOURGLASS_URL": fake.url}).invoke(main, ["list", queue, "--order", "due"])
+    assert result.exit_code != 0
+    assert "hourglass:order_due" in result.output + result.stderr
+    assert len(fake.requests) == 1
 
 
 @pytest.mark.parametrize("status", STATUSES)

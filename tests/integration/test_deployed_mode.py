@@ -61,6 +61,12 @@ def test_the_outputs_file_gives_the_local_url_and_the_keys_value(tmp_path: Path)
     assert remote["API_URL"] == stage
 
 
+def test_order_due_off_reaches_the_stack_context() -> None:
+    """`HOURGLASS_ORDER_DUE=0` for `make dev` deploys the stack without the `list` index."""
+    config = RuntimeConfig.from_env({"HOURGLASS_ORDER_DUE": "0"})
+    assert config.cdk_context()["hourglass:order_due"] is False
+
+
 def test_order_created_off_reaches_the_stack_context() -> None:
     """`HOURGLASS_ORDER_CREATED=0` for `make dev` deploys the stack without the `created` list index."""
     config = RuntimeConfig.from_env({"HOURGLASS_ORDER_CREATED": "0"})

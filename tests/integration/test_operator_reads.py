@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import pytest
+
 from tests.integration.conftest import Harness
 from tests.integration.test_flow import get, make_queue, post
 
@@ -53,14 +55,17 @@ def test_order_created_lists_oldest_first(harness: Harness) -> None:
     assert [m["body"] for m in messages] == ["a", "b"]
 
 
-def test_order_created_is_a_400_naming_order_when_the_stack_does_not_keep_it(harness: Harness) -> None:
-    harness.ctx.settings = replace(harness.ctx.settings, order_created=False)
+@pytest.mark.parametrize(("order", "kept"), [("created", "due"), ("due", "created")])
+def test_an_order_is_a_400_naming_order_when_the_stack_does_not_keep_it(
+    harness: Harness, order: str, kept: str
+) -> None:
+    harness.ctx.settings = replace(harness.ctx.settings, **{f"order_{order}": False})
     make_queue(harness)
     post(harness, {"body": "a", "delay": 50})
-    status, doc = harness.call("GET", "/v1/queues/orders/messages", params={"order": "created"})
+    status, doc = harness.call("GET", "/v1/queues/orders/messages", params={"order": order})
     assert status == 400
-    assert doc["error"]["message"].startswith("order: ") and "not kept by this stack" in doc["error"]["message"]
-    assert [m["body"] for m in listed(harness, order="due")[0]] == ["a"]
+    assert doc["error"]["message"] == f"order: {order} is not kept by this stack (its hourglass:order_{order} is false)"
+    assert [m["body"] for m in listed(harness, order=kept)[0]] == ["a"]
 
 
 def test_an_unknown_order_is_a_400_naming_order(harness: Harness) -> None:

@@ -104,8 +104,10 @@ class Messages:
 
     def list(self, queue_name: str, params: dict[str, str] | None) -> tuple[list[Message], str | None]:
         query = validation.list_query(params)
-        if query.order is ListOrder.CREATED and not self.ctx.settings.order_created:
-            raise ValidationError("order", "created is not kept by this stack (its hourglass:order_created is false)")
+        kept = {ListOrder.CREATED: self.ctx.settings.order_created, ListOrder.DUE: self.ctx.settings.order_due}
+        if query.order is not None and not kept[query.order]:
+            order = query.order.value
+            raise ValidationError("order", f"{order} is not kept by this stack (its hourglass:order_{order} is false)")
         self.queues.get(queue_name)
         found, cursor = self.store.list_messages(
             queue_name,

@@ -21,7 +21,8 @@ from hourglass_client.models import Attempt, Created, Message
 from hourglass_client.terminal import styled
 from hourglass_client.windows import WINDOW_HELP
 
-ORDERS = ["due", "created"]
+# "any": no order asked (the stack's own, unspecified), for a stack that keeps neither list index.
+ORDERS = ["due", "created", "any"]
 
 
 @click.command(cls=Command)
@@ -167,7 +168,7 @@ def get_message(state: State, queue: str, message_id: str) -> None:
     type=click.Choice(ORDERS),
     default="due",
     show_default=True,
-    help="due: earliest due first; created: oldest first",
+    help="due: earliest due first; created: oldest first; any: unordered (a stack without the list indexes)",
 )
 @pass_state
 def list_messages(
@@ -180,16 +181,36 @@ def list_messages(
     order: str,
 ) -> None:
     """List a queue's messages, following next_cursor up to --limit."""
+    asked = click.get_current_context().get_parameter_source("order") is not click.core.ParameterSource.DEFAULT
+    try:
+        found = _listed(state, queue, status, schedule, flow_key, limit, order)
+    except HourglassError as exc:
+        # The default order on a stack deployed without its index (`hourglass:order_due` false): unordered.
+        if asked or exc.status != 400 or not exc.message.startswith("order:"):
+            raise
+        state.err.print(f"{exc.message}: listing unordered (--order any)")
+        found = _listed(state, queue, status, schedule, flow_key, limit, "any")
+    state.emit_list([m.raw for m in found], lambda: state.out.print(message_table(found)))
+
+
+def _listed(
+    state: State, queue: str, status: str | None, schedule: str | None, flow_key: str | None, limit: int, order: str
+) -> list[Message]:
     found: list[Message] = []
     size = min(limit or 1000, 1000)
     pages = state.client.iter_messages(
-        queue, status=status, schedule=schedule, page_size=size, order=order, flow_key=flow_key
+        queue,
+        status=status,
+        schedule=schedule,
+        page_size=size,
+        order=None if order == "any" else order,
+        flow_key=flow_key,
     )
     for m in pages:
         found.append(m)
         if limit and len(found) >= limit:
             break
-    state.emit_list([m.raw for m in found], lambda: state.out.print(message_table(found)))
+    return found
 
 
 @click.command(cls=Command)
