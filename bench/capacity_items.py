@@ -31,9 +31,10 @@ COUNTS_PER_MESSAGE = 0.02  # status-counter ADDs per message (docs/design.md, "C
 RUN_SECONDS = 60  # the sweep's schedule
 INVOCATIONS = 8  # sweep fan-out invocations at these rates (the stack's 8 shards: at most one per base shard)
 BUCKETS_PER_RUN = 6  # buckets a run's window (look-ahead 300 s, 60 s buckets) touches
-# Per message on each path (docs/design.md, "Paths and their costs"): the message item's put, claim, begin and
-# outcome (a hand-off has no claim); its due-index entry put at ingest and removed at the begin (none handed off).
-MESSAGE_WRITES = {"sweep": 4, "handoff": 3}
+# Per message on each path (docs/design.md, "Paths and their costs"): the message item's put, begin and outcome (a
+# claim besides, on the sweep path, only for a queue with limits, ordering or schedules: `QueueLimits.claims`); its
+# due-index entry put at ingest and removed at the begin (none handed off).
+MESSAGE_WRITES = {"sweep": 3, "handoff": 3}
 DUE_ENTRY_WRITES = {"sweep": 2, "handoff": 0}
 
 

@@ -1,4 +1,5 @@
-"""Several sweepers and dispatchers at once on one table: each message is claimed and delivered once per due time."""
+"""Several sweepers and dispatchers at once on one table: each message is delivered once per due time (and
+claimed once, on a queue whose hand-offs are claimed)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from hourglass.service.sweep import Sweeper
 
 from tests.faults.proxies import timer_ids
 from tests.integration.conftest import Harness
-from tests.integration.test_flow import make_queue, post
+from tests.integration.test_flow import CLAIMED_QUEUE, make_queue, post
 
 SWEEPERS = 4
 DISPATCHERS = 4
@@ -33,8 +34,8 @@ def together(workers: int, job: Callable[[int], Any]) -> list[Any]:
         return list(pool.map(run, range(workers)))
 
 
-def scheduled(h: Harness) -> list[str]:
-    make_queue(h)
+def scheduled(h: Harness, settings: dict[str, Any] | None = None) -> list[str]:
+    make_queue(h, settings=settings)
     ids: list[str] = []
     for start in range(0, MESSAGES, 100):
         batch = [{"body": i, "delay": 400 + i % 120} for i in range(start, min(MESSAGES, start + 100))]
@@ -44,11 +45,20 @@ def scheduled(h: Harness) -> list[str]:
 
 
 def test_concurrent_sweepers_claim_each_message_once(harness: Harness) -> None:
-    ids = scheduled(harness)
+    ids = scheduled(harness, CLAIMED_QUEUE)
     reports = together(SWEEPERS, lambda _: [Sweeper(harness.ctx).run() for _ in range(2)])
     timers = Counter(timer_ids(harness.timers()))
     assert sum(r.handed_off for runs in reports for r in runs) == MESSAGES
     assert timers == Counter({i: 1 for i in ids})
+
+
+def test_concurrent_sweepers_of_an_unclaimed_queue_send_at_most_one_timer_each(harness: Harness) -> None:
+    """Unclaimed, each sweep that reads a message sends its timer: duplicates the start's condition absorbs."""
+    ids = scheduled(harness)
+    together(SWEEPERS, lambda _: [Sweeper(harness.ctx).run() for _ in range(2)])
+    timers = Counter(timer_ids(harness.timers()))
+    assert set(timers) == set(ids)
+    assert max(timers.values()) <= SWEEPERS
 
 
 def test_concurrent_dispatchers_with_duplicate_timers_deliver_each_message_once(harness: Harness) -> None:

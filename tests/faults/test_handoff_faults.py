@@ -1,4 +1,8 @@
-"""A sweeper dying between claim and send, and timer-queue sends failing: nothing stays stranded."""
+"""A sweeper dying between claim and send, and timer-queue sends failing: nothing stays stranded.
+
+Claims are made for queues using an opt-in feature (`CLAIMED_QUEUE`); a queue using none is handed off without
+a claim (`delivery_control.claims_hand_offs`), so a run that dies before it saves its watermark leaves its
+messages to the next run, not to the recovery sweep."""
 
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ from hourglass.core.schedule import RECOVERY_GRACE
 from tests.faults.conftest import Faults
 from tests.faults.proxies import Crash, timer_for, timer_ids
 from tests.integration.conftest import Harness
-from tests.integration.test_flow import get, make_queue, post
+from tests.integration.test_flow import CLAIMED_QUEUE, get, make_queue, post
 
 
 def status_of(h: Harness, *ids: str) -> list[str]:
@@ -27,7 +31,7 @@ def deliver_everything_due(h: Harness) -> None:
 
 
 def test_sweeper_dying_after_claiming_is_recovered_once_the_lease_expires(harness: Harness, faults: Faults) -> None:
-    make_queue(harness)
+    make_queue(harness, settings=CLAIMED_QUEUE)
     start = harness.clock.now
     ids = [m["id"] for m in post(harness, *({"body": i, "delay": 600} for i in range(3)))]
     harness.clock.advance(400)
@@ -46,8 +50,29 @@ def test_sweeper_dying_after_claiming_is_recovered_once_the_lease_expires(harnes
     assert sorted(delivered) == sorted(ids)
 
 
-def test_recovery_sweep_dying_after_claiming_is_recovered_by_a_later_one(harness: Harness, faults: Faults) -> None:
+def test_sweeper_dying_before_sending_unclaimed_timers_is_followed_by_the_next_run(
+    harness: Harness, faults: Faults
+) -> None:
     make_queue(harness)
+    ids = [m["id"] for m in post(harness, *({"body": i, "delay": 600} for i in range(3)))]
+    harness.clock.advance(400)
+    faults.sqs.crash("send_message_batch")
+    with pytest.raises(Crash):
+        harness.sweep()
+    untouched = [harness.ctx.store.get_message("orders", i).claimed_until for i in ids]  # type: ignore[union-attr]
+    harness.clock.advance(60)
+    rerun = harness.sweep()
+    harness.dispatch(harness.timers())
+    delivered = [r["headers"]["Hourglass-Message-Id"] for r in harness.receiver.requests]
+    assert untouched == [None, None, None]
+    assert rerun.handed_off == 3 and sorted(delivered) == sorted(ids)
+
+
+@pytest.mark.parametrize("settings", [None, CLAIMED_QUEUE], ids=["unclaimed", "claimed"])
+def test_recovery_sweep_dying_after_claiming_is_recovered_by_a_later_one(
+    harness: Harness, faults: Faults, settings: dict[str, Any] | None
+) -> None:
+    make_queue(harness, settings=settings)
     [created] = post(harness, {"body": 1, "delay": 600})
     harness.clock.advance(400)
     faults.sqs.crash("send_message_batch", times=2)
@@ -62,8 +87,11 @@ def test_recovery_sweep_dying_after_claiming_is_recovered_by_a_later_one(harness
     assert status_of(harness, created["id"]) == ["delivered"]
 
 
-def test_late_claim_by_a_sweeper_that_then_dies_is_recovered(harness: Harness, faults: Faults) -> None:
-    make_queue(harness)
+@pytest.mark.parametrize("settings", [None, CLAIMED_QUEUE], ids=["unclaimed", "claimed"])
+def test_late_claim_by_a_sweeper_that_then_dies_is_recovered(
+    harness: Harness, faults: Faults, settings: dict[str, Any] | None
+) -> None:
+    make_queue(harness, settings=settings)
     [created] = post(harness, {"body": 1, "delay": 600})
     harness.clock.advance(600 + 100)  # the sweeper was down: it claims long after the due time
     faults.sqs.crash("send_message_batch")
@@ -78,7 +106,7 @@ def test_late_claim_by_a_sweeper_that_then_dies_is_recovered(harness: Harness, f
 def test_sweep_send_failing_for_some_entries_releases_them_and_holds_the_watermark(
     harness: Harness, faults: Faults
 ) -> None:
-    make_queue(harness)
+    make_queue(harness, settings=CLAIMED_QUEUE)
     ids = [m["id"] for m in post(harness, *({"body": i, "delay": 600 + i} for i in range(4)))]
     harness.clock.advance(400)
     faults.sqs.fail_entries(timer_for(ids[1], ids[3]))
@@ -92,6 +120,26 @@ def test_sweep_send_failing_for_some_entries_releases_them_and_holds_the_waterma
     assert sent_first == sorted([ids[0], ids[2]]) and sent_second == sorted([ids[1], ids[3]])
     assert [m.claimed_until is None for m in stored if m is not None] == [False, True, False, True]
     assert first.watermark < 600 * 1000 + harness.clock.now.timestamp() * 1000
+
+
+def test_an_unclaimed_sweep_send_failing_for_some_entries_holds_the_watermark_before_the_first(
+    harness: Harness, faults: Faults
+) -> None:
+    make_queue(harness)
+    ids = [m["id"] for m in post(harness, *({"body": i, "delay": 600 + i} for i in range(4)))]
+    harness.clock.advance(400)
+    faults.sqs.fail_entries(timer_for(ids[1], ids[3]))
+    first = harness.sweep()
+    timers = harness.timers()
+    faults.sqs.heal()
+    harness.sweep()
+    again = harness.timers()
+    harness.dispatch(timers + again)
+    # From the earliest refused one on, the next sweep sends again: the one sent between them twice.
+    assert first.send_failed == 2 and sorted(timer_ids(timers)) == sorted([ids[0], ids[2]])
+    assert sorted(timer_ids(again)) == sorted(ids[1:])
+    assert status_of(harness, *ids) == ["delivered"] * 4
+    assert len(harness.receiver.requests) == 4
 
 
 def test_sweep_send_failing_entirely_is_retried_by_the_next_sweep(harness: Harness, faults: Faults) -> None:

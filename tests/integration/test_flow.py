@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hourglass.service.sweep import Sweeper
 
 from tests.integration.conftest import Harness
 
 HTTP_QUEUE = {"target": {"type": "http", "url": "http://127.0.0.1:9/hook"}, "retry": {"max_attempts": 3}}
+# A queue using an opt-in feature: the sweep claims its messages (`delivery_control.claims_hand_offs`).
+CLAIMED_QUEUE = {**HTTP_QUEUE, "max_concurrency": 1000}
 
 
 def make_queue(h: Harness, name: str = "orders", settings: dict[str, Any] | None = None) -> None:
@@ -74,15 +77,19 @@ def test_swept_message_is_delivered_and_leaves_the_due_index(harness: Harness) -
     assert index["Count"] == 0
 
 
-def test_two_sweeps_claim_a_message_once(harness: Harness) -> None:
-    make_queue(harness)
-    post(harness, {"body": 1, "delay": 600})
+@pytest.mark.parametrize(("settings", "again"), [(CLAIMED_QUEUE, 0), (HTTP_QUEUE, 1)], ids=["claimed", "unclaimed"])
+def test_two_sweeps_deliver_a_message_once(harness: Harness, settings: dict[str, Any], again: int) -> None:
+    """Claimed, the second sweep leaves it; unclaimed, it sends a second timer, which starts nothing."""
+    make_queue(harness, settings=settings)
+    [created] = post(harness, {"body": 1, "delay": 600})
     harness.clock.advance(400)
     first = harness.sweep()
     # a second sweeper that has not seen the watermark move: reset it
     harness.ddb.delete_item(TableName="messages", Key={"pk": {"S": "@sweeper"}, "sk": {"S": "#state"}})
     second = harness.sweep()
-    assert (first.handed_off, second.handed_off) == (1, 0)
+    harness.dispatch(harness.timers())
+    assert (first.handed_off, second.handed_off) == (1, again)
+    assert get(harness, created["id"])["status"] == "delivered" and len(harness.receiver.requests) == 1
 
 
 def test_cancelled_message_is_not_delivered(harness: Harness) -> None:

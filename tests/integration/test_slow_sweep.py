@@ -17,7 +17,7 @@ from hourglass.core.schedule import TIMER_HEAD_START
 from hourglass.core.timestamps import to_ms
 
 from tests.integration.conftest import Harness
-from tests.integration.test_flow import make_queue, post
+from tests.integration.test_flow import CLAIMED_QUEUE, make_queue, post
 from tests.integration.test_rate_limits import make_queue as make_limited_queue
 from tests.integration.test_rate_limits import post_burst
 
@@ -54,7 +54,8 @@ class SentTimers:
 
 @pytest.fixture
 def slow(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> tuple[Harness, SentTimers]:
-    make_queue(harness)
+    # A queue whose hand-offs are claimed: the claims are what this fake clock makes slow.
+    make_queue(harness, settings=CLAIMED_QUEUE)
     sent = SentTimers(harness)
     monkeypatch.setattr(harness.ctx.store, "claim", SlowClaims(harness))
     monkeypatch.setattr(harness.ctx.timers, "send", sent)

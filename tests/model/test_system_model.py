@@ -492,6 +492,10 @@ class SystemModel(RuleBasedStateMachine):
         self.world.crashing(crash_at, self.world.sweep)
 
     @rule()
+    def sweeps_overlap(self) -> None:
+        self.world.overlapping_sweeps()
+
+    @rule()
     def dead_letter_consumer(self) -> None:
         self.world.dead_letters()
 

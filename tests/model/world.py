@@ -13,6 +13,7 @@ from typing import Any
 from hourglass.adapters.http_target import HttpReply
 from hourglass.adapters.timer_queue import read_timers
 from hourglass.core import handoff
+from hourglass.core.keys import SWEEPER_PK, SWEEPER_STATE_SK
 from hourglass.core.model import Message
 from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.handlers import sweeper
@@ -307,6 +308,18 @@ class World:
             self.crashes += 1
             self.sweeper_ctx = replace(self.h.ctx)
         self.collect()
+
+    def overlapping_sweeps(self) -> None:
+        """Two scheduled runs from one watermark (a run slower than the interval, a schedule invoked twice): the
+        second reads what the first handed off; an unclaimed message gets a second timer (`QueueLimits.claims`)."""
+        key = {"pk": {"S": SWEEPER_PK}, "sk": {"S": SWEEPER_STATE_SK}}
+        before = self.h.ddb.get_item(TableName=self.h.ctx.settings.table, Key=key, ConsistentRead=True).get("Item")
+        self.sweep()
+        if before is None:
+            self.h.ddb.delete_item(TableName=self.h.ctx.settings.table, Key=key)
+        else:
+            self.h.ddb.put_item(TableName=self.h.ctx.settings.table, Item=before)
+        self.sweep()
 
     def run_for(self, seconds: float, *, step_limit: int = 400) -> None:
         """Time passes: sweeps on their schedule, each timer when SQS would hand it out, the DLQ consumer."""

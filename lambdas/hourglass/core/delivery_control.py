@@ -47,6 +47,17 @@ def of(queue: Queue | None) -> DeliveryControl:
     return queue.control if queue is not None and queue.control is not None else DeliveryControl()
 
 
+def claims_hand_offs(control: DeliveryControl) -> bool:
+    """Whether the sweep claims a queue's due messages (a conditional write each) before it sends their timers.
+
+    A queue without limits or ordering needs no claim (issue 35: one write unit a message): its timer's start is
+    conditional on the message's version, so a second timer of one version (two sweeps of one range, a run that
+    died before it saved its watermark) starts nothing twice, and the index entry stays until the start; a
+    window's deferral and a breaker's pause rewrite or hold the message as for any timer. Pacing moves an entry's
+    keys with its claim; concurrency slots and ordered lines keep one timer per message version."""
+    return control.limited or control.ordering is not None
+
+
 def rates(control: DeliveryControl) -> Rates | None:
     """The rate limits a queue's hand-offs keep at once, queue-wide and per flow key; None: no slots."""
     return Rates(control.rate_limit, control.key_rate_limit, control.pace_floor_us) if control.paced else None

@@ -171,6 +171,8 @@ class Claim:
     lease: datetime
     slot: Slot | None = None
     chained: bool = False  # an occurrence whose next one the claimer stored (Timer.chained)
+    # False: handed off without a claim write (`delivery_control.claims_hand_offs`), so nothing to give back.
+    written: bool = True
 
 
 @dataclass(frozen=True)

@@ -65,13 +65,16 @@ class Context:
 
     def __post_init__(self) -> None:
         self.pacer = Pacer(self.store)
-        self.limits = QueueLimits(self.store.get_queue, lambda: self.clock())
+        self.limits = QueueLimits(self.store.get_queue, lambda: self.clock(), self._has_schedules)
         if self.settings.log_level is not None:
             logs.set_level(self.settings.log_level)
         # Bodies above the body-item threshold go to S3; its client is built on first use.
         configure = getattr(self.store, "configure_bodies", None)
         if configure is not None:
             configure(retention=self.settings.retention, bucket=self.settings.body_bucket, body_store=self.body_store)
+
+    def _has_schedules(self, queue: str) -> bool:
+        return bool(self.store.list_schedules(queue, limit=1, cursor=None)[0])
 
     def __setattr__(self, name: str, value: object) -> None:
         super().__setattr__(name, value)

@@ -400,7 +400,7 @@ class HandOff:
     def give_back(self, claims: Sequence[Claim]) -> None:
         """Releases leases whose timers were never sent, so the next sweep takes them at once."""
         for claim in claims:
-            if self.release is None:
+            if self.release is None or not claim.written:
                 continue
             try:
                 self.release(claim)

@@ -453,12 +453,20 @@ class HeldSlots:
 
 
 class QueueLimits:
-    """The sweeper's view of which queues are rate-limited: one read per queue per CONTROL_TTL."""
+    """The sweeper's view of each queue: its rate limits, its ordering, whether its hand-offs are claimed; one
+    read of the queue (and one of whether it has schedules) per queue per CONTROL_TTL."""
 
-    def __init__(self, read: Callable[[str], Queue | None], clock: Callable[[], datetime]) -> None:
+    def __init__(
+        self,
+        read: Callable[[str], Queue | None],
+        clock: Callable[[], datetime],
+        scheduled: Callable[[str], bool] = lambda queue: True,
+    ) -> None:
         self.read = read
         self.clock = clock
+        self.scheduled = scheduled
         self._seen: dict[str, tuple[datetime, DeliveryControl | NewerFormatError]] = {}
+        self._schedules: dict[str, tuple[datetime, bool]] = {}
         self._lock = threading.Lock()
 
     def rate(self, queue: str) -> Rates | None:
@@ -473,6 +481,29 @@ class QueueLimits:
         """A PUT of the queue in this process: read again on next use."""
         with self._lock:
             self._seen.pop(queue, None)
+            self._schedules.pop(queue, None)
+
+    def claims(self, queue: str) -> bool:
+        """Whether the sweep claims this queue's due messages: a queue using an opt-in feature
+        (`delivery_control.claims_hand_offs`), a newer release's, or one with schedules (the claim returns an
+        occurrence's item, from which the sweep stores the next one ahead: `transitions.chain_ahead`). A view up
+        to CONTROL_TTL old only moves a message between a claimed and an unclaimed hand-off, both safe."""
+        try:
+            if delivery_control.claims_hand_offs(self._control(queue)):
+                return True
+        except NewerFormatError:
+            return True
+        now = self.clock()
+        with self._lock:
+            cached = self._schedules.get(queue)
+        if cached is None or now - cached[0] >= CONTROL_TTL:
+            try:
+                cached = (now, self.scheduled(queue))
+            except (NewerFormatError, StoreError):
+                return True
+            with self._lock:
+                self._schedules[queue] = cached
+        return cached[1]
 
     def ordering(self, queue: str) -> Ordering | None:
         """The queue's ordering (v1.3) as read at most CONTROL_TTL ago."""

@@ -297,16 +297,21 @@ class Sweeper:
             for entry, slot in zip(chunk, slots, strict=True)
         ]
         moves = [self._moved(entry, slot) for entry, slot in zip(chunk, slots, strict=True)]
-        claims = self._claim_all(chunk, leases, batch.now, moves)
-        for entry, lease, slot, (claimed, chained) in zip(chunk, leases, slots, claims, strict=True):
+        # A queue using no opt-in feature is handed off without a claim (`QueueLimits.claims`): its timer's
+        # start is conditional on the version, and its entry stays in the index until then.
+        limits = self.ctx.limits
+        written = [slot is not None or limits.claims(entry.queue) for entry, slot in zip(chunk, slots, strict=True)]
+        claims = iter(self._claim_all(*_written(written, chunk, leases, moves), batch.now))
+        for entry, lease, slot, claim in zip(chunk, leases, slots, written, strict=True):
+            claimed, chained = next(claims) if claim else (True, False)
             if not claimed:
                 if batch.recovery:
                     # Still leased (a late claim, or an earlier recovery): its holder may yet die
                     # before the hand-off, so the recovery watermark waits for the lease to end.
                     batch.hold(entry.due_ms)
                 continue
-            report.claimed += 1
-            batch.add(entry, lease, slot, chained)
+            report.claimed += claim
+            batch.add(entry, lease, slot, chained, written=claim)
 
     def _moved(self, entry: DueEntry, slot: Slot | None) -> SweepKeys | None:
         return handoff.moved_keys(entry, slot, self.ctx.settings.timing)
@@ -315,18 +320,17 @@ class Sweeper:
         self,
         entries: list[DueEntry],
         leases: list[datetime],
+        moves: list[SweepKeys | None],
         now: datetime,
-        moves: list[SweepKeys | None] | None = None,
     ) -> list[tuple[bool, bool]]:
         """Per entry: claimed, and whether its next occurrence was stored with the claim (`_claim_one`)."""
         assert self._pool is not None
         if not entries:
             return []
-        targets = moves or [None] * len(entries)
 
         def claim(start: int) -> list[tuple[bool, bool]]:
             end = start + CLAIMS_PER_THREAD
-            rows = zip(entries[start:end], leases[start:end], targets[start:end], strict=True)
+            rows = zip(entries[start:end], leases[start:end], moves[start:end], strict=True)
             return [self._claim_one(e, now, lease, to) for e, lease, to in rows]
 
         runs = self._pool.map(claim, range(0, len(entries), CLAIMS_PER_THREAD))
@@ -383,11 +387,13 @@ class _Batch:
         self.earliest_failure: int | None = None
         self.first_at = now  # when the oldest claim waiting to be sent was added
 
-    def add(self, entry: DueEntry, lease: datetime, slot: Slot | None = None, chained: bool = False) -> None:
+    def add(
+        self, entry: DueEntry, lease: datetime, slot: Slot | None = None, chained: bool = False, *, written: bool = True
+    ) -> None:
         added = self.sweeper.ctx.clock()
         if not self.claims:
             self.first_at = added
-        self.claims.append(Claim(entry, lease, slot, chained))
+        self.claims.append(Claim(entry, lease, slot, chained, written))
         if len(self.claims) >= SEND_CHUNK or added - self.first_at >= SEND_AFTER:
             self.flush()
 
@@ -409,6 +415,14 @@ def _previous_load(state: SweepState, starts: Mapping[int, int]) -> tuple[int, b
     reports = [state.shards[s] for s in starts if s in state.shards and state.shards[s].run == state.last_run]
     lagging = len(reports) < len(starts) or not all(p.complete for p in reports)
     return sum(p.due for p in reports), lagging
+
+
+def _written(
+    written: list[bool], entries: list[DueEntry], leases: list[datetime], moves: list[SweepKeys | None]
+) -> tuple[list[DueEntry], list[datetime], list[SweepKeys | None]]:
+    """The entries (with their leases and moves) whose hand-off is claimed by a write."""
+    rows = [(e, lease, move) for e, lease, move, claim in zip(entries, leases, moves, written, strict=True) if claim]
+    return [e for e, _, _ in rows], [lease for _, lease, _ in rows], [move for _, _, move in rows]
 
 
 def _chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:
