@@ -119,7 +119,11 @@ def section(*, quick: bool = False) -> Section:
                     f"{more_reads:+.2f}",
                 ]
             )
-            out.at_most(f"{label} ({path}): WU per message vs unlimited", round(total - base, 2), "WU", 2.0, shown="+2")
+            # Swept, a limited queue's messages are claimed, an unlimited one's not (`QueueLimits.claims`): +1.
+            budget, shown = (3.0, "+2 (+1 claim)") if swept else (2.0, "+2")
+            out.at_most(
+                f"{label} ({path}): WU per message vs unlimited", round(total - base, 2), "WU", budget, shown=shown
+            )
     out.data["table"] = {
         "header": ["queue", "hand-off", "WU per message", "vs unlimited", "limit items WU", "RCU vs unlimited"],
         "rows": rows,
