@@ -376,6 +376,14 @@ def _warn_skipped(cfn: Any, stack_name: str, template: Mapping[str, Any]) -> Non
         # line each (one line of them all ran to 700 characters).
         log.warning("stack %s: the local runtime stands in for what the emulator leaves out:%s", stack_name, done)
     missing = {kind: count for kind, count in skipped.items() if kind not in STAND_INS}
+    if "AWS::DynamoDB::Table" in missing:
+        # Nothing runs without it; moto's CloudFormation drops a table whose indexes an update changes.
+        raise DeployError(
+            f"stack {stack_name}: the emulator left the stack without its message table. Its CloudFormation cannot "
+            "change a table's indexes in place (hourglass:order_due, hourglass:order_created or the capacity mode "
+            "changed since the saved state was made): start empty with `make dev FRESH=1`, or start with the "
+            "settings the saved state was made with."
+        )
     if missing:
         kinds = ", ".join(f"{kind} x{count}" for kind, count in sorted(missing.items()))
         log.warning("stack %s: the emulator did not create, and nothing stands in for: %s", stack_name, kinds)

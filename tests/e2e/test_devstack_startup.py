@@ -78,6 +78,12 @@ class NoResources:
         return [{"StackResourceSummaries": []}]
 
 
+def test_a_stack_left_without_its_table_stops_the_start_and_says_how_to_start_empty() -> None:
+    template = {"Resources": {"Store": {"Type": "AWS::DynamoDB::Table"}}}
+    with pytest.raises(deploy.DeployError, match="make dev FRESH=1"):
+        deploy._warn_skipped(NoResources(), "Hourglass", template)
+
+
 def test_the_emulators_stand_ins_are_reported_one_per_short_line(caplog: pytest.LogCaptureFixture) -> None:
     template = {"Resources": {f"R{n}": {"Type": kind} for n, kind in enumerate(deploy.STAND_INS)}}
     with caplog.at_level(logging.WARNING, logger=deploy.log.name):
