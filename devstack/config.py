@@ -22,21 +22,10 @@ LOCAL_SERVICE_TARGETS = LOCAL_SQS_TARGETS
 CRASH_PHASES = c.CRASH_PHASES
 # The fields that are the functions' own settings (hourglass.settings), read from the same variables.
 FUNCTION_SETTINGS = (
-    "sweep_interval",
-    "lookahead",
-    "allow_private_callbacks",
-    "api_key",
-    "handoff_safety",
-    "shards",
-    "log_level",
-    "sqs_targets",
-    "lambda_targets",
-    "sns_targets",
-    "eventbridge_targets",
-    "stepfunctions_targets",
-    "order_created",
+    "sweep_interval", "lookahead", "allow_private_callbacks", "api_key", "handoff_safety", "shards", "log_level",
+    "sqs_targets", "lambda_targets", "sns_targets", "eventbridge_targets", "stepfunctions_targets", "order_created",
     "order_due",
-)
+)  # fmt: skip
 
 DEPLOY_MODES = {"": "inprocess", "inprocess": "inprocess", "moto": "inprocess", "cdk": "cdk", "ministack": "cdk"}
 

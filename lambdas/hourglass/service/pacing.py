@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from hourglass.adapters import storage
 from hourglass.adapters.metrics import Metrics
@@ -452,6 +452,9 @@ class HeldSlots:
             line[:] = [h for h in line if h not in taken]
 
 
+V = TypeVar("V")
+
+
 class QueueLimits:
     """The sweeper's view of each queue: its rate limits, its ordering, whether its hand-offs are claimed; one
     read of the queue (and one of whether it has schedules) per queue per CONTROL_TTL."""
@@ -493,36 +496,37 @@ class QueueLimits:
                 return True
         except NewerFormatError:
             return True
-        now = self.clock()
-        with self._lock:
-            cached = self._schedules.get(queue)
-        if cached is None or now - cached[0] >= CONTROL_TTL:
-            try:
-                cached = (now, self.scheduled(queue))
-            except (NewerFormatError, StoreError):
-                return True
-            with self._lock:
-                self._schedules[queue] = cached
-        return cached[1]
+        try:
+            return self._remembered(self._schedules, queue, lambda: self.scheduled(queue))
+        except (NewerFormatError, StoreError):  # not remembered: the next chunk of the queue asks again
+            return True
 
     def ordering(self, queue: str) -> Ordering | None:
         """The queue's ordering (v1.3) as read at most CONTROL_TTL ago."""
         return self._control(queue).ordering
 
     def _control(self, queue: str) -> DeliveryControl:
+        control = self._remembered(self._seen, queue, lambda: self._read_control(queue))
+        if isinstance(control, NewerFormatError):
+            raise control
+        return control
+
+    def _read_control(self, queue: str) -> DeliveryControl | NewerFormatError:
+        try:
+            return delivery_control.of(self.read(queue))
+        except NewerFormatError as exc:
+            log("newer_item_format", queue=queue, error=str(exc))
+            return exc  # remembered too: read again only after CONTROL_TTL
+
+    def _remembered(self, cache: dict[str, tuple[datetime, V]], queue: str, read: Callable[[], V]) -> V:
+        """What `read` gives for `queue`, as read at most CONTROL_TTL ago (read now, and kept, if older)."""
         now = self.clock()
         with self._lock:
-            cached = self._seen.get(queue)
+            cached = cache.get(queue)
         if cached is None or now - cached[0] >= CONTROL_TTL:
-            try:
-                cached = (now, delivery_control.of(self.read(queue)))
-            except NewerFormatError as exc:
-                log("newer_item_format", queue=queue, error=str(exc))
-                cached = (now, exc)  # remembered too: read again only after CONTROL_TTL
+            cached = (now, read())
             with self._lock:
-                self._seen[queue] = cached
-        if isinstance(cached[1], NewerFormatError):
-            raise cached[1]
+                cache[queue] = cached
         return cached[1]
 
 

@@ -299,8 +299,8 @@ class Sweeper:
         moves = [self._moved(entry, slot) for entry, slot in zip(chunk, slots, strict=True)]
         # A queue using no opt-in feature is handed off without a claim (`QueueLimits.claims`): its timer's
         # start is conditional on the version, and its entry stays in the index until then.
-        limits = self.ctx.limits
-        written = [slot is not None or limits.claims(entry.queue) for entry, slot in zip(chunk, slots, strict=True)]
+        claimed_queues = {queue: self.ctx.limits.claims(queue) for queue in {entry.queue for entry in chunk}}
+        written = [slot is not None or claimed_queues[e.queue] for e, slot in zip(chunk, slots, strict=True)]
         claims = iter(self._claim_all(*_written(written, chunk, leases, moves), batch.now))
         for entry, lease, slot, claim in zip(chunk, leases, slots, written, strict=True):
             claimed, chained = next(claims) if claim else (True, False)
