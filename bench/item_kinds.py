@@ -72,7 +72,7 @@ def classify_entry(index: str, index_pk: str | None) -> str:
         return CREATED_ENTRY
     if index != contract.DUE_INDEX or index_pk is None:
         return UNKNOWN
-    if index_pk == keys.OUTBOX_PK:
+    if keys.is_outbox_pk(index_pk):
         return OUTBOX
     if index_pk == keys.SCHEDULES_PK:
         return SCHEDULES_LIST

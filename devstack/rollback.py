@@ -17,7 +17,7 @@ from typing import Any
 import boto3
 from hourglass import contract
 from hourglass.adapters.store import Store
-from hourglass.core.keys import bucket_of_pk, bucket_pk
+from hourglass.core.keys import OUTBOX_PK, bucket_of_pk, bucket_pk, outbox_pks
 from hourglass.version import __version__
 
 from devstack.deployed import STACK_NAME
@@ -88,10 +88,28 @@ def _wide_buckets(deployed: Deployed) -> Iterator[tuple[str, str]]:
         )
 
 
+def _outbox_shards(deployed: Deployed) -> Iterator[tuple[str, str]]:
+    """(partition, `notice#`) of every outbox shard: a release before them reads only the one partition."""
+    for pk in outbox_pks():
+        if pk != OUTBOX_PK:
+            yield pk, OUTBOX_PK
+
+
+def _sharded_notices(deployed: Deployed) -> Iterator[tuple[str, str]]:
+    owed = sum(1 for pk, _ in _outbox_shards(deployed) for _ in deployed.store.due_entries(pk))
+    if owed:
+        yield (
+            f"the failure-notice outbox holds {owed} notice(s) still owed in its shards: an older release reads "
+            "only `notice#` and would never send them",
+            "`--rehome` moves them to `notice#` (run it again once the older release is deployed)",
+        )
+
+
 # The release that brought each feature in, and the check of whether the table holds its state.
 CHECKS: tuple[tuple[str, Callable[[Deployed], Iterator[tuple[str, str]]]], ...] = (
     ("1.3.0", _ordered_queues),
     ("1.3.0", _wide_buckets),
+    ("1.3.0", _sharded_notices),
 )
 
 
@@ -102,13 +120,11 @@ def blockers(deployed: Deployed, target: str) -> list[Blocker]:
 
 
 def rehome(deployed: Deployed) -> int:
-    """Moves every due-index entry an older sweeper would not read into the base shard it falls under; how many
-    moved. Safe beside a sweeper with widths, which reads the base shards too."""
-    return sum(
-        deployed.store.move_due_entry(entry, pk, base)
-        for pk, base in _beyond_base(deployed)
-        for entry in list(deployed.store.due_entries(pk))
-    )
+    """Moves every due-index entry an older release would not read into the partition it reads (a bucket's base
+    shard, the unsharded outbox); how many moved. Safe beside the newer release, which reads those too."""
+    moves = (*_beyond_base(deployed), *_outbox_shards(deployed))
+    store = deployed.store
+    return sum(store.move_due_entry(entry, pk, to) for pk, to in moves for entry in list(store.due_entries(pk)))
 
 
 def deployed_outputs(stack: str, cloudformation: Any = None) -> dict[str, str]:
@@ -127,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     running = outputs.get(contract.OUTPUT_VERSION, __version__)
     deployed = Deployed(Store(outputs[contract.OUTPUT_TABLE]), int(outputs[contract.OUTPUT_SHARDS]), datetime.now(UTC))
     if args.rehome:  # also after the older release is deployed: what the newer one wrote until then
-        print(f"moved {rehome(deployed)} due-index entries into the stack's {deployed.shards} shards")
+        print(f"moved {rehome(deployed)} due-index entries into the partitions {args.to} reads")
     if version(args.to) >= version(running):
         print(f"{args.to} is not older than the deployed {running}: nothing to check")
         return 0

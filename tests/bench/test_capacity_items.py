@@ -36,7 +36,7 @@ TABLE_ITEMS = (
     "REPAIR_PK",
     "REPAIR_SK",
     "BUCKETS_PK",
-    "OUTBOX_PK",
+    "outbox_pk",
     "SCHEDULES_PK",
 )
 

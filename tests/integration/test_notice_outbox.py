@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hourglass.core import failure_notice
+from hourglass.core import failure_notice, keys
 from hourglass.core.delivery import Outcome
 from hourglass.handlers import sweeper as sweeper_handler
 from hourglass.service import failure_notices
@@ -170,3 +170,55 @@ def test_an_unknown_notice_filter_is_a_400_naming_it(harness: Harness) -> None:
     make_queue(harness)
     status, doc = harness.call("GET", "/v1/queues/orders/messages", params={"notice": "sent"})
     assert (status, doc["error"]["message"].startswith("notice:")) == (400, True)
+
+
+# the outbox's partitions -------------------------------------------------------------------------
+def outbox_partition(h: Harness, queue: str, message_id: str) -> str | None:
+    item = h.ddb.get_item(TableName=h.ctx.settings.table, Key={"pk": {"S": queue}, "sk": {"S": f"m#{message_id}"}})
+    pk = item["Item"].get("sweep_pk")
+    return None if pk is None else str(pk["S"])
+
+
+def left_in_the_outbox(h: Harness, monkeypatch: pytest.MonkeyPatch, count: int, destination: list[int]) -> list[str]:
+    """`count` messages of "orders" ended failed by writers that died before sending their notices."""
+    notifying_queue(h, "orders", destination)
+    monkeypatch.setattr(failure_notices, "send_owed", lambda *args: False)
+    ended = fail(h, "orders", count)
+    monkeypatch.undo()
+    return ended
+
+
+def test_the_notices_of_many_endings_spread_over_the_outbox_partitions(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ended = left_in_the_outbox(harness, monkeypatch, 40, [200])
+    partitions = {outbox_partition(harness, "orders", message_id) for message_id in ended}
+    assert len(partitions) > 10 and partitions <= set(keys.outbox_pks()) - {keys.OUTBOX_PK}
+
+
+def test_recovery_sends_the_notices_of_every_outbox_partition(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ended = left_in_the_outbox(harness, monkeypatch, 40, [200])
+    sweeps(harness, failure_notice.OUTBOX_GRACE.total_seconds() + 60, every=60)
+    assert [get(harness, message_id)["notice"] for message_id in ended] == [None] * 40
+
+
+def test_a_notice_left_in_the_unsharded_outbox_of_1_2_0_is_still_sent(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    [message_id] = left_in_the_outbox(harness, monkeypatch, 1, [200])
+    [entry] = [e for pk in keys.outbox_pks() for e in harness.ctx.store.due_entries(pk)]
+    assert harness.ctx.store.move_due_entry(entry, keys.outbox_pk(message_id), keys.OUTBOX_PK)
+    sweeps(harness, failure_notice.OUTBOX_GRACE.total_seconds() + 60, every=60)
+    assert (get(harness, message_id)["notice"], outbox_partition(harness, "orders", message_id)) == (None, None)
+
+
+def test_pending_notices_are_listed_from_the_sharded_and_the_unsharded_outbox(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ended = left_in_the_outbox(harness, monkeypatch, 2, [200])
+    [entry, _] = sorted((e for pk in keys.outbox_pks() for e in harness.ctx.store.due_entries(pk)), key=str)
+    harness.ctx.store.move_due_entry(entry, keys.outbox_pk(entry.id), keys.OUTBOX_PK)
+    status, doc = harness.call("GET", "/v1/queues/orders/messages", params={"notice": "pending"})
+    assert (status, sorted(m["id"] for m in doc["messages"])) == (200, sorted(ended))

@@ -1,15 +1,18 @@
-"""`devstack.rollback`: a rollback to a release before ordering and due-bucket widths is refused while the table
-holds either, and allowed once it holds neither; `rehome` moves what an older sweeper would not read into the
-shards it reads (docs/upgrades.md, rule 8)."""
+"""`devstack.rollback`: a rollback to a release before ordering, due-bucket widths and outbox shards is refused
+while the table holds any, and allowed once it holds none; `rehome` moves what an older release would not read
+into the partitions it reads (docs/upgrades.md, rule 8)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
+import pytest
 from hourglass.adapters.store import Store
-from hourglass.core import keys
+from hourglass.core import failure_notice, keys
+from hourglass.service import failure_notices
 
 from devstack.rollback import Deployed, blockers, rehome
+from tests.integration import test_circuit_breaker, test_notice_outbox
 from tests.integration.conftest import Harness
 from tests.integration.test_flow import HTTP_QUEUE, make_queue, post
 
@@ -91,3 +94,47 @@ def test_a_rehomed_message_is_still_swept_and_delivered(harness: Harness) -> Non
     harness.dispatch(harness.timers())
     _, doc = harness.call("GET", f"/v1/queues/orders/messages/{message_id}")
     assert doc["status"] == "delivered"
+
+
+def owed_in_a_shard(h: Harness, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A message ended failed whose writer died before sending its notice: its entry waits in an outbox shard."""
+    [message_id] = test_notice_outbox.left_in_the_outbox(h, monkeypatch, 1, [200])
+    return message_id
+
+
+def test_a_notice_owed_in_an_outbox_shard_refuses_the_rollback(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    owed_in_a_shard(harness, monkeypatch)
+    found = blockers(deployed(harness), "v1.2.0")
+    assert ["1 notice(s) still owed" in b.what for b in found] == [True]
+
+
+def test_rehome_moves_an_owed_notice_into_the_unsharded_outbox(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    message_id = owed_in_a_shard(harness, monkeypatch)
+    moved = rehome(deployed(harness))
+    assert (moved, sweep_pk(harness, message_id), blockers(deployed(harness), "v1.2.0")) == (1, keys.OUTBOX_PK, [])
+
+
+def test_rehome_moves_a_queue_paused_notice_into_the_unsharded_outbox(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    test_circuit_breaker.breaker_queue(harness)
+    monkeypatch.setattr(failure_notices, "send_queue_paused", lambda *args: False)
+    test_circuit_breaker.send(harness, test_circuit_breaker.BREAKER["min_attempts"])
+    monkeypatch.undo()
+    rehome(deployed(harness))
+    [entry] = harness.ctx.store.due_entries(keys.OUTBOX_PK)
+    assert (failure_notice.is_queue_paused(entry.id), blockers(deployed(harness), "v1.2.0")) == (True, [])
+
+
+def test_a_rehomed_queue_paused_notice_is_still_sent(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    test_circuit_breaker.breaker_queue(harness)
+    monkeypatch.setattr(failure_notices, "send_queue_paused", lambda *args: False)
+    test_circuit_breaker.send(harness, test_circuit_breaker.BREAKER["min_attempts"])
+    monkeypatch.undo()
+    rehome(deployed(harness))
+    test_circuit_breaker.sweeps(harness, int(failure_notice.OUTBOX_GRACE.total_seconds() // 60) + 1)
+    assert [n["queue"] for n in test_circuit_breaker.paused_notices(harness)] == ["orders"]

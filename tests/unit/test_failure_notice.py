@@ -7,13 +7,12 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from hourglass.core import delivery, limits
+from hourglass.core import delivery, keys, limits
 from hourglass.core.delivery import Outcome, judge_http
 from hourglass.core.failure_notice import (
     BACKOFF_MAX,
     MAX_TRIES,
     OUTBOX_GRACE,
-    OUTBOX_PK,
     after_failure,
     backoff,
     failure_notice,
@@ -74,11 +73,11 @@ def test_http_notice_headers_name_the_event_and_message():
 
 
 def test_an_outbox_entry_waits_out_the_writers_grace_and_sorts_by_it():
-    keys = outbox_keys("abc", T0)
+    entry = outbox_keys("abc", T0)
     low, high = outbox_range(T0 + OUTBOX_GRACE)
     early_low, early_high = outbox_range(T0 + OUTBOX_GRACE - timedelta(milliseconds=1))
-    assert keys.pk == OUTBOX_PK and not keys.pk[0].isdigit()  # no due-bucket sweep reads it
-    assert low <= keys.sk <= high and not early_low <= keys.sk <= early_high
+    assert entry.pk in keys.outbox_pks() and not entry.pk[0].isdigit()  # no due-bucket sweep reads it
+    assert low <= entry.sk <= high and not early_low <= entry.sk <= early_high
 
 
 # next tries --------------------------------------------------------------------------------------
@@ -125,6 +124,8 @@ def test_the_tries_of_a_notice_span_a_few_hours():
 def test_due_entries_are_taken_in_turn_from_each_queue_earliest_first():
     entries = [DueEntry("a", f"a{i}", 2, i) for i in range(4)] + [DueEntry("b", "b0", 2, 9), DueEntry("c", "c0", 2, 10)]
     assert [e.id for e in fair_order(entries)] == ["a0", "b0", "c0", "a1", "a2", "a3"]
+
+
 SQS_DESTINATION = SqsTarget("https://sqs.us-east-1.amazonaws.com/123456789012/failures")
 FULL_BODY = "x" * (256 * 1024 - 2)
 

@@ -40,6 +40,7 @@ TABLE_KEYS = [
 INDEX_ENTRIES = [
     ((contract.DUE_INDEX, keys.bucket_pk(29_000_000, 5)), kinds.DUE_ENTRY),
     ((contract.DUE_INDEX, keys.OUTBOX_PK), kinds.OUTBOX),
+    ((contract.DUE_INDEX, keys.outbox_pk("m1")), kinds.OUTBOX),
     ((contract.DUE_INDEX, keys.SCHEDULES_PK), kinds.SCHEDULES_LIST),
     ((contract.LIST_INDEX, QUEUE), kinds.LIST_ENTRY),
     ((contract.CREATED_INDEX, QUEUE), kinds.CREATED_ENTRY),

@@ -107,3 +107,22 @@ def test_no_breaker_counter_outside_a_window_is_in_its_range():
     low, high = keys.breaker_range(5, 10, 12)
     outside = [keys.breaker_sk(5, 9, 15), keys.breaker_sk(5, 13), keys.breaker_sk(6, 11, 0), keys.breaker_sk(4, 11)]
     assert not any(low <= sk <= high for sk in outside)
+
+
+# the failure-notice outbox -----------------------------------------------------------------------
+def test_outbox_entries_spread_over_every_outbox_shard():
+    partitions = {keys.outbox_pk(f"{i:032x}") for i in range(2000)}
+    assert partitions == set(keys.outbox_pks()) - {keys.OUTBOX_PK}
+
+
+def test_an_outbox_entry_keeps_its_partition_from_try_to_try():
+    assert keys.outbox_pk("0f3a9c") == keys.outbox_pk("0f3a9c")
+
+
+def test_every_outbox_partition_and_only_those_are_outbox_partitions():
+    assert all(keys.is_outbox_pk(pk) for pk in keys.outbox_pks())
+    assert not any(keys.is_outbox_pk(pk) for pk in (keys.SCHEDULES_PK, keys.bucket_pk(123, 4), None))
+
+
+def test_no_outbox_partition_is_a_due_bucket():
+    assert all(keys.bucket_of_pk(pk) is None for pk in keys.outbox_pks())

@@ -22,6 +22,7 @@ from hourglass.core.cron import parse_cron
 from hourglass.core.document import control_doc
 from hourglass.core.failure_notice import QueuePaused, entry_keys
 from hourglass.core.handoff import DueEntry
+from hourglass.core.keys import shard_of
 from hourglass.core.lifecycle import Change
 from hourglass.core.limits import json_bytes
 from hourglass.core.model import (
@@ -48,7 +49,7 @@ from hourglass.core.model import (
     Target,
 )
 from hourglass.core.recurrence import CatchUp, Recurrence, Schedule
-from hourglass.core.schedule import SweepKeys, shard_of
+from hourglass.core.schedule import SweepKeys
 from hourglass.core.sweep_state import ShardProgress, SweepState
 from hourglass.core.timestamps import from_ms, to_ms
 from hourglass.core.window import Window, from_doc, to_doc
@@ -291,7 +292,7 @@ def notice_of(item: Item) -> Notice | None:
     the entry's sort key), abandoned once the outbox gave it up; None otherwise (none owed, or sent)."""
     finished = _time(item, "notice_finished")
     tries, error = _int(item, "notice_tries", 0), _str(item, "notice_error") or None
-    if _str(item, "sweep_pk") == keys.OUTBOX_PK:
+    if keys.is_outbox_pk(_str(item, "sweep_pk")):
         next_try = from_ms(keys.split_sort_key(item["sweep_sk"]["S"])[0])
         return Notice(NoticeStatus.PENDING, tries, error, next_try, finished)
     if _str(item, "notice_status") == NoticeStatus.ABANDONED.value:

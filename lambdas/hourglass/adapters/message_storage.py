@@ -287,7 +287,7 @@ class MessageStorage(Table):
         if notice is not None:
             # A pending notice is an outbox entry on the item; an abandoned one, a mark the outbox left.
             pending = notice is NoticeStatus.PENDING
-            filters.append("sweep_pk = :outbox" if pending else "notice_status = :notice")
+            filters.append("begins_with(sweep_pk, :outbox)" if pending else "notice_status = :notice")
             request["ExpressionAttributeValues"][":outbox" if pending else ":notice"] = s(
                 OUTBOX_PK if pending else notice.value
             )
@@ -463,7 +463,7 @@ class MessageStorage(Table):
             f"message {message.id} changed",
             Key=message_key(message.queue, message.id),
             UpdateExpression=update,
-            ConditionExpression="version = :v AND sweep_pk = :outbox",
+            ConditionExpression="version = :v AND begins_with(sweep_pk, :outbox)",
             ExpressionAttributeValues=values,
         )
 

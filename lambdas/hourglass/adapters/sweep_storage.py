@@ -18,11 +18,13 @@ from hourglass.adapters.items import (
     message_from_item,
     message_key,
     n,
+    queue_notice_key,
     s,
     shard_key,
     sweep_state_from_items,
 )
 from hourglass.adapters.table import Table, check_failed, format_guard
+from hourglass.core import failure_notice
 from hourglass.core.due_width import Record
 from hourglass.core.handoff import Claim, DueEntry
 from hourglass.core.keys import BUCKETS_PK, SWEEPER_PK, bucket_of_pk
@@ -176,11 +178,12 @@ class SweepStorage(Table):
             yield from (due_entry_from_item(item) for item in page.get("Items", []))
 
     def move_due_entry(self, entry: DueEntry, from_pk: str, to_pk: str) -> bool:
-        """Moves a message's due-index entry to another shard of its bucket, unless the message changed since
-        the entry was read (its new state put it where it belongs)."""
+        """Moves a due-index entry (a message's, or a queue notice's in the outbox) to another partition, unless
+        its item changed since the entry was read (its new state put it where it belongs)."""
+        paused = failure_notice.is_queue_paused(entry.id)
         return self._updated(
-            f"message {entry.id} changed",
-            Key=message_key(entry.queue, entry.id),
+            f"{'notice' if paused else 'message'} {entry.id} changed",
+            Key=queue_notice_key(entry.queue, entry.id) if paused else message_key(entry.queue, entry.id),
             UpdateExpression="SET sweep_pk = :to",
             ConditionExpression="version = :v AND sweep_pk = :from",
             ExpressionAttributeValues={":v": n(entry.version), ":from": s(from_pk), ":to": s(to_pk)},

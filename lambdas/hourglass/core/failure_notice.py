@@ -13,7 +13,7 @@ from typing import Any
 from hourglass.core import limits
 from hourglass.core.delivery import Outcome, compact
 from hourglass.core.handoff import DueEntry
-from hourglass.core.keys import OUTBOX_PK, sort_key, sort_key_bound
+from hourglass.core.keys import outbox_pk, sort_key, sort_key_bound
 from hourglass.core.model import Message, Notice, NoticeStatus, Status, Target
 from hourglass.core.schedule import SweepKeys
 from hourglass.core.timestamps import format_rfc3339, to_ms
@@ -36,7 +36,7 @@ def outbox_keys(message_id: str, finished_at: datetime) -> SweepKeys:
 
 def entry_keys(message_id: str, next_try: datetime) -> SweepKeys:
     """An outbox entry's keys: recovery takes it from `next_try` on, earliest first."""
-    return SweepKeys(OUTBOX_PK, sort_key(to_ms(next_try), message_id))
+    return SweepKeys(outbox_pk(message_id), sort_key(to_ms(next_try), message_id))
 
 
 def after_failure(message_id: str, tries: int, outcome: Outcome, finished_at: datetime, now: datetime) -> Notice:

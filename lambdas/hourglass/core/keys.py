@@ -5,6 +5,8 @@ One place, so that no two kinds of item collide; the adapters wrap these strings
 
 from __future__ import annotations
 
+import zlib
+
 # A queue's partition (pk = the queue's name) holds the queue item and everything scoped to the queue.
 # Its sort keys: `m#` messages (what a list reads), the rest sorted outside that range.
 QUEUE_SK = "#queue"
@@ -48,8 +50,30 @@ REPAIR_SK = "#repair"  # where the schedule chain repair has got to in its round
 # Due index (sweep_pk, sweep_sk): numeric `<bucket>#<shard>` partitions, sorted by `<due ms>#<id>`; and
 # partitions whose name is not a number, so no sweep of a due bucket reads them: the failure-notice
 # outbox (sorted as the buckets) and the list of every schedule (sorted by `<queue>#<name>`).
-OUTBOX_PK = "notice#"
+OUTBOX_PK = "notice#"  # the outbox's prefix; also 1.2.0's one outbox partition, still read
+# The outbox's partitions, `notice#<n>`: an entry's by its id, so that a burst of endings (an outage ending
+# many messages failed) spreads over them (docs/capacity.md).
+OUTBOX_SHARDS = 32
 SCHEDULES_PK = "schedules#"
+
+
+def shard_of(item_id: str, shards: int) -> int:
+    """The shard of an id among `shards`: stable, and even over ids."""
+    return zlib.crc32(item_id.encode()) % shards
+
+
+def outbox_pk(entry_id: str) -> str:
+    """The outbox partition of an entry (a message's, or a queue notice's id)."""
+    return f"{OUTBOX_PK}{shard_of(entry_id, OUTBOX_SHARDS)}"
+
+
+def outbox_pks() -> tuple[str, ...]:
+    """Every outbox partition recovery reads: the shards, and 1.2.0's unsharded one."""
+    return (OUTBOX_PK, *(f"{OUTBOX_PK}{shard}" for shard in range(OUTBOX_SHARDS)))
+
+
+def is_outbox_pk(pk: str | None) -> bool:
+    return pk is not None and pk.startswith(OUTBOX_PK)
 
 
 def message_sk(message_id: str) -> str:

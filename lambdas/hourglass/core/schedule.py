@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
-import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from hourglass.core.keys import bucket_pk, sort_key
+from hourglass.core.keys import shard_of as shard_of  # a message's due-index shard
 from hourglass.core.keys import sort_key_bound as sort_key_bound  # the sweep's bucket bounds
 from hourglass.core.timestamps import ceil_ms, seconds_between, to_ms
 
@@ -40,10 +40,6 @@ def due_time(now: datetime, *, delay: float | None, deliver_at: datetime | None,
 
 def bucket_of(due: datetime, bucket_seconds: int) -> int:
     return to_ms(due) // (bucket_seconds * 1000)
-
-
-def shard_of(message_id: str, shards: int) -> int:
-    return zlib.crc32(message_id.encode()) % shards
 
 
 def sweep_keys(

@@ -4,16 +4,17 @@ entry tried again with backoff, fairly across queues, and given up visibly after
 
 from __future__ import annotations
 
+import heapq
 import json
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime
 from itertools import islice
 from typing import Protocol
 
 from hourglass.adapters import storage
-from hourglass.core import aws_targets, delivery, delivery_control, epoch, failure_notice
+from hourglass.core import aws_targets, delivery, delivery_control, epoch, failure_notice, keys
 from hourglass.core.failure_notice import Notice, QueuePaused
 from hourglass.core.handoff import DueEntry
 from hourglass.core.model import AwsTarget, FailureDestination, Message, NoticeStatus, SqsTarget
@@ -36,6 +37,7 @@ NOTICE_TIMEOUT = (5.0, 5.0)
 RECOVERY_BATCH = 100
 # Due outbox entries one recovery run reads (keys only), then takes in turn from each queue.
 RECOVERY_READ = 1000
+RECOVERY_PAGE = 100  # per outbox partition (keys.outbox_pks): most are empty
 # Failed tries of one queue's notices after which a run leaves that queue's other entries to the next run.
 QUEUE_FAILURES = 3
 # Recovery stops when a send that hangs to its timeout could outlast the invocation by less than this (s).
@@ -76,7 +78,7 @@ def recover(ctx: Context, time_left: Callable[[], float] = lambda: 60.0, limit: 
     `time_left()` leaves room for one more send. Called by every scheduled sweeper run; returns how many it sent."""
     now = ctx.clock()
     low, high = failure_notice.outbox_range(now)
-    due = islice(ctx.store.query_due(failure_notice.OUTBOX_PK, low, high, limit=RECOVERY_READ), RECOVERY_READ)
+    due = islice(_due_entries(ctx, low, high), RECOVERY_READ)
     failures: Counter[str] = Counter()
     sent = tried = 0
     for entry in failure_notice.fair_order(due):
@@ -95,6 +97,13 @@ def recover(ctx: Context, time_left: Callable[[], float] = lambda: 60.0, limit: 
         else:
             failures[entry.queue] += 1
     return sent
+
+
+def _due_entries(ctx: Context, low: str, high: str) -> Iterator[DueEntry]:
+    """The due entries of every outbox partition, earliest first; each partition's Query pages on only as far
+    as the run reads."""
+    partitions = (ctx.store.query_due(pk, low, high, limit=RECOVERY_PAGE) for pk in keys.outbox_pks())
+    return heapq.merge(*partitions, key=lambda entry: (entry.due_ms, entry.id))
 
 
 def _recover_message(ctx: Context, entry: DueEntry, now: datetime) -> bool | None:
