@@ -263,15 +263,19 @@ def section() -> Section:
             shown="1,000",
         )
     cold = write_buckets(100_000.0)
-    result.check(
-        "due index, 100,000/s into one bucket (every queue of the second case at one delay): busiest shard",
-        f"{cold.peak_shard_wru:,} WU/s in the first bucket's first second (OVER: its writes are throttled and "
-        f"retried), {cold.next_peak_shard_wru:,} in the next bucket "
-        f"(width {cold.final_width}, {cold.processes} writers)",
+    result.at_most(
+        "due index, 100,000/s into one cold bucket (every queue of the second case at one delay): busiest shard",
+        index_shard_peak(cold),
+        f"WU/s (the first bucket's first second {cold.peak_shard_wru:,}, the next bucket "
+        f"{cold.next_peak_shard_wru:,}; width {cold.final_width}, {cold.processes} writers)",
+        PARTITION_WRU,
+        shown="1,000",
     )
     low = buckets["10 messages/s (low load)"]
+    # A process's first POST of 100 into a bucket is added to its record at once (due_width.FIRST): at most one
+    # write per 100 messages at a low rate.
     result.at_most("due-bucket records: extra write units per message at 10 messages/s", low.extra_wu_per_message,
-                   "WU", 0.0, shown="0")  # fmt: skip
+                   "WU", 0.01, shown="0.01")  # fmt: skip
     busy = buckets["10,000/s (50 times that)"]
     result.check("due-bucket records: extra write units per message at 10,000/s", round(busy.extra_wu_per_message, 4),
                  "WU")  # fmt: skip

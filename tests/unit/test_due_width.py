@@ -52,16 +52,31 @@ def test_a_process_counts_entries_until_a_flush_is_due():
     ]
 
 
-def test_a_bucket_filling_fast_is_added_to_its_record_early():
+def answered(bucket: int) -> Widths:
+    """A process that has added to `bucket`'s record once already."""
     widths = Widths(8)
+    widths.learned(bucket, Record(100, None, T0 - timedelta(seconds=1)), T0 - timedelta(seconds=1))
+    return widths
+
+
+def test_a_bucket_filling_fast_is_added_to_its_record_early():
+    widths = answered(7)
     counted = [widths.count(7, 100, T0 + timedelta(seconds=0.1 * i)) for i in range(3)]
     assert counted == [None, None, 300]
 
 
 def test_a_bucket_filling_slowly_waits_for_a_full_flush():
-    widths = Widths(8)
+    widths = answered(7)
     counted = [widths.count(7, 100, T0 + timedelta(seconds=2 * i)) for i in range(10)]
     assert counted == [None] * 9 + [1_000]
+
+
+def test_a_full_post_into_a_bucket_without_an_answer_is_added_to_its_record_at_once():
+    assert Widths(8).count(7, due_width.FIRST, T0) == due_width.FIRST
+
+
+def test_a_smaller_post_into_a_bucket_without_an_answer_waits():
+    assert Widths(8).count(7, due_width.FIRST - 1, T0) is None
 
 
 def test_a_bucket_is_widened_for_the_rate_its_record_grew_at():
