@@ -45,6 +45,9 @@ DUE_INDEX = "due"
 # Lists in order (v1.2), keys only: by the time each message was scheduled for, and by creation.
 LIST_INDEX = "list"
 CREATED_INDEX = "created"
+# Each list order (`?order=`) and its index: the index's name, and the sort attribute of its keys with its
+# DynamoDB type. The stack builds these, the message storage queries them.
+LIST_ORDER_INDEXES = {"due": (LIST_INDEX, "list_sk", "S"), "created": (CREATED_INDEX, "created_at", "N")}
 # "0" when the stack has no `created` index (CDK context `hourglass:order_created`): `order=created` is a 400.
 ORDER_CREATED = "HOURGLASS_ORDER_CREATED"
 # "0" when the stack has no `list` index (CDK context `hourglass:order_due`): `order=due` is a 400.

@@ -11,12 +11,13 @@ from dataclasses import dataclass
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
-from hourglass.contract import CREATED_INDEX, LIST_INDEX, TTL_ATTRIBUTE
 from hourglass.contract import DUE_INDEX as DUE_INDEX_NAME
+from hourglass.contract import LIST_ORDER_INDEXES, TTL_ATTRIBUTE
 
 ON_DEMAND = "on_demand"
 PROVISIONED = "provisioned"
 CAPACITY_MODES = (ON_DEMAND, PROVISIONED)
+ATTRIBUTE_TYPES = {"S": dynamodb.AttributeType.STRING, "N": dynamodb.AttributeType.NUMBER}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -106,20 +107,19 @@ class MessageTable(Construct):
         # Lists in order (v1.2), keys only: each message's entry is written when it is stored and again
         # only when it is rescheduled (its status changes never touch them). Each costs one write unit per
         # message: `hourglass:order_due` / `hourglass:order_created` false leaves it out.
-        kept = {LIST_INDEX: due_list_index, CREATED_INDEX: created_index}
-        orders = [(name, sort) for name, sort in ((LIST_INDEX, "list_sk"), (CREATED_INDEX, "created_at")) if kept[name]]
-        for name, sort in orders:
-            kind = dynamodb.AttributeType.NUMBER if sort == "created_at" else dynamodb.AttributeType.STRING
+        kept = {"due": due_list_index, "created": created_index}
+        orders = [(name, sort, kind) for order, (name, sort, kind) in LIST_ORDER_INDEXES.items() if kept[order]]
+        for name, sort, kind in orders:
             self.table.add_global_secondary_index(
                 index_name=name,
                 partition_key=dynamodb.Attribute(name="list_pk", type=dynamodb.AttributeType.STRING),
-                sort_key=dynamodb.Attribute(name=sort, type=kind),
+                sort_key=dynamodb.Attribute(name=sort, type=ATTRIBUTE_TYPES[kind]),
                 projection_type=dynamodb.ProjectionType.KEYS_ONLY,
                 read_capacity=units,
                 write_capacity=units,
             )
         if self.capacity.provisioned:
-            self._auto_scale([DUE_INDEX_NAME, *(name for name, _ in orders)])
+            self._auto_scale([DUE_INDEX_NAME, *(name for name, _, _ in orders)])
 
     def _auto_scale(self, indexes: list[str]) -> None:
         """Target tracking on reads and writes of the table and of every index."""

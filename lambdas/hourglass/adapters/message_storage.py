@@ -72,11 +72,6 @@ BATCH_GET = 100
 # How long status changes counted together (`counts_batched`) wait at most before their ADD is written: how old
 # the queue document's counts may be (`counts_as_of`), besides the write's own retries.
 COUNT_FLUSH_SECONDS = 5
-# Each list order's index and the sort attribute of its keys.
-ORDER_INDEXES = {
-    ListOrder.DUE: (contract.LIST_INDEX, "list_sk"),
-    ListOrder.CREATED: (contract.CREATED_INDEX, "created_at"),
-}
 
 
 class CountBatch:
@@ -318,7 +313,7 @@ class MessageStorage(Table):
     ) -> tuple[list[Message], str | None]:
         """A page in `order` from its keys-only index: each index page's messages are read (BatchGetItem,
         strongly consistent) and filtered here, in order; at most LIST_READ_PAGES index pages per request."""
-        index, sort = ORDER_INDEXES[order]
+        index, sort, _ = contract.LIST_ORDER_INDEXES[order]
         request: dict[str, Any] = {
             "TableName": self.table,
             "IndexName": index,
@@ -641,5 +636,5 @@ def cursor_after(message: Message, order: ListOrder | None = None) -> str:
     key = message_key(message.queue, message.id)
     if order is None:
         return encode_cursor(key)
-    _, sort = ORDER_INDEXES[order]
+    _, sort, _ = contract.LIST_ORDER_INDEXES[order]
     return encode_cursor({**key, **{k: v for k, v in order_keys(message).items() if k in ("list_pk", sort)}})
