@@ -3,9 +3,11 @@ runtime cannot be made to answer on cue (a running operation's polls, cursors, p
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
+from typing import Any
 
-from hourglass_client import Client
+from hourglass_client import AsyncClient, Client
 
 from tests.clients.conftest import scripted
 
@@ -58,6 +60,37 @@ def test_attempts_parse_times_outcomes_and_codes() -> None:
         (1, "retry", 503, datetime(2026, 11, 21, 10, tzinfo=UTC)),
         (2, "delivered", None, None),
     ]
+
+
+def attempt(number: int) -> dict[str, object]:
+    return {"attempt": number, "started_at": T0, "finished_at": T0, "outcome": "retry", "status_code": 503}
+
+
+def history_in_two_pages() -> Any:
+    """A history too long for one response: the latest attempts, then (cursor 3) the ones before them."""
+    return scripted(
+        (200, {}, {"attempts": [attempt(3), attempt(4)], "next_cursor": "3"}),
+        (200, {}, {"attempts": [attempt(1), attempt(2)], "next_cursor": None}),
+    )
+
+
+def test_attempts_follows_the_cursor_to_every_earlier_page_in_attempt_order() -> None:
+    fake = history_in_two_pages()
+    found = Client(fake.url).attempts("q", "m1")
+    assert ([a.attempt for a in found], fake.requests[1][1]) == (
+        [1, 2, 3, 4],
+        "/v1/queues/q/messages/m1/attempts?cursor=3",
+    )
+
+
+def test_iter_attempts_gives_the_newest_first() -> None:
+    found = Client(history_in_two_pages().url).iter_attempts("q", "m1")
+    assert [a.attempt for a in found] == [4, 3, 2, 1]
+
+
+def test_the_async_client_reads_every_page_of_attempts_too() -> None:
+    found = asyncio.run(AsyncClient(history_in_two_pages().url).attempts("q", "m1"))
+    assert [a.attempt for a in found] == [1, 2, 3, 4]
 
 
 def test_iter_schedules_follows_next_cursor() -> None:

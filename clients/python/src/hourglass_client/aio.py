@@ -9,7 +9,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from hourglass_client.endpoints import Awaiting, Call, Endpoints
-from hourglass_client.models import Created, Operation
+from hourglass_client.models import Attempt, Created, Operation
 
 T = TypeVar("T")
 
@@ -32,6 +32,10 @@ class AsyncClient(Endpoints, Awaiting):
     async def send_batch(self, queue: str, messages: Iterable[Mapping[str, Any]]) -> list[Created]:
         """As `Client.send_batch`: in order, in requests of at most 100, each all or nothing."""
         return [created for call in self._creates(queue, messages) for created in await self.run(call)]
+
+    async def attempts(self, queue: str, message_id: str) -> list[Attempt]:
+        """As `Client.attempts`: every attempt of the message, in attempt order."""
+        return [attempt async for attempt in self.iter_attempts(queue, message_id)][::-1]
 
     async def wait_operation(self, queue: str, operation_id: str, *, poll: float = 1.0) -> Operation:
         """Polls (sleeping on the event loop) until the operation is no longer `running`."""

@@ -8,7 +8,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from hourglass_client.endpoints import Blocking, Call, Endpoints, message, new_dedup_id
-from hourglass_client.models import Created, Operation
+from hourglass_client.models import Attempt, Created, Operation
 from hourglass_client.queue_settings import breaker
 
 T = TypeVar("T")
@@ -41,6 +41,11 @@ class Client(Endpoints, Blocking):
         raises, the messages before it (and only those) are known to be stored."""
         for call in self._creates(queue, messages):
             yield self.run(call)
+
+    def attempts(self, queue: str, message_id: str) -> list[Attempt]:
+        """Every attempt of the message, in attempt order (a history longer than one response takes a request
+        per page)."""
+        return list(self.iter_attempts(queue, message_id))[::-1]
 
     def wait_operation(
         self, queue: str, operation_id: str, *, poll: float = 1.0, timeout: float | None = None

@@ -9,7 +9,7 @@ import os
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
@@ -230,8 +230,18 @@ def _created(doc: Any) -> list[Created]:
     return [Created.from_doc(d) for d in doc["messages"]]
 
 
-def _attempts(doc: Any) -> list[Attempt]:
-    return [Attempt.from_doc(a) for a in doc.get("attempts", [])]
+def _attempt_page(doc: Any) -> Page[Attempt]:
+    return Page([Attempt.from_doc(a) for a in doc.get("attempts", [])], doc.get("next_cursor"))
+
+
+def _reversed(call: Call[Page[T]]) -> Call[Page[T]]:
+    """The same request, its page's items last first."""
+
+    def parse(doc: Any) -> Page[T]:
+        page = call.parse(doc)
+        return Page(page.items[::-1], page.next_cursor)
+
+    return replace(call, parse=parse)
 
 
 def _documented(method: Callable[..., Any], build: Callable[..., Any], positional: int = 1) -> None:
@@ -479,8 +489,16 @@ class Endpoints:
         return Call("POST", path("v1", "queues", queue, "messages", message_id, "deliver-now"), _message)
 
     @endpoint
-    def attempts(self, queue: str, message_id: str) -> Call[list[Attempt]]:
-        return Call("GET", path("v1", "queues", queue, "messages", message_id, "attempts"), _attempts)
+    def attempts_page(self, queue: str, message_id: str, *, cursor: str | None = None) -> Call[Page[Attempt]]:
+        """One page of the message's attempt history, in attempt order: the latest attempts first, then (with the
+        page's `next_cursor`) the ones before them."""
+        route = path("v1", "queues", queue, "messages", message_id, "attempts")
+        return Call("GET", route, _attempt_page, params=_fields(cursor=cursor) or None)
+
+    @pager
+    def iter_attempts(self, queue: str, message_id: str) -> Pages[Attempt]:
+        """Every attempt of the message, newest first, page after page (`attempts` gives them all in order)."""
+        return lambda cursor: _reversed(Endpoints.attempts_page.call(self, queue, message_id, cursor=cursor))
 
     # --- flow keys of an ordered queue (v1.3) ------------------------------------------------------
 
