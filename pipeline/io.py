@@ -181,7 +181,9 @@ def _relative_names(files: list[str]) -> dict[str, str]:
 # ---------------------------------------------------------------------------------- exports
 
 
-def read_export(spark: SparkSession, path: str, deployment: Deployment | None = None) -> tuple[DataFrame, str]:
+def read_export(
+    spark: SparkSession, path: str, deployment: Deployment | None = None, newer: Any = None
+) -> tuple[DataFrame, str]:
     """Message records from a DynamoDB export (pipeline.exports: manifests, incremental exports), and
     what was read."""
     try:
@@ -202,7 +204,7 @@ def read_export(spark: SparkSession, path: str, deployment: Deployment | None = 
         items = changed.reduceByKey(exports.latest).values().filter(lambda write: write[1] is not None)
     else:
         items = changed.values()
-    messages = items.map(lambda write: write[1]).mapPartitions(records.records)
+    messages = items.map(lambda write: write[1]).mapPartitions(lambda part: records.records(part, newer))
     return spark.createDataFrame(messages, records.SCHEMA), chosen.describe()
 
 

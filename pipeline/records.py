@@ -7,6 +7,7 @@ from typing import Any
 
 from hourglass.adapters.items import Item, message_from_item
 from hourglass.core.keys import MESSAGE_PREFIX
+from hourglass.errors import NewerFormatError
 from pyspark.sql import types as T
 
 SCHEMA = T.StructType(
@@ -68,6 +69,15 @@ def record(item: Item) -> Record:
     )
 
 
-def records(items: Any) -> Any:
-    """The records of the message items among `items` (an iterable of DynamoDB JSON items)."""
-    return (record(item) for item in items if is_message(item))
+def records(items: Any, newer: Any = None) -> Any:
+    """The records of the message items among `items` (an iterable of DynamoDB JSON items). A message item of a
+    newer format than this release reads (a newer release's, docs/upgrades.md) is left out, counted in `newer`
+    (a Spark accumulator) when given: a job of an older release reports what it can read instead of failing."""
+    for item in items:
+        if not is_message(item):
+            continue
+        try:
+            yield record(item)
+        except NewerFormatError:
+            if newer is not None:
+                newer.add(1)

@@ -69,16 +69,21 @@ def _due_after(text: str) -> datetime:
         raise argparse.ArgumentTypeError(f"{text!r} is {exc} (e.g. 2026-11-21T10:00:00Z)") from None
 
 
-def read_messages(spark: SparkSession, args: argparse.Namespace) -> tuple[DataFrame, str, deployment.Deployment | None]:
-    """Message records from the export if one is given, else a parallel Scan of the live table."""
+def read_messages(
+    spark: SparkSession, args: argparse.Namespace, newer: Any = None
+) -> tuple[DataFrame, str, deployment.Deployment | None]:
+    """Message records from the export if one is given, else a parallel Scan of the live table; message items of a
+    newer format are left out, counted in the accumulator `newer` (`records.records`)."""
     if args.export:
         located = deployment.Deployment(table="", endpoint_url=args.endpoint_url, region=args.region or "us-east-1")
-        messages, source = io.read_export(spark, args.export, located)
+        messages, source = io.read_export(spark, args.export, located, newer)
         return messages, f"{args.export} ({source})", located
     target = deployment.resolve(args, needs_timer_queue=False)
     segments = args.segments or table.scan_segments(target, 2 * spark.sparkContext.defaultParallelism)
     scanned = spark.sparkContext.parallelize(range(segments), segments).mapPartitions(
-        lambda parts: records.records(item for part in parts for item in table.scan_segment(target, part, segments))
+        lambda parts: records.records(
+            (item for part in parts for item in table.scan_segment(target, part, segments)), newer
+        )
     )
     return spark.createDataFrame(scanned, records.SCHEMA), f"table {target.table} ({segments} segments)", target
 
@@ -86,9 +91,12 @@ def read_messages(spark: SparkSession, args: argparse.Namespace) -> tuple[DataFr
 def run(spark: SparkSession, args: argparse.Namespace) -> dict[str, Any]:
     started = time.monotonic()
     now = args.now or datetime.now(UTC)
-    raw, source, located = read_messages(spark, args)
+    newer = spark.sparkContext.accumulator(0)
+    raw, source, located = read_messages(spark, args, newer)
     messages = transforms.with_lateness(raw).persist(StorageLevel.MEMORY_AND_DISK)
     count = messages.count()
+    if newer.value:  # known once the count has read every item
+        source += f"; {newer.value:,} message item(s) of a newer release's format left out"
     unit = args.unit if args.unit != "auto" else _unit(messages)
     tables = {
         "status_by_queue": transforms.status_counts(messages, by=("queue",)),
@@ -151,9 +159,15 @@ def _sections(
     def section(title: str, name: str, note: str = "", total: int | None = None) -> Section:
         return Section(title, collected[name], tables[name].columns, note, total)
 
-    split = [] if not args.due_after else [
-        section(f"Lateness, due at or after {format_rfc3339(args.due_after)} and before (seconds)", "lateness_split")
-    ]
+    split = (
+        []
+        if not args.due_after
+        else [
+            section(
+                f"Lateness, due at or after {format_rfc3339(args.due_after)} and before (seconds)", "lateness_split"
+            )
+        ]
+    )
     return [
         section("Messages by status and queue", "status_by_queue"),
         section("Lateness, all queues (seconds)", "lateness_overall", LATENESS_NOTE),
