@@ -26,7 +26,8 @@ from hourglass.core.schedule import SweepKeys
 from hourglass.service.due_widths import DueWidths
 from hourglass.service.give_way import give_way
 from hourglass.service.handoff import HandOff
-from hourglass.service.pacing import Pacer, QueueLimits
+from hourglass.service.pacing import Pacer
+from hourglass.service.queue_limits import QueueLimits
 from hourglass.settings import Settings
 
 
