@@ -134,8 +134,9 @@ def rows(s: Scenario, index_shard_wru: float) -> list[Row]:
             "order_created"),
         Row("due-index entry (GSI `due`)", "bucket_pk(bucket, shard < width)", "bucket#shard", 1 / 60,
             0.0, index_shard_wru, 0.5 * index_shard_wru / 40),
+        # An entry: an index write with the final write, another when its notice is sent and it leaves.
         Row("failure-notice outbox", f"outbox_pk(id) (due index, {keys.OUTBOX_SHARDS} shards)", "notice#<shard>",
-            0.0, 0.0, 0.05 * s.deliveries / keys.OUTBOX_SHARDS, 0.0, "failure notices, 5 % failing"),
+            0.0, 0.0, 2 * 0.05 * s.deliveries / keys.OUTBOX_SHARDS, 0.0, "failure notices, 5 % failing"),
         Row("due-bucket records", "BUCKETS_PK / bucket_sk(bucket)", keys.BUCKETS_PK, bucket_records_w,
             bucket_records_r, bucket_records_w, bucket_records_r),
         Row("sweep state and shard progress", "SWEEPER_PK / SWEEPER_STATE_SK, shard_sk(shard)", keys.SWEEPER_PK,

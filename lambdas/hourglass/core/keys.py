@@ -52,8 +52,8 @@ REPAIR_SK = "#repair"  # where the schedule chain repair has got to in its round
 # outbox (sorted as the buckets) and the list of every schedule (sorted by `<queue>#<name>`).
 OUTBOX_PK = "notice#"  # the outbox's prefix; also 1.2.0's one outbox partition, still read
 # The outbox's partitions, `notice#<n>`: an entry's by its id, so that a burst of endings (an outage ending
-# many messages failed) spreads over them (docs/capacity.md).
-OUTBOX_SHARDS = 32
+# many messages failed) spreads over them; recovery queries each of them every run (docs/capacity.md).
+OUTBOX_SHARDS = 16
 SCHEDULES_PK = "schedules#"
 
 
