@@ -17,7 +17,7 @@ from typing import Any
 import boto3
 from hourglass import contract
 from hourglass.adapters.store import Store
-from hourglass.core.keys import OUTBOX_PK, bucket_of_pk, bucket_pk, outbox_pks
+from hourglass.core.keys import OUTBOX_PK, bucket_of_pk, bucket_pk, outbox_shards
 from hourglass.version import __version__
 
 from devstack.deployed import STACK_NAME
@@ -88,15 +88,8 @@ def _wide_buckets(deployed: Deployed) -> Iterator[tuple[str, str]]:
         )
 
 
-def _outbox_shards(deployed: Deployed) -> Iterator[tuple[str, str]]:
-    """(partition, `notice#`) of every outbox shard: a release before them reads only the one partition."""
-    for pk in outbox_pks():
-        if pk != OUTBOX_PK:
-            yield pk, OUTBOX_PK
-
-
 def _sharded_notices(deployed: Deployed) -> Iterator[tuple[str, str]]:
-    owed = sum(1 for pk, _ in _outbox_shards(deployed) for _ in deployed.store.due_entries(pk))
+    owed = sum(1 for pk in outbox_shards() for _ in deployed.store.due_entries(pk))
     if owed:
         yield (
             f"the failure-notice outbox holds {owed} notice(s) still owed in its shards: an older release reads "
@@ -122,7 +115,8 @@ def blockers(deployed: Deployed, target: str) -> list[Blocker]:
 def rehome(deployed: Deployed) -> int:
     """Moves every due-index entry an older release would not read into the partition it reads (a bucket's base
     shard, the unsharded outbox); how many moved. Safe beside the newer release, which reads those too."""
-    moves = (*_beyond_base(deployed), *_outbox_shards(deployed))
+    # A release before the outbox's shards reads only its one partition.
+    moves = (*_beyond_base(deployed), *((pk, OUTBOX_PK) for pk in outbox_shards()))
     store = deployed.store
     return sum(store.move_due_entry(entry, pk, to) for pk, to in moves for entry in list(store.due_entries(pk)))
 

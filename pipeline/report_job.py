@@ -159,15 +159,9 @@ def _sections(
     def section(title: str, name: str, note: str = "", total: int | None = None) -> Section:
         return Section(title, collected[name], tables[name].columns, note, total)
 
-    split = (
-        []
-        if not args.due_after
-        else [
-            section(
-                f"Lateness, due at or after {format_rfc3339(args.due_after)} and before (seconds)", "lateness_split"
-            )
-        ]
-    )
+    split = [] if not args.due_after else [
+        section(f"Lateness, due at or after {format_rfc3339(args.due_after)} and before (seconds)", "lateness_split")
+    ]
     return [
         section("Messages by status and queue", "status_by_queue"),
         section("Lateness, all queues (seconds)", "lateness_overall", LATENESS_NOTE),

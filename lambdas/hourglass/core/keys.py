@@ -67,9 +67,14 @@ def outbox_pk(entry_id: str) -> str:
     return f"{OUTBOX_PK}{shard_of(entry_id, OUTBOX_SHARDS)}"
 
 
+def outbox_shards() -> tuple[str, ...]:
+    """The outbox partitions entries are written to (`outbox_pk`)."""
+    return tuple(f"{OUTBOX_PK}{shard}" for shard in range(OUTBOX_SHARDS))
+
+
 def outbox_pks() -> tuple[str, ...]:
     """Every outbox partition recovery reads: the shards, and 1.2.0's unsharded one."""
-    return (OUTBOX_PK, *(f"{OUTBOX_PK}{shard}" for shard in range(OUTBOX_SHARDS)))
+    return (OUTBOX_PK, *outbox_shards())
 
 
 def is_outbox_pk(pk: str | None) -> bool:
