@@ -9,13 +9,13 @@ from hourglass import contract
 from hourglass.adapters.items import Item, checked, fv, n, s
 from hourglass.adapters.table import Table
 from hourglass.core.attempts import Attempt, AttemptOutcome
-from hourglass.core.keys import history_key, history_prefix
+from hourglass.core.keys import history_key, history_prefix, message_pk
 from hourglass.core.timestamps import from_ms, to_ms
 
 
 def attempt_to_item(queue: str, attempt: Attempt, expire_at: datetime | None = None) -> Item:
     item: Item = {
-        "pk": s(queue),
+        "pk": s(message_pk(queue, attempt.message_id)),
         "sk": s(history_key(attempt.message_id, attempt.attempt)),
         **fv("attempt"),
         "id": s(attempt.message_id),
@@ -61,7 +61,7 @@ class AttemptStorage(Table):
         request: dict[str, Any] = {
             "TableName": self.table,
             "KeyConditionExpression": "pk = :q AND begins_with(sk, :a)",
-            "ExpressionAttributeValues": {":q": s(queue), ":a": s(history_prefix(message_id))},
+            "ExpressionAttributeValues": {":q": s(message_pk(queue, message_id)), ":a": s(history_prefix(message_id))},
             "ConsistentRead": True,
         }
         return [attempt_from_item(item) for page in self._pages(request) for item in page.get("Items", [])]
@@ -74,7 +74,7 @@ class AttemptStorage(Table):
         request: dict[str, Any] = {
             "TableName": self.table,
             "KeyConditionExpression": "pk = :q AND begins_with(sk, :a)",
-            "ExpressionAttributeValues": {":q": s(queue), ":a": s(history_prefix(message_id))},
+            "ExpressionAttributeValues": {":q": s(message_pk(queue, message_id)), ":a": s(history_prefix(message_id))},
             "ProjectionExpression": "pk, sk",
         }
         update: dict[str, Any] = {"UpdateExpression": "REMOVE #ttl"}

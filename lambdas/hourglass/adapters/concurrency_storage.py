@@ -10,7 +10,7 @@ from hourglass.adapters.items import KEEP_FV, Item, checked, fv_value, n, s
 from hourglass.adapters.pacing_storage import KEY_IDLE_TTL_S
 from hourglass.adapters.table import Table
 from hourglass.core.concurrency import Lease, attempt_ended, held_by, is_free, probe_order
-from hourglass.core.keys import message_sk, slot_key
+from hourglass.core.keys import MESSAGE_PREFIX, message_pk, message_sk, slot_key
 from hourglass.core.model import Status
 from hourglass.errors import StaleVersionError
 
@@ -117,7 +117,8 @@ class ConcurrencyStorage(Table):
         """These items of the queue's partition that exist, by sort key (strongly consistent)."""
         request: dict[str, Any] = {
             self.table: {
-                "Keys": [{"pk": s(queue), "sk": s(sk)} for sk in sort_keys],
+                # A message's item may be in a partition of its own (a spread queue's, `keys.message_pk`).
+                "Keys": [{"pk": s(_pk(queue, sk)), "sk": s(sk)} for sk in sort_keys],
                 "ConsistentRead": True,
                 "ProjectionExpression": f"sk, fv, {projection}",
                 "ExpressionAttributeNames": names,
@@ -130,6 +131,11 @@ class ConcurrencyStorage(Table):
                 found[item["sk"]["S"]] = item
             request = answer.get("UnprocessedKeys") or {}
         return found
+
+
+def _pk(queue: str, sk: str) -> str:
+    """The partition of a sort key read with the queue's slots: a message's own, or the queue's."""
+    return message_pk(queue, sk.removeprefix(MESSAGE_PREFIX)) if sk.startswith(MESSAGE_PREFIX) else queue
 
 
 def _moved_on(holder: str, item: Item | None) -> bool:

@@ -58,7 +58,7 @@ Item = dict[str, dict[str, Any]]
 
 
 def message_key(queue: str, message_id: str) -> Item:
-    return {"pk": {"S": queue}, "sk": {"S": keys.message_sk(message_id)}}
+    return {"pk": {"S": keys.message_pk(queue, message_id)}, "sk": {"S": keys.message_sk(message_id)}}
 
 
 def queue_key(name: str) -> Item:
@@ -246,7 +246,8 @@ def list_keys(message: Message) -> Item:
     written once per message (and again only when it is rescheduled). `@later` messages are never listed."""
     if message.queue == keys.LATER_QUEUE:
         return {}
-    return {"list_pk": s(message.queue), "list_sk": s(keys.sort_key(to_ms(message.scheduled), message.id))}
+    list_pk = keys.message_pk(message.queue, message.id)  # a spread message's list entries are spread with it
+    return {"list_pk": s(list_pk), "list_sk": s(keys.sort_key(to_ms(message.scheduled), message.id))}
 
 
 def order_keys(message: Message) -> Item:
@@ -358,7 +359,7 @@ def queue_to_item(queue: Queue) -> Item:
         doc["control"] = stored_control
     return {
         **queue_key(queue.name),
-        "fv": n(formats.queue_format(control.ordering is not None)),
+        "fv": n(formats.queue_format(control.ordering is not None, queue.partitions > 1)),
         "settings": s(_dumps(doc)),
         "created_at": n(to_ms(queue.created_at)),
         # Top level, so pause and resume are one small conditional update.
@@ -367,6 +368,7 @@ def queue_to_item(queue: Queue) -> Item:
         **({"paused_reason": s(control.paused_reason)} if control.paused_reason else {}),
         **({"resumed_at": n(to_ms(control.resumed_at))} if control.resumed_at else {}),
         **({"pace_floor_us": n(control.pace_floor_us)} if control.pace_floor_us is not None else {}),
+        **({"partitions": n(queue.partitions)} if queue.partitions > 1 else {}),
     }
 
 
@@ -390,7 +392,8 @@ def queue_from_item(item: Item) -> Queue:
         control = None  # the default control, as a queue built without one
     created_at = from_ms(int(item["created_at"]["N"]))
     version = _int(item, "version", 0)
-    return Queue(name=item["pk"]["S"], settings=settings, created_at=created_at, control=control, version=version)
+    partitions = _int(item, "partitions", 1)
+    return Queue(item["pk"]["S"], settings, created_at, control, version, partitions)
 
 
 def control_to_stored(control: DeliveryControl) -> dict[str, Any]:
@@ -449,7 +452,7 @@ def place_body(message: Message, sweep: SweepKeys | None = None, limits: BodyLim
 
 
 def body_key(queue: str, message_id: str, version: int) -> Item:
-    return {"pk": {"S": queue}, "sk": {"S": keys.body_sk(message_id, version)}}
+    return {"pk": {"S": keys.message_pk(queue, message_id)}, "sk": {"S": keys.body_sk(message_id, version)}}
 
 
 def body_to_item(queue: str, message_id: str, version: int, body: Any, *, expire_at: datetime) -> Item:
@@ -725,7 +728,8 @@ def due_entry_from_item(item: Item) -> DueEntry:
     due_ms, scheduled_ms, message_id = keys.sort_key_parts(item["sweep_sk"]["S"])
     version, key = int(item["version"]["N"]), _str(item, "flow_key")
     priority = _int(item, "priority", DEFAULT_PRIORITY)
-    return DueEntry(item["pk"]["S"], message_id, version, due_ms, key, priority, scheduled_ms=scheduled_ms)
+    queue = keys.queue_of_pk(item["pk"]["S"])
+    return DueEntry(queue, message_id, version, due_ms, key, priority, scheduled_ms=scheduled_ms)
 
 
 def sweep_state_from_items(items: list[Item], default: SweepState) -> SweepState:

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import contextlib
+import heapq
 import random
 import threading
 import time
@@ -52,7 +53,7 @@ from hourglass.adapters.table import (
 )
 from hourglass.core import body_placement, failure_notice
 from hourglass.core.body_placement import BodyLimits, Placement
-from hourglass.core.keys import MESSAGE_PREFIX, OUTBOX_PK, count_prefix
+from hourglass.core.keys import MESSAGE_PREFIX, OUTBOX_PK, count_prefix, message_pks
 from hourglass.core.lifecycle import Change, DeliveryStart
 from hourglass.core.model import Message, Notice, NoticeStatus, Queue, Status
 from hourglass.core.schedule import SweepKeys
@@ -249,96 +250,124 @@ class MessageStorage(Table):
         notice: NoticeStatus | None = None,
         flow_key: str | None = None,
         order: ListOrder | None = None,
+        partitions: int = 1,
     ) -> tuple[list[Message], str | None]:
-        """A page of up to `limit` messages; with a status filter, at most LIST_READ_PAGES reads.
+        """A page of up to `limit` messages, merged from every partition of the queue's messages (`partitions`: the
+        queue's, `keys.message_pks`); with a filter, at most LIST_READ_PAGES reads of each partition.
 
         Filtered reads use pages of LIST_PAGE items whatever is left to find, so the cost follows
         what is read, not one Query per stored item; a page may come back short, with a cursor.
         """
+        wanted = ListFilter(status, schedule, notice, flow_key)
+        pks = message_pks(queue, partitions)
         if order is not None:
-            wanted = ListFilter(status, schedule, notice, flow_key)
-            return self._list_ordered(queue, order, wanted, limit=limit, cursor=cursor)
-        request: dict[str, Any] = {
-            "TableName": self.table,
-            "KeyConditionExpression": "pk = :q AND begins_with(sk, :m)",
-            "ExpressionAttributeValues": {":q": s(queue), ":m": s(MESSAGE_PREFIX)},
-            "Limit": limit,
-        }
+            return self._list_ordered(queue, pks, order, wanted, limit=limit, cursor=cursor)
+        values: dict[str, Any] = {":hi": s(MESSAGE_PREFIX + "~")}
+        names: dict[str, str] = {}
         filters = []
         if status is not None:
             filters.append("#st = :st")
-            request.setdefault("ExpressionAttributeNames", {})["#st"] = "status"
-            request["ExpressionAttributeValues"][":st"] = s(status.value)
-            request["Limit"] = max(limit, LIST_PAGE)
+            names["#st"] = "status"
+            values[":st"] = s(status.value)
         if schedule is not None:
             filters.append("#sch = :sch")
-            request.setdefault("ExpressionAttributeNames", {})["#sch"] = "schedule"
-            request["ExpressionAttributeValues"][":sch"] = s(schedule)
-            request["Limit"] = max(limit, LIST_PAGE)
+            names["#sch"] = "schedule"
+            values[":sch"] = s(schedule)
         if flow_key is not None:
             filters.append("flow_key = :fk")
-            request["ExpressionAttributeValues"][":fk"] = s(flow_key)
-            request["Limit"] = max(limit, LIST_PAGE)
+            values[":fk"] = s(flow_key)
         if notice is not None:
             # A pending notice is an outbox entry on the item; an abandoned one, a mark the outbox left.
             pending = notice is NoticeStatus.PENDING
             filters.append("begins_with(sweep_pk, :outbox)" if pending else "notice_status = :notice")
-            request["ExpressionAttributeValues"][":outbox" if pending else ":notice"] = s(
-                OUTBOX_PK if pending else notice.value
-            )
-            request["Limit"] = max(limit, LIST_PAGE)
-        if filters:
-            request["FilterExpression"] = " AND ".join(filters)
-        messages: list[Message] = []
-        last = None
-        start = decode_cursor(cursor, queue, MESSAGE_PREFIX) if cursor else None
-        for reads, page in enumerate(self._pages(request, start), 1):
-            items = page.get("Items", [])
-            last = page.get("LastEvaluatedKey")
-            for index, message in enumerate(self._with_bodies(items)):
-                messages.append(message)
-                if len(messages) == limit:
-                    # Cut inside a page: the next page starts after the last one returned.
-                    if index < len(items) - 1 or last:
-                        return messages, cursor_after(messages[-1])
-                    return messages, None
-            if status is None and len(messages) >= limit:
-                break
-            if reads >= LIST_READ_PAGES:
-                break
-        return messages, encode_cursor(last) if last else None
+            values[":outbox" if pending else ":notice"] = s(OUTBOX_PK if pending else notice.value)
+        # After the cursor's message in every partition: ids hold only hex digits and "-", all above "!".
+        low = decode_cursor(cursor, queue, MESSAGE_PREFIX, spread=True)["sk"]["S"] + "!" if cursor else MESSAGE_PREFIX
+        if low > values[":hi"]["S"]:
+            return [], None
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": "pk = :q AND sk BETWEEN :lo AND :hi",
+            "ExpressionAttributeValues": {**values, ":lo": s(low)},
+            "Limit": _page_size(limit if not filters else max(limit, LIST_PAGE), len(pks)),
+            **({"ExpressionAttributeNames": names} if names else {}),
+            **({"FilterExpression": " AND ".join(filters)} if filters else {}),
+        }
+        cap = LIST_READ_PAGES if filters else None
+        streams = [self._rows(_in_partition(request, pk), cap, _by_sk, _sk_order) for pk in pks]
+        found, more = _merge(streams, limit)
+        messages = self._with_bodies([item for item in found if "id" in item])
+        if isinstance(more, dict):
+            return messages, encode_cursor(more)
+        return messages, cursor_after(messages[-1]) if more and messages else None
 
     def _list_ordered(
-        self, queue: str, order: ListOrder, wanted: ListFilter, *, limit: int, cursor: str | None
+        self, queue: str, pks: tuple[str, ...], order: ListOrder, wanted: ListFilter, *, limit: int, cursor: str | None
     ) -> tuple[list[Message], str | None]:
-        """A page in `order` from its keys-only index: each index page's messages are read (BatchGetItem,
-        strongly consistent) and filtered here, in order; at most LIST_READ_PAGES index pages per request."""
-        index, sort, _ = contract.LIST_ORDER_INDEXES[order]
+        """A page in `order` from its keys-only index, merged from each partition's entries: each index page's
+        messages are read (BatchGetItem, strongly consistent) and filtered here, in order; at most LIST_READ_PAGES
+        index pages of each partition per request."""
+        index, sort, kind = contract.LIST_ORDER_INDEXES[order]
+        start = decode_index_cursor(cursor, queue, sort, kind) if cursor else None
         request: dict[str, Any] = {
             "TableName": self.table,
             "IndexName": index,
             "KeyConditionExpression": "list_pk = :q",
-            "ExpressionAttributeValues": {":q": s(queue)},
-            "Limit": limit if wanted.empty else max(limit, LIST_PAGE),
+            "Limit": _page_size(limit if wanted.empty else max(limit, LIST_PAGE), len(pks)),
         }
-        start = decode_index_cursor(cursor, queue, sort) if cursor else None
-        messages: list[Message] = []
-        last = None
-        for reads, page in enumerate(self._pages(request, start), 1):
+
+        def order_of(key: Item) -> tuple[str, ...]:
+            return _index_order(key, sort, kind)
+
+        def rows(page: dict[str, Any]) -> list[tuple[tuple[str, ...], Item]]:
             entries = page.get("Items", [])
-            last = page.get("LastEvaluatedKey")
             found = self._get_items([{"pk": e["pk"], "sk": e["sk"]} for e in entries])
-            for index_at, entry in enumerate(entries):
+            picked = []
+            for entry in entries:
                 item = found.get((entry["pk"]["S"], entry["sk"]["S"]))
-                if item is None or not wanted.matches(item):
-                    continue
-                messages.append(message_from_item(item))
-                if len(messages) == limit:
-                    more = index_at < len(entries) - 1 or last
-                    return self.read_bodies(messages), cursor_after(messages[-1], order) if more else None
-            if reads >= LIST_READ_PAGES:
-                break
-        return self.read_bodies(messages), encode_cursor(last) if last else None
+                # An entry filtered out still marks how far its partition was read.
+                picked.append((order_of(entry), item if item is not None and wanted.matches(item) else {}))
+            return picked
+
+        streams = []
+        for pk in pks:
+            partition = _in_partition(request, pk)
+            after: tuple[str, ...] | None = None
+            if start is not None and start["list_pk"]["S"] == pk:
+                stream = self._rows(partition, LIST_READ_PAGES, rows, order_of, start)
+            else:
+                if start is not None:
+                    # Another partition of the queue's: from the cursor's sort value on, past the cursor itself.
+                    partition["KeyConditionExpression"] += f" AND {sort} >= :after"
+                    partition["ExpressionAttributeValues"][":after"] = start[sort]
+                    after = order_of(start)
+                stream = self._rows(partition, LIST_READ_PAGES, rows, order_of, None, after)
+            streams.append(stream)
+        found, more = _merge(streams, limit)
+        messages = [message_from_item(item) for item in found if "id" in item]
+        if isinstance(more, dict):
+            return self.read_bodies(messages), encode_cursor(more)
+        return self.read_bodies(messages), cursor_after(messages[-1], order) if more and messages else None
+
+    def _rows(
+        self,
+        request: dict[str, Any],
+        cap: int | None,
+        rows_of: Callable[[dict[str, Any]], list[tuple[tuple[str, ...], Item]]],
+        order_of: Callable[[Item], tuple[str, ...]],
+        start: dict[str, Any] | None = None,
+        after: tuple[str, ...] | None = None,
+    ) -> Iterator[tuple[tuple[str, ...], Item | dict[str, Any] | None]]:
+        """One partition's rows in order, read a page at a time as the merge asks: (order, item), an empty item for
+        one its filter left out; at `cap` pages with more to read, (order, the key to go on from) as its last row."""
+        for reads, page in enumerate(self._pages(request, start), 1):
+            for order, item in rows_of(page):
+                if after is None or order > after:
+                    yield order, item
+            last = page.get("LastEvaluatedKey")
+            if last and cap is not None and reads >= cap:
+                yield order_of(last), {"resume": last}
+                return
 
     def _get_items(self, wanted: list[Item]) -> dict[tuple[str, str], Item]:
         """The items of these table keys that exist, by (pk, sk): BatchGetItem, strongly consistent."""
@@ -638,3 +667,47 @@ def cursor_after(message: Message, order: ListOrder | None = None) -> str:
         return encode_cursor(key)
     _, sort, _ = contract.LIST_ORDER_INDEXES[order]
     return encode_cursor({**key, **{k: v for k, v in order_keys(message).items() if k in ("list_pk", sort)}})
+
+
+Row = tuple[tuple[str, ...], Item]
+
+
+def _page_size(limit: int, partitions: int) -> int:
+    """Each partition's Query Limit: the page's own for one, else a share of it (twice even, at least 10), as the
+    merge asks for more of a partition only when it has used up what it read."""
+    return limit if partitions == 1 else max(10, -(-2 * limit // partitions))
+
+
+def _in_partition(request: dict[str, Any], pk: str) -> dict[str, Any]:
+    """`request` (its key condition on `:q`) for one partition."""
+    return {**request, "ExpressionAttributeValues": {**request.get("ExpressionAttributeValues", {}), ":q": s(pk)}}
+
+
+def _by_sk(page: dict[str, Any]) -> list[Row]:
+    return [(_sk_order(item), item) for item in page.get("Items", [])]
+
+
+def _sk_order(key: Item) -> tuple[str, ...]:
+    return (key["sk"]["S"],)
+
+
+def _index_order(key: Item, sort: str, kind: str) -> tuple[str, ...]:
+    """Where an index entry (or key) sorts in an ordered list: its sort value, then its table key (unique)."""
+    value = key[sort][kind]
+    return (f"{int(value):020d}" if kind == "N" else value, key["pk"]["S"], key["sk"]["S"])
+
+
+def _merge(streams: list[Iterator[tuple[tuple[str, ...], Any]]], limit: int) -> tuple[list[Item], bool | Item]:
+    """Up to `limit` message items from the partitions' ordered rows, and whether more follow; or, where a partition
+    stopped at its read cap before that, the key to go on from (every row before it is in the page)."""
+    merged = heapq.merge(*streams, key=lambda row: row[0])
+    found: list[Item] = []
+    for _, item in merged:
+        if "resume" in item:
+            return found, item["resume"]
+        if "id" not in item:
+            continue  # left out by the filter
+        found.append(item)
+        if len(found) == limit:
+            return found, next(merged, None) is not None
+    return found, False

@@ -15,7 +15,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from hourglass.adapters import aws
 from hourglass.adapters.items import fv_value
-from hourglass.core import formats
+from hourglass.core import formats, keys
 from hourglass.errors import StaleVersionError, StoreError, ValidationError
 
 BATCH_WRITE = 25
@@ -46,32 +46,39 @@ def encode_cursor(key: dict[str, Any]) -> str:
     return base64.urlsafe_b64encode(json.dumps(key, separators=(",", ":")).encode()).decode()
 
 
-def decode_cursor(cursor: str, queue: str, prefix: str) -> dict[str, Any]:
-    """The table key a cursor names, only if it is one in `queue`'s partition under `prefix` (the kind
-    of item the list reads); anything else is a 400 on `cursor`."""
+def decode_cursor(cursor: str, queue: str, prefix: str, *, spread: bool = False) -> dict[str, Any]:
+    """The table key a cursor names, only if it is one in `queue`'s partition (`spread`: or one its messages are
+    spread over) under `prefix` (the kind of item the list reads); anything else is a 400 on `cursor`."""
     try:
         key = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-        if key["pk"]["S"] != queue or not key["sk"]["S"].startswith(prefix) or len(key) != 2:
+        pk = key["pk"]["S"]
+        if pk != queue and not (spread and isinstance(pk, str) and keys.queue_of_pk(pk) == queue):
+            raise ValueError("cursor is for another queue")
+        if not key["sk"]["S"].startswith(prefix) or len(key) != 2:
             raise ValueError("cursor is for another queue")
         return {"pk": {"S": str(key["pk"]["S"])}, "sk": {"S": str(key["sk"]["S"])}}
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ValidationError("cursor", "is not a valid cursor") from exc
 
 
-def decode_index_cursor(cursor: str, queue: str, sort_attribute: str) -> dict[str, Any]:
-    """The index key an ordered list's cursor names: the table key and the list index key (`list_pk`
-    = `queue`, `sort_attribute`); anything else is a 400 on `cursor`."""
+def decode_index_cursor(cursor: str, queue: str, sort_attribute: str, kind: str = "S") -> dict[str, Any]:
+    """The index key an ordered list's cursor names: the table key and the list index key (`list_pk`, the queue's
+    or a partition its messages are spread over, and `sort_attribute`, of type `kind`); anything else is a 400 on
+    `cursor`."""
     try:
         key = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-        if set(key) != {"pk", "sk", "list_pk", sort_attribute} or key["list_pk"]["S"] != queue:
+        list_pk = key["list_pk"]["S"]
+        if set(key) != {"pk", "sk", "list_pk", sort_attribute} or keys.queue_of_pk(str(list_pk)) != queue:
             raise ValueError("cursor is for another queue or order")
         sort = key[sort_attribute]
-        if set(sort) not in ({"S"}, {"N"}) or not all(isinstance(key[k]["S"], str) for k in ("pk", "sk")):
+        if set(sort) != {kind} or not all(isinstance(key[k]["S"], str) for k in ("pk", "sk")):
             raise ValueError("not a key")
+        if kind == "N":
+            int(sort["N"])
         return {
             "pk": {"S": key["pk"]["S"]},
             "sk": {"S": key["sk"]["S"]},
-            "list_pk": {"S": queue},
+            "list_pk": {"S": str(list_pk)},
             sort_attribute: {kind: str(value) for kind, value in sort.items()},
         }
     except (ValueError, KeyError, TypeError, AttributeError) as exc:

@@ -16,7 +16,7 @@ ORIGINAL = 1  # a record written without `fv` (release 1.2.0)
 FORMATS: Mapping[str, int] = MappingProxyType(
     {
         "timer": 2,  # format 1 plus `fv`
-        "queue": 2,  # with `ordering` (a 1.2.0 reader would ignore it); one without is written as format 1
+        "queue": 2,  # with `ordering` or `partitions` (a 1.2.0 reader would ignore them); else written as format 1
         "message": 1,
         "dedup": 1,
         "body": 1,  # body items and S3 body objects (metadata `fv`)
@@ -30,15 +30,17 @@ FORMATS: Mapping[str, int] = MappingProxyType(
         "order": 1,  # ordering key items (new in 1.3.0)
         "due_width": 1,  # due-width bucket records (new in 1.3.0)
         "count": 1,
+        "rate": 1,  # a queue's messages per window, until it is spread (new in 1.3.0)
         "sweep": 1,  # sweep-state and shard-progress items
         "queue_life": 1,  # the queue registry entry and the ended-life note
     }
 )
 
 
-def queue_format(ordered: bool) -> int:
-    """A queue item's format: 2 when it keeps an `ordering`, which a 1.2.0 reader would ignore (rule 4)."""
-    return FORMATS["queue"] if ordered else ORIGINAL
+def queue_format(ordered: bool, spread: bool = False) -> int:
+    """A queue item's format: 2 when it keeps an `ordering` or spreads its messages (`partitions`), which a
+    1.2.0 reader would ignore (rule 4)."""
+    return FORMATS["queue"] if ordered or spread else ORIGINAL
 
 
 def check(kind: str, fv: int | None) -> int:

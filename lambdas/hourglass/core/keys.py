@@ -25,6 +25,7 @@ COUNT_PREFIX = "#count#"  # the queue's status counters: `#count#<epoch ms>#<sha
 BREAKER_PREFIX = "#breaker#"
 QUEUE_NOTICE_PREFIX = "#notice#"  # notices about the queue itself (`queue.paused`) still owed: outbox entries
 ORDER_PREFIX = "#order#"  # an ordered queue's keys (v1.3): `#order#<key length>:<key>`, only while not idle
+RATE_PREFIX = "#rate#"  # how many messages a queue took in a 10 s window, while it is not spread: `#rate#<window>`
 QUEUE_SCOPED_PREFIXES = (
     PACE_SK,
     SLOT_PREFIX,
@@ -34,6 +35,7 @@ QUEUE_SCOPED_PREFIXES = (
     BREAKER_PREFIX,
     QUEUE_NOTICE_PREFIX,
     ORDER_PREFIX,
+    RATE_PREFIX,
 )
 
 # Partitions of their own: queue names never start with "@" (validation.QUEUE_NAME).
@@ -79,6 +81,45 @@ def outbox_pks() -> tuple[str, ...]:
 
 def is_outbox_pk(pk: str | None) -> bool:
     return pk is not None and pk.startswith(OUTBOX_PK)
+
+
+# A queue's messages: in its partition (`pk = queue`), or, once the queue is busy (`core/message_partitions.py`),
+# spread over `<queue>#<n>` by id. Which one is in the id: a spread message's id is a UUIDv8 whose 14th hex
+# digit is log2 of the partitions it was spread over (ids of release 1.2.0 are v4 and v5: in the queue's).
+# Queue names never hold `#` (validation.QUEUE_NAME), so no spread partition is another queue's.
+MESSAGE_PARTITIONS = 64
+SPREAD_VERSION = "8"
+
+
+def is_spread_id(message_id: str) -> bool:
+    return len(message_id) == 32 and message_id[12] == SPREAD_VERSION
+
+
+def spread_id(hex_id: str, partitions: int = MESSAGE_PARTITIONS) -> str:
+    """`hex_id` (32 hex digits: a UUID's) made a spread message's id over `partitions` (a power of 2, <= 2**15)."""
+    exponent = partitions.bit_length() - 1
+    if len(hex_id) != 32 or partitions != 1 << exponent or not 1 <= exponent <= 15:
+        raise ValueError("a spread id is 32 hex digits over 2 to 2**15 partitions")
+    return f"{hex_id[:12]}{SPREAD_VERSION}{exponent:x}{hex_id[14:]}"
+
+
+def message_pk(queue: str, message_id: str) -> str:
+    """The partition of a message and of everything that goes with it (bodies, attempt history)."""
+    if not is_spread_id(message_id):
+        return queue
+    return f"{queue}#{shard_of(message_id, 1 << int(message_id[13], 16))}"
+
+
+def message_pks(queue: str, partitions: int) -> tuple[str, ...]:
+    """Every partition a queue's messages are in, the queue's own first: a list or a bulk operation reads them."""
+    if partitions <= 1:
+        return (queue,)
+    return (queue, *(f"{queue}#{shard}" for shard in range(partitions)))
+
+
+def queue_of_pk(pk: str) -> str:
+    """The queue of a partition holding its messages (its own or a spread one)."""
+    return pk.split("#", 1)[0]
 
 
 def message_sk(message_id: str) -> str:
@@ -145,6 +186,10 @@ def pace_window_prefix(flow_key: str | None = None, width_us: int | None = None)
     with `flow_key` None)."""
     scope = f"{PACE_SK}#w#" if flow_key is None else f"{PACE_SK}#k#{len(flow_key)}:{flow_key}#w#"
     return scope if width_us is None else f"{scope}{width_us}#"
+
+
+def rate_sk(window: int) -> str:
+    return f"{RATE_PREFIX}{window}"
 
 
 def count_prefix(epoch_ms: int) -> str:

@@ -210,6 +210,8 @@ class Queue:
     control: DeliveryControl | None = None
     # Bumped by every write of the queue item, each conditional on the one it read (0: never stored).
     version: int = 0
+    # How many partitions its new messages are spread over (`core/message_partitions.py`): 1 until it is busy.
+    partitions: int = 1
 
 
 class NoticeStatus(StrEnum):
