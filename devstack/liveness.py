@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from hourglass.adapters.timer_queue import read_timers
-from hourglass.core.keys import MESSAGE_PREFIX
+from hourglass.core.keys import MESSAGE_PREFIX, queue_of_pk
 from hourglass.core.model import Status
 from hourglass.core.timestamps import to_ms
 from hourglass.errors import ValidationError
@@ -76,11 +76,12 @@ def check(
     while True:
         page = client.scan(**kwargs)
         for item in page.get("Items", []):
-            if wanted is not None and item["pk"]["S"] not in wanted:
+            queue = queue_of_pk(item["pk"]["S"])  # a spread queue's messages are in partitions of their own
+            if wanted is not None and queue not in wanted:
                 continue
             found = verdict(item, now_ms, known)
             if found is None:
-                stuck.append(f"{item['pk']['S']}/{item['sk']['S'].removeprefix(MESSAGE_PREFIX)} {item['status']['S']}")
+                stuck.append(f"{queue}/{item['sk']['S'].removeprefix(MESSAGE_PREFIX)} {item['status']['S']}")
             else:
                 counts[found] += 1
         if "LastEvaluatedKey" not in page:

@@ -18,6 +18,7 @@ import boto3
 from hourglass import contract
 from hourglass.adapters.store import Store
 from hourglass.core.keys import OUTBOX_PK, bucket_of_pk, bucket_pk, outbox_shards
+from hourglass.core.model import Queue
 from hourglass.version import __version__
 
 from devstack.deployed import STACK_NAME
@@ -54,19 +55,34 @@ def version(text: str) -> Version:
     return major, minor, patch
 
 
-def _ordered_queues(deployed: Deployed) -> Iterator[tuple[str, str]]:
+def _queues(deployed: Deployed) -> Iterator[Queue]:
     cursor: str | None = None
     while True:
         queues, cursor = deployed.store.list_queues(limit=100, cursor=cursor)
-        for queue in queues:
-            if queue.control is not None and queue.control.ordering is not None:
-                yield (
-                    f"queue {queue.name!r} has `ordering`: an older dispatcher would start its keys' messages "
-                    "side by side, and a held key would go on",
-                    "release its held keys and PUT the queue without `ordering` (nothing is lost)",
-                )
+        yield from queues
         if cursor is None:
             return
+
+
+def _ordered_queues(deployed: Deployed) -> Iterator[tuple[str, str]]:
+    for queue in _queues(deployed):
+        if queue.control is not None and queue.control.ordering is not None:
+            yield (
+                f"queue {queue.name!r} has `ordering`: an older dispatcher would start its keys' messages "
+                "side by side, and a held key would go on",
+                "release its held keys and PUT the queue without `ordering` (nothing is lost)",
+            )
+
+
+def _spread_queues(deployed: Deployed) -> Iterator[tuple[str, str]]:
+    for queue in _queues(deployed):
+        if queue.partitions > 1:
+            yield (
+                f"queue {queue.name!r} spreads its messages over {queue.partitions} partitions (it took more than "
+                "a partition's share): an older release would look for them only in the queue's own",
+                "let its messages end (delivered, cancelled or expired), then DELETE and PUT the queue again; "
+                "or roll forward",
+            )
 
 
 def _beyond_base(deployed: Deployed) -> Iterator[tuple[str, str]]:
@@ -103,6 +119,7 @@ CHECKS: tuple[tuple[str, Callable[[Deployed], Iterator[tuple[str, str]]]], ...] 
     ("1.3.0", _ordered_queues),
     ("1.3.0", _wide_buckets),
     ("1.3.0", _sharded_notices),
+    ("1.3.0", _spread_queues),
 )
 
 

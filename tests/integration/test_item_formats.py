@@ -26,6 +26,7 @@ from hourglass.core.keys import (
     ORDER_PREFIX,
     QUEUE_NOTICE_PREFIX,
     QUEUE_SK,
+    RATE_PREFIX,
     REGISTRY_PK,
     REPAIR_PK,
     RUNNING_OPERATIONS_PK,
@@ -82,6 +83,7 @@ def kind_of(item: dict[str, Any]) -> str:
         BREAKER_PREFIX: "breaker",
         QUEUE_NOTICE_PREFIX: "notice",
         ORDER_PREFIX: "order",
+        RATE_PREFIX: "rate",
     }
     return next(kind for prefix, kind in by_prefix.items() if sk.startswith(prefix))
 
@@ -106,6 +108,7 @@ def write_every_kind(h: Harness) -> None:
     store.add_bucket_writes(7, 10, now=now, expire_at=10**10)
     store.widen_bucket(8, 16, expire_at=10**10)
     store.end_queue("gone", now)
+    store.add_to_window("orders", 1, 100)
 
 
 @pytest.mark.parametrize("kind", sorted(formats.FORMATS.keys() - {"timer"}))
@@ -124,6 +127,14 @@ def test_a_queue_with_ordering_is_format_2_and_one_without_format_1(harness: Har
         for name in ("ordered", "plain")
     }
     assert stored == {"ordered": "2", "plain": "1"}
+
+
+def test_a_spread_queue_is_format_2(harness: Harness) -> None:
+    make_queue(harness)
+    queue = harness.ctx.store.get_queue("orders", consistent=True)
+    assert queue is not None and harness.ctx.store.spread_queue("orders", queue.created_at, 64)
+    stored = harness.ddb.get_item(TableName=harness.ctx.settings.table, Key=queue_key("orders"))["Item"]
+    assert (stored["fv"]["N"], stored["partitions"]["N"]) == ("2", "64")
 
 
 def load_1_2_0(h: Harness) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from itertools import permutations
 
 import pytest
@@ -25,6 +26,7 @@ QUEUE_PARTITION = (
     keys.COUNT_PREFIX,
     keys.QUEUE_NOTICE_PREFIX,
     keys.ORDER_PREFIX,
+    keys.RATE_PREFIX,
 )
 SWEEPER_PARTITION = (keys.SWEEPER_STATE_SK, keys.SHARD_PREFIX)
 REPAIR_PARTITION = (keys.REPAIR_SK,)
@@ -126,3 +128,35 @@ def test_every_outbox_partition_and_only_those_are_outbox_partitions():
 
 def test_no_outbox_partition_is_a_due_bucket():
     assert all(keys.bucket_of_pk(pk) is None for pk in keys.outbox_pks())
+
+
+def test_ids_of_release_1_2_0_stay_in_their_queues_partition():
+    for message_id in (uuid.uuid4().hex, uuid.uuid5(uuid.NAMESPACE_URL, "x").hex, "abc", "0" * 64):
+        assert (keys.spread_of(message_id), keys.message_pk("orders", message_id)) == (1, "orders")
+
+
+def test_spread_ids_cover_every_spread_partition_of_their_queue_and_read_back_the_queue():
+    pks = {keys.message_pk("orders", keys.spread_id(uuid.uuid4().hex, 64)) for _ in range(2000)}
+    assert pks == set(keys.message_pks("orders", 64)[1:])
+    assert {keys.queue_of_pk(pk) for pk in pks} == {"orders"}
+
+
+def test_a_spread_id_names_the_partitions_it_was_spread_over():
+    message_id = keys.spread_id(uuid.uuid4().hex, 16)
+    assert keys.spread_of(message_id) == 16
+    assert keys.message_pk("q", message_id) == f"q#{keys.shard_of(message_id, 16)}"
+
+
+@pytest.mark.parametrize("partitions", [0, 1, 3, 2**16])
+def test_a_spread_over_no_power_of_two_from_2_to_2_15_is_refused(partitions):
+    with pytest.raises(ValueError):
+        keys.spread_id(uuid.uuid4().hex, partitions)
+
+
+def test_no_spread_partition_is_a_queue_a_client_can_name():
+    assert not any(QUEUE_NAME.fullmatch(pk) for pk in keys.message_pks("orders", 64)[1:])
+
+
+def test_a_dedup_record_spreads_by_its_dedup_id_only_in_a_spread_queue():
+    assert keys.dedup_pk("orders", "d1", 1) == "orders"
+    assert {keys.dedup_pk("orders", f"d{i}", 64) for i in range(2000)} == set(keys.message_pks("orders", 64)[1:])

@@ -65,14 +65,16 @@ def queue_key(name: str) -> Item:
     return {"pk": {"S": name}, "sk": {"S": keys.QUEUE_SK}}
 
 
-def dedup_key(queue: str, dedup_id: str) -> Item:
-    return {"pk": {"S": queue}, "sk": {"S": keys.dedup_sk(dedup_id)}}
+def dedup_key(queue: str, dedup_id: str, partitions: int = 1) -> Item:
+    """A dedup record's key in a queue spread over `partitions` when it is written (1: not spread)."""
+    return {"pk": {"S": keys.dedup_pk(queue, dedup_id, partitions)}, "sk": {"S": keys.dedup_sk(dedup_id)}}
 
 
 def dedup_to_item(queue: str, dedup_id: str, message_id: str, until: datetime) -> Item:
-    """The record that makes `dedup_id` point at `message_id` until `until`; TTL removes it later."""
+    """The record that makes `dedup_id` point at `message_id` until `until`; TTL removes it later. It is where the
+    queue's dedup records were when the message was stored: its id says (a spread message's, `keys.spread_of`)."""
     return {
-        **dedup_key(queue, dedup_id),
+        **dedup_key(queue, dedup_id, keys.spread_of(message_id)),
         **fv("dedup"),
         "message_id": s(message_id),
         "dedup_until": n(to_ms(until)),
@@ -542,7 +544,8 @@ def new_message_write(
         return NewMessageWrite(written, body)
     epoch = to_ms(message.queue_epoch) if message.queue_epoch is not None else 0
     dedup = {**dedup_to_item(message.queue, message.dedup_id, message.id, dedup_until), "queue_epoch": n(epoch)}
-    return NewMessageWrite(written, body, dedup, dedup_key(message.queue, message.dedup_id), epoch)
+    key = dedup_key(message.queue, message.dedup_id, keys.spread_of(message.id))
+    return NewMessageWrite(written, body, dedup, key, epoch)
 
 
 def version_write(change: Change, sweep: SweepKeys | None = None, *, last_op: str | None = None) -> VersionWrite:

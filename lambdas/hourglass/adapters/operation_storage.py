@@ -11,7 +11,14 @@ from typing import Any
 from hourglass import contract
 from hourglass.adapters.items import checked, fv, message_from_item, message_key, n, s
 from hourglass.adapters.table import Table
-from hourglass.core.keys import OPERATION_PREFIX, RUNNING_OPERATIONS_PK, operation_sk, running_operation_sk
+from hourglass.core.keys import (
+    MESSAGE_PREFIX,
+    OPERATION_PREFIX,
+    RUNNING_OPERATIONS_PK,
+    message_pks,
+    operation_sk,
+    running_operation_sk,
+)
 from hourglass.core.model import Message, Status
 from hourglass.core.operations import (
     SEGMENTS,
@@ -115,12 +122,23 @@ class OperationStorage(Table):
         return True, json.loads(raw["S"]) if raw else None
 
     def segment_page(
-        self, queue: str, segment: int, statuses: frozenset[Status], start: Cursor, limit: int, *, operation_id: str
+        self,
+        queue: str,
+        segment: int,
+        statuses: frozenset[Status],
+        start: Cursor,
+        limit: int,
+        *,
+        operation_id: str,
+        partitions: int = 1,
     ) -> tuple[list[tuple[Message, bool]], Cursor]:
         """One page of a segment's messages in `statuses` or already written by the operation, each with
         whether it was (filtered server-side; `limit` counts the keys read, so a page redone from the same
-        cursor covers the same keys)."""
-        low, high = segment_bounds(segment)
+        cursor covers the same keys). A segment is its range of the queue's partition, then, in a queue spread
+        over `partitions`, its share of those (`segment_parts`); a cursor without a sort key starts the next."""
+        parts = segment_parts(queue, segment, partitions)
+        at = next((i for i, (pk, _, _) in enumerate(parts) if start is not None and start["pk"]["S"] == pk), 0)
+        pk, low, high = parts[at]
         names = {f":s{i}": s(status.value) for i, status in enumerate(sorted(statuses))}
         request: dict[str, Any] = {
             "TableName": self.table,
@@ -128,7 +146,7 @@ class OperationStorage(Table):
             "FilterExpression": f"#st IN ({', '.join(names)}) OR last_op = :op",
             "ExpressionAttributeNames": {"#st": "status"},
             "ExpressionAttributeValues": {
-                ":q": s(queue),
+                ":q": s(pk),
                 ":lo": s(low),
                 ":hi": s(high),
                 ":op": s(operation_id),
@@ -137,14 +155,15 @@ class OperationStorage(Table):
             "Limit": limit,
             "ConsistentRead": True,
         }
-        if start:
+        if start and "sk" in start:
             request["ExclusiveStartKey"] = start
         page = self._guard("query", **request)
         items = page.get("Items", [])
         done = [item.get("last_op", {}).get("S") == operation_id for item in items]
-        return [(message_from_item(item), was) for item, was in zip(items, done, strict=True)], page.get(
-            "LastEvaluatedKey"
-        )
+        after: Cursor = page.get("LastEvaluatedKey")
+        if after is None and at + 1 < len(parts):
+            after = {"pk": s(parts[at + 1][0])}
+        return [(message_from_item(item), was) for item, was in zip(items, done, strict=True)], after
 
     def record_page(
         self,
@@ -300,3 +319,11 @@ class OperationStorage(Table):
         )
         value = checked("message", got.get("Item", {})).get("last_op")
         return None if value is None else str(value["S"])
+
+
+def segment_parts(queue: str, segment: int, partitions: int) -> list[tuple[str, str, str]]:
+    """(partition, first and last sort key) of each part of a segment: its id range of the queue's own partition,
+    then every SEGMENTS-th of the partitions a spread queue's messages are in, whole."""
+    low, high = segment_bounds(segment)
+    spread = message_pks(queue, partitions)[1:]
+    return [(queue, low, high), *((pk, MESSAGE_PREFIX, MESSAGE_PREFIX + "~") for pk in spread[segment::SEGMENTS])]

@@ -1,13 +1,15 @@
-"""Queue items in the table (pk = name, sk = `keys.QUEUE_SK`): created, read, written on the version read, paused and
-deleted, each with one conditional call."""
+"""Queue items in the table (pk = name, sk = `keys.QUEUE_SK`): created, read, written on the version read, paused,
+spread and deleted, each with one conditional call; and a busy queue's window records (`core/message_partitions.py`)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from hourglass.adapters.items import n, queue_from_item, queue_key, queue_to_item
+from hourglass.adapters.items import fv, n, queue_from_item, queue_key, queue_to_item, s
 from hourglass.adapters.table import Table
+from hourglass.core import formats, message_partitions
+from hourglass.core.keys import rate_sk
 from hourglass.core.model import Queue
 from hourglass.core.timestamps import to_ms
 from hourglass.errors import NotFoundError, StaleVersionError
@@ -79,3 +81,34 @@ class QueueStorage(Table):
         except StaleVersionError as exc:
             raise NotFoundError(f"queue {name} does not exist") from exc
         return queue_from_item(answer["Attributes"])
+
+    def add_to_window(self, name: str, window: int, count: int) -> int:
+        """Adds `count` to the queue's record of `window` (TTL removes it an hour after); the record's total."""
+        expire_at = (window + 1) * message_partitions.WINDOW_SECONDS + 3600
+        answer = self._guard(
+            "update_item",
+            TableName=self.table,
+            Key={"pk": s(name), "sk": s(rate_sk(window))},
+            UpdateExpression="ADD taken :c SET fv = if_not_exists(fv, :fv), expire_at = :exp",
+            ExpressionAttributeValues={":c": n(count), ":exp": n(expire_at), ":fv": fv("rate")["fv"]},
+            ReturnValues="UPDATED_NEW",
+        )
+        return int(answer["Attributes"]["taken"]["N"])
+
+    def spread_queue(self, name: str, epoch: datetime, partitions: int) -> bool:
+        """`partitions` on that life of the queue item, at a new version (a settings write that read it before is
+        refused and read again, so none takes it off), and its format raised to the one that has it."""
+        return self._updated(
+            f"queue {name} is spread or gone",
+            Key=queue_key(name),
+            UpdateExpression="SET #parts = :p, fv = :fv, version = if_not_exists(version, :zero) + :one",
+            ConditionExpression="created_at = :epoch AND attribute_not_exists(#parts)",
+            ExpressionAttributeNames={"#parts": "partitions"},
+            ExpressionAttributeValues={
+                ":p": n(partitions),
+                ":fv": n(formats.queue_format(False, spread=True)),
+                ":epoch": n(to_ms(epoch)),
+                ":zero": n(0),
+                ":one": n(1),
+            },
+        )

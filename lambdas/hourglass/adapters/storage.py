@@ -61,6 +61,19 @@ class Queues(Protocol):
         ...
 
 
+class QueueSpread(Protocol):
+    """A busy queue's spread (`core/message_partitions.py`): the window records of its messages, and its switch."""
+
+    def add_to_window(self, name: str, window: int, count: int) -> int:
+        """Adds `count` messages to the queue's record of `window`; the record's total."""
+        ...
+
+    def spread_queue(self, name: str, epoch: datetime, partitions: int) -> bool:
+        """The queue's life `epoch` spreads its new messages over `partitions`; False when it already does, or is
+        gone."""
+        ...
+
+
 class QueueList(Protocol):
     """The list of queue names, so listing queues is one Query."""
 
@@ -125,8 +138,10 @@ class Messages(Protocol):
         notice: NoticeStatus | None = None,
         flow_key: str | None = None,
         order: ListOrder | None = None,
+        partitions: int = 1,
     ) -> tuple[list[Message], str | None]:
-        """A page of up to `limit` messages (it may come back short, with a cursor) and the cursor after it."""
+        """A page of up to `limit` messages (it may come back short, with a cursor) and the cursor after it, from
+        every partition the queue's messages are in (`partitions`, the queue's)."""
         ...
 
     def read_bodies(self, messages: list[Message]) -> list[Message]:
@@ -333,8 +348,10 @@ class OperationSegments(Protocol):
         limit: int,
         *,
         operation_id: str,
+        partitions: int = 1,
     ) -> tuple[list[tuple[Message, bool]], Cursor]:
-        """One page of a segment's messages in `statuses` or written by the operation already (each with which)."""
+        """One page of a segment's messages in `statuses` or written by the operation already (each with which),
+        in a queue whose messages are spread over `partitions`."""
         ...
 
     def record_page(
@@ -518,6 +535,7 @@ class Timers(Protocol):
 
 class Storage(
     Queues,
+    QueueSpread,
     QueueList,
     QueueLives,
     Messages,

@@ -5,15 +5,18 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
+from hourglass.core import keys
 from hourglass.core.timestamps import to_ms
 
 _NAMESPACE = uuid.UUID("6f1d3c59-8a64-4c1e-9a55-3b1f3f0c2a11")
 
 
-def new_id() -> str:
+def new_id(partitions: int = 1) -> str:
+    """A random id; over more than one partition, a spread message's, naming its partition (`keys.message_pk`)."""
     # Random, not time-ordered: sequential keys within one queue partition would defeat
     # DynamoDB's split-for-heat.
-    return uuid.uuid4().hex
+    hex_id = uuid.uuid4().hex
+    return hex_id if partitions <= 1 else keys.spread_id(hex_id, partitions)
 
 
 def deterministic_id(queue: str, key: str) -> str:

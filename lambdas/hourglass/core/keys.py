@@ -88,11 +88,11 @@ def is_outbox_pk(pk: str | None) -> bool:
 # digit is log2 of the partitions it was spread over (ids of release 1.2.0 are v4 and v5: in the queue's).
 # Queue names never hold `#` (validation.QUEUE_NAME), so no spread partition is another queue's.
 MESSAGE_PARTITIONS = 64
-SPREAD_VERSION = "8"
+SPREAD_VERSION = 8  # the UUID version of a spread message's id
 
 
 def is_spread_id(message_id: str) -> bool:
-    return len(message_id) == 32 and message_id[12] == SPREAD_VERSION
+    return len(message_id) == 32 and message_id[12] == f"{SPREAD_VERSION:x}"
 
 
 def spread_id(hex_id: str, partitions: int = MESSAGE_PARTITIONS) -> str:
@@ -100,14 +100,23 @@ def spread_id(hex_id: str, partitions: int = MESSAGE_PARTITIONS) -> str:
     exponent = partitions.bit_length() - 1
     if len(hex_id) != 32 or partitions != 1 << exponent or not 1 <= exponent <= 15:
         raise ValueError("a spread id is 32 hex digits over 2 to 2**15 partitions")
-    return f"{hex_id[:12]}{SPREAD_VERSION}{exponent:x}{hex_id[14:]}"
+    return f"{hex_id[:12]}{SPREAD_VERSION:x}{exponent:x}{hex_id[14:]}"
+
+
+def spread_of(message_id: str) -> int:
+    """How many partitions a message's queue spread its messages over when it was stored (1: not spread)."""
+    return 1 << int(message_id[13], 16) if is_spread_id(message_id) else 1
 
 
 def message_pk(queue: str, message_id: str) -> str:
     """The partition of a message and of everything that goes with it (bodies, attempt history)."""
-    if not is_spread_id(message_id):
-        return queue
-    return f"{queue}#{shard_of(message_id, 1 << int(message_id[13], 16))}"
+    partitions = spread_of(message_id)
+    return queue if partitions == 1 else f"{queue}#{shard_of(message_id, partitions)}"
+
+
+def dedup_pk(queue: str, dedup_id: str, partitions: int) -> str:
+    """The partition of a dedup record: a spread queue's (`partitions` its messages' spread) by the dedup id."""
+    return queue if partitions == 1 else f"{queue}#{shard_of(dedup_id, partitions)}"
 
 
 def message_pks(queue: str, partitions: int) -> tuple[str, ...]:

@@ -28,6 +28,7 @@ from hourglass.service.give_way import give_way
 from hourglass.service.handoff import HandOff
 from hourglass.service.pacing import Pacer
 from hourglass.service.queue_limits import QueueLimits
+from hourglass.service.spreading import Spreading
 from hourglass.settings import Settings
 
 
@@ -63,10 +64,13 @@ class Context:
     # Rate-limit pacing (shared by every hand-off of this process) and the sweeper's view of limits.
     pacer: Pacer = field(init=False)
     limits: QueueLimits = field(init=False)
+    # This process's tally of new messages per queue, which spreads a busy one (`core/message_partitions.py`).
+    spreading: Spreading = field(init=False)
 
     def __post_init__(self) -> None:
         self.pacer = Pacer(self.store)
         self.limits = QueueLimits(self.store.get_queue, lambda: self.clock(), self._has_schedules)
+        self.spreading = Spreading(self.store)
         if self.settings.log_level is not None:
             logs.set_level(self.settings.log_level)
         # Bodies above the body-item threshold go to S3; its client is built on first use.

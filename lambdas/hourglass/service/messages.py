@@ -44,8 +44,11 @@ class Messages:
         requests = validation.message_batch(doc, queue.settings, now)
         for index, request in enumerate(requests):
             targets.check_allowed(self.ctx, request.target, f"messages[{index}].target")
-        messages = [admit(queue, request, now, new_id(), Fields.in_batch(i)) for i, request in enumerate(requests)]
-        return self.store_new(messages, now, rate=delivery_control.rates(delivery_control.of(queue)))
+        ids = [new_id(queue.partitions) for _ in requests]
+        messages = [admit(queue, request, now, ids[i], Fields.in_batch(i)) for i, request in enumerate(requests)]
+        stored = self.store_new(messages, now, rate=delivery_control.rates(delivery_control.of(queue)))
+        self.ctx.spreading.took(queue, len(messages), now)
+        return stored
 
     def store_new(
         self, messages: list[Message], now: datetime, rate: Rates | None = None
@@ -108,7 +111,7 @@ class Messages:
         if query.order is not None and not kept[query.order]:
             order = query.order.value
             raise ValidationError("order", f"{order} is not kept by this stack (its hourglass:order_{order} is false)")
-        self.queues.get(queue_name)
+        queue = self.queues.get(queue_name)
         found, cursor = self.store.list_messages(
             queue_name,
             status=query.status,
@@ -118,6 +121,7 @@ class Messages:
             notice=query.notice,
             flow_key=query.flow_key,
             order=query.order,
+            partitions=queue.partitions,
         )
         # Contract v1.1: a page may hold fewer than `limit`, so that it fits Lambda's 6 MB response.
         fit = limits.page_length([message_doc(m) for m in found])

@@ -131,6 +131,8 @@ class Operations:
     def _segment(self, operation: Operation, segment: int, time_left: Callable[[], float]) -> bool:
         """Runs one segment page by page; True when it is done (or another worker recorded its page first)."""
         todo, cursor = self.store.operation_cursor(operation.queue, operation.id, segment)
+        queue = self.store.get_queue(operation.queue)
+        partitions = queue.partitions if queue is not None else 1
         request = operation.request
         statuses = request.filter.statuses(request.action)
         with ThreadPoolExecutor(max_workers=WRITERS) as pool:
@@ -139,7 +141,7 @@ class Operations:
                     return False
                 start = cursor
                 page, cursor = self.store.segment_page(
-                    operation.queue, segment, statuses, start, PAGE, operation_id=operation.id
+                    operation.queue, segment, statuses, start, PAGE, operation_id=operation.id, partitions=partitions
                 )
                 now = self.ctx.clock()
                 # A message this operation already wrote (a page redone after a crash) is counted, never

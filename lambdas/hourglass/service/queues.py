@@ -56,7 +56,8 @@ class Queues:
             if existing is None:
                 queue = Queue(name, settings, self._new_epoch(name), kept, version=1)
             else:
-                queue = Queue(name, settings, existing.created_at, kept, version=existing.version + 1)
+                # The queue's messages stay where they are spread (`partitions`, the queue's for its life).
+                queue = Queue(name, settings, existing.created_at, kept, existing.version + 1, existing.partitions)
             self.store.register_queue(name)  # idempotent; before the queue item, so a listed name may lack one
             try:
                 self.store.write_queue(queue, expected_version=existing.version if existing else None)
@@ -112,14 +113,16 @@ class Queues:
         self.store.delete_queue(name, queue.created_at)
         self.store.unregister_queue(name)
         self.store.end_queue(name, self.ctx.clock())
-        self._cancel_pending(name)
+        self._cancel_pending(name, queue.partitions)
         self.store.clear_queue_items(name, [keys.count_prefix(to_ms(queue.created_at))])
 
-    def _cancel_pending(self, name: str) -> None:
+    def _cancel_pending(self, name: str, partitions: int) -> None:
         started = self.ctx.clock()
         cursor = None
         while self.ctx.clock() - started < DELETE_QUEUE_BUDGET:
-            pending, cursor = self.store.list_messages(name, status=Status.PENDING, limit=100, cursor=cursor)
+            pending, cursor = self.store.list_messages(
+                name, status=Status.PENDING, limit=100, cursor=cursor, partitions=partitions
+            )
             for message in pending:
                 with contextlib.suppress(StaleVersionError):
                     transitions.cancel(self.ctx, message, self.ctx.clock())
