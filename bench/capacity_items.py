@@ -15,7 +15,7 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime, timedelta
 
-from hourglass.core import circuit_breaker, due_width, keys
+from hourglass.core import circuit_breaker, due_width, keys, message_partitions
 from hourglass.core.due_width import Record, Widths
 
 from bench import item_kinds, pacing_rate
@@ -77,60 +77,75 @@ class Row:
         return self.write_partition > PARTITION_WRU or self.read_partition > PARTITION_RRU
 
 
+def spread(per_queue: float) -> int:
+    """The partitions a queue's messages are in at `per_queue` messages a second, steady: a queue taking more than
+    SPREAD_AT in a window is spread (`core.message_partitions`), its new messages over PARTITIONS."""
+    taken = per_queue * message_partitions.WINDOW_SECONDS
+    return message_partitions.PARTITIONS if message_partitions.spreads(int(taken)) else 1
+
+
 def rows(s: Scenario, index_shard_wru: float) -> list[Row]:
-    """The items of one scenario. The queue partition (pk = queue) is shared by the queue's messages and every
-    queue-scoped item; its total is the sum of what each kind puts on it at the queue's rate."""
+    """The items of one scenario. A queue's messages, with their bodies, dedup records and history, are in their
+    partitions (`message_pk`: the queue's, or 64 once it is busy); every queue-scoped item is in the queue's
+    partition (pk = queue). Each partition's total is the sum of what each kind puts on it at the queue's rate."""
     d = s.per_queue
+    parts = spread(d)
     posts = d / POST_SIZE
     batches = d / BATCH
-    # The queue partition: message items (put, claim, begin, outcome: sweep path), counters, queue item reads.
-    message_writes = MESSAGE_WRITES["sweep"] * d
+    # A message partition: its message items (put, begin, outcome; a claim besides only with limits).
+    message_w = MESSAGE_WRITES["sweep"] * d / parts
+    # The queue's partition: counters, queue item reads, and its window records until it spreads.
     counter_writes = COUNTS_PER_MESSAGE * d
+    window_writes = d / message_partitions.REPORT_AT  # a queue at this rate spreads in its first window
     queue_reads = posts + batches  # strongly consistent, ≤ 4 KB: 1 RU each
-    queue_partition_w = message_writes + counter_writes
-    queue_partition_r = queue_reads + 0.5 * d * 0  # bodies inline: a begin returns the item (no read)
+    queue_partition_w = counter_writes
+    queue_partition_r = queue_reads
     # One write per window a batch's slots fall in (windows of 4-64 slots, `core.pacing`), simulated with the rule
     # itself at the queue's rate: ingest requests and sweep chunks, both paths at the whole rate (an upper bound).
     paced = [pacing_rate.core_run(size, rate=d) for size in (POST_SIZE, SEND_CHUNK)]
     pacing_item = sum(run.peak_item for run in paced)
     pacing_writes = sum(run.peak_total for run in paced)
     slot_writes = 2 * d  # a slot taken and given back per attempt (key or queue concurrency)
-    breaker_writes = d  # one ADD per attempt outcome, on one of the current bucket's BREAKER_SHARDS items
-    # A window Query per failure (10 % failing): (BUCKETS + 1) x BREAKER_SHARDS items of ~80 B, eventually consistent.
+    # A dispatcher batch's outcomes: one ADD on one of the current bucket's BREAKER_SHARDS items (an attempt's own
+    # before they were counted per batch: `d`).
+    breaker_writes = batches
+    # A window Query per batch with a failure (10 % failing: nearly every batch of 100): (BUCKETS + 1) x
+    # BREAKER_SHARDS items of ~80 B, eventually consistent.
     breaker_query_ru = math.ceil((circuit_breaker.BUCKETS + 1) * keys.BREAKER_SHARDS * 80 / 4096) / 2
-    breaker_reads = d * 0.1 * breaker_query_ru
+    breaker_reads = batches * breaker_query_ru
     bucket_records_w = s.deliveries / due_width.FLUSH + 1  # ADDs of the writers' counts, the widen writes
     run = per_run()
     bucket_records_r = run[item_kinds.BUCKETS][1] / RUN_SECONDS
     sweeper_w = run[item_kinds.SWEEPER][0] / RUN_SECONDS
     q = "queue"
+    m = "message_pk: queue" if parts == 1 else f"message_pk: <queue>#<n < {parts}>"
     return [
-        Row("message item (LATER_QUEUE's too)", "message_sk(id)", q, 4 / 60, 0.0, queue_partition_w, queue_partition_r),
+        Row("message item (LATER_QUEUE's too)", "message_sk(id), message_pk(queue, id)", m, 4 / 60, 0.0, message_w,
+            0.0),
+        Row("body item (bodies above the item threshold)", "body_sk(id, version)", m, 1 / 60, 1 / 60,
+            message_w + d / parts, d / parts, "large bodies"),
+        Row("dedup record", "dedup_sk(dedup_id), dedup_pk", m, 1.0, 0.0, message_w + d / parts, 0.0, "dedup ids"),
+        Row("attempt history", "history_key(id, attempt)", m, 1.0, 0.0, message_w + 2 * d / parts, 0.0,
+            "history, per retry"),
         Row("status counters", f"count_sk(epoch, shard<{keys.COUNT_SHARDS})", q,
             counter_writes / keys.COUNT_SHARDS, 0.0, queue_partition_w, queue_partition_r),
         Row("queue item (read at each POST and dispatcher batch)", "QUEUE_SK", q, 0.0, queue_reads,
             queue_partition_w, queue_partition_r),
-        Row("body item (bodies above the item threshold)", "body_sk(id, version)", q, 1 / 60, 1 / 60,
-            queue_partition_w + d,
-            queue_partition_r + d, "large bodies"),
-        Row("dedup record", "dedup_sk(dedup_id)", q, 1.0, 0.0, queue_partition_w + d, queue_partition_r,
-            "dedup ids"),
-        Row("attempt history", "history_key(id, attempt)", q, 1.0, 0.0, queue_partition_w + 2 * d,
-            queue_partition_r, "history, per retry"),
+        Row("window records (until the queue spreads: its first window at this rate)", "rate_sk(window)", q,
+            window_writes, 0.0, queue_partition_w + window_writes, queue_partition_r),
         Row("pacing items and holders record", "pace_sk(key, window)", q, pacing_item, pacing_item,
             queue_partition_w + pacing_writes, queue_partition_r + pacing_writes, "rate_limit"),
         Row("concurrency slots", "slot_key(slot, key)", q, slot_writes / 1_000, slot_writes / 1_000,
             queue_partition_w + slot_writes, queue_partition_r + slot_writes, "max_concurrency 1,000"),
-        Row("breaker buckets", "breaker_sk(since, bucket, shard)", q, breaker_writes / keys.BREAKER_SHARDS,
-            breaker_reads,
+        Row("breaker buckets", "breaker_sk(since, bucket, shard)", q, breaker_writes, breaker_reads,
             queue_partition_w + breaker_writes, queue_partition_r + breaker_reads, "circuit breaker"),
         Row("schedule items", "schedule_sk(name)", q, 1 / 60, 0.0, queue_partition_w, queue_partition_r,
             "schedules"),
         Row("queue notices, ended marker, operations", "queue_notice_sk, ENDED_SK, operation_sk", q, 0.0, 0.0,
             queue_partition_w, queue_partition_r, "rare"),
-        Row("list index entry (GSI `list`)", "list_pk = queue", "list_pk = queue", 1 / 60, 0.0, d, 0.0,
+        Row("list index entry (GSI `list`)", "list_pk = message_pk", f"list_{m}", 1 / 60, 0.0, d / parts, 0.0,
             "order_due"),
-        Row("created index entry (GSI `created`)", "list_pk = queue", "list_pk = queue", 1 / 60, 0.0, d, 0.0,
+        Row("created index entry (GSI `created`)", "list_pk = message_pk", f"list_{m}", 1 / 60, 0.0, d / parts, 0.0,
             "order_created"),
         Row("due-index entry (GSI `due`)", "bucket_pk(bucket, shard < width)", "bucket#shard", 1 / 60,
             0.0, index_shard_wru, 0.5 * index_shard_wru / 40),

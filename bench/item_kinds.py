@@ -26,6 +26,7 @@ BUCKETS = "due-bucket records"
 SWEEPER = "sweep state and shard progress"
 REGISTRY = "queue registry, running operations, schedule repair"
 SCHEDULES_LIST = "list of every schedule"
+WINDOWS = "window records"
 UNKNOWN = "unclassified"
 
 PARTITIONS = {
@@ -49,6 +50,7 @@ SORT_PREFIXES = (
     (keys.ORDER_PREFIX, ORDER),
     (keys.QUEUE_NOTICE_PREFIX, QUEUE_OTHER),
     (keys.OPERATION_PREFIX, QUEUE_OTHER),
+    (keys.RATE_PREFIX, WINDOWS),
 )
 SORT_KEYS = {keys.QUEUE_SK: QUEUE, keys.ENDED_SK: QUEUE_OTHER}
 

@@ -11,6 +11,9 @@ from bench import capacity_items
 # or S3 keys): each must have a row in the model.
 TABLE_ITEMS = (
     "message_sk",
+    "message_pk",
+    "dedup_pk",
+    "rate_sk",
     "history_key",
     "dedup_sk",
     "body_sk",

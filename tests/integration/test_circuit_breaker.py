@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hourglass.core import failure_notice
+from hourglass.core import failure_notice, keys
 from hourglass.handlers import sweeper as sweeper_handler
 from hourglass.service import failure_notices
 
@@ -70,6 +70,20 @@ def test_at_most_min_attempts_plus_those_in_flight_reach_it_from_a_batch(harness
     send_batch(harness, 30)
     in_flight = 10  # a timer carries up to ten messages, attempted together
     assert hook_calls(harness) <= BREAKER["min_attempts"] + in_flight
+    assert queue_doc(harness)["paused_reason"] == "circuit_breaker"
+
+
+def test_a_batchs_outcomes_are_added_to_one_breaker_item(harness: Harness) -> None:
+    """Counted together (`service/circuit_breaker.OutcomeBatch`): a queue's breaker takes a write per dispatcher
+    batch, not one per attempt (docs/capacity.md)."""
+    breaker_queue(harness)
+    send_batch(harness, 10)  # one timer pack of ten: one dispatcher batch
+    items = harness.ddb.query(
+        TableName=harness.ctx.settings.table,
+        KeyConditionExpression="pk = :q AND begins_with(sk, :b)",
+        ExpressionAttributeValues={":q": {"S": "orders"}, ":b": {"S": keys.BREAKER_PREFIX}},
+    )["Items"]
+    assert [(i["attempts"]["N"], i["failures"]["N"]) for i in items] == [("10", "10")]
     assert queue_doc(harness)["paused_reason"] == "circuit_breaker"
 
 

@@ -101,7 +101,7 @@ def write_every_kind(h: Harness) -> None:
     store.put_attempt("orders", Attempt("m1", 1, now, now, AttemptOutcome.FAILED))
     store.advance_pace("orders", PaceItem(None, Window(1_000_000, 5)), PaceState(), (0,), "m1#1")
     assert store.acquire_slot("orders", 2, "m1#1", until_ms=10**13, now_ms=0, flow_key="k") is not None
-    store.count_outcome("orders", None, 1, failed=True, expire_at=10**10)
+    store.count_outcome("orders", None, 1, attempts=1, failures=1, expire_at=10**10)
     notice = Notice(NoticeStatus.PENDING, next_try_at=now, finished_at=now)
     assert store.trip(None, QueuePaused("orders", "failing", 0.9, now, None, notice), notify=True)
     assert store.save_key_order("orders", "k", KeyState(head="m1"), KeyState())

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from hourglass.core import delivery_control, validation
+from hourglass.core import delivery_control, message_partitions, validation
 from hourglass.core import ordering as core_ordering
 from hourglass.core.model import Status
 from hourglass.core.timestamps import format_rfc3339
@@ -223,6 +223,18 @@ class SystemModel(RuleBasedStateMachine):
 
         self.act(crash_at, delete)
         self.sync(name)
+
+    @rule(name=st.sampled_from(QUEUES), crash_at=st.sampled_from((None, None, 1, 2)))
+    def queue_gets_busy(self, name: str, crash_at: int | None) -> None:
+        """A queue's window record reaches SPREAD_AT as a process adds its tally: its new messages are spread over
+        partitions from then on (`core/message_partitions.py`), beside those stored before in its own."""
+        ctx = self.world.h.ctx
+        queue = ctx.store.get_queue(name, consistent=True)
+        if queue is None:
+            return
+        now = self.world.clock()
+        ctx.store.add_to_window(name, message_partitions.window_of(now), message_partitions.SPREAD_AT)
+        self.act(crash_at, lambda: ctx.spreading.took(queue, message_partitions.REPORT_AT, now))
 
     @rule(name=st.sampled_from(QUEUES), paused=st.booleans())
     def pause_or_resume(self, name: str, paused: bool) -> None:

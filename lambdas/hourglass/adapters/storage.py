@@ -493,8 +493,10 @@ class BreakerTallies(Protocol):
     """The circuit breaker's outcome counters per queue, resume and time bucket, and its trip."""
 
     def count_outcome(
-        self, queue: str, since: datetime | None, bucket: int, *, failed: bool, expire_at: int
-    ) -> None: ...
+        self, queue: str, since: datetime | None, bucket: int, *, attempts: int, failures: int, expire_at: int
+    ) -> None:
+        """Adds a bucket's attempts and failures (of one dispatcher batch, or one attempt)."""
+        ...
 
     def window_tally(self, queue: str, since: datetime | None, first: int, last: int) -> Tally:
         """The sum of the buckets first..last of the current resume."""

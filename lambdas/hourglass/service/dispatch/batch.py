@@ -13,6 +13,7 @@ from hourglass.adapters.timer_queue import SEND_BACK_SECONDS, pack_to_json, read
 from hourglass.core.handoff import Timer
 from hourglass.errors import DeliveryError, NewerFormatError, StoreError, TimerQueueError, ValidationError
 from hourglass.logs import log
+from hourglass.service import circuit_breaker
 from hourglass.service.context import Context
 from hourglass.service.dispatch.arrivals import ArrivalBoard
 from hourglass.service.dispatch.attempt import Attempts
@@ -96,10 +97,14 @@ class Dispatcher:
             self.arrivals.arrived(timer for _, timer in work)
             # Every timer on a thread of its own: the longest attempt (up to the queue's 120 s timeout)
             # bounds the invocation, which `deadline.function_timeout` sizes the function for.
+            outcomes = circuit_breaker.OutcomeBatch()
             with ThreadPoolExecutor(max_workers=max(DISPATCH_THREADS, len(work))) as pool:
                 results = list(
-                    pool.map(lambda i: self._counted(counted, work[i][1], int(i in repaced)), range(len(work)))
+                    pool.map(
+                        lambda i: self._counted((counted, outcomes), work[i][1], int(i in repaced)), range(len(work))
+                    )
                 )
+            circuit_breaker.flush(self.ctx, outcomes)
             failed.update(record_id for (record_id, _), result in zip(work, results, strict=True) if not result.ok)
             waits = _waits(work, results)
         waits.update(kept)
@@ -131,10 +136,11 @@ class Dispatcher:
         self.ctx.metrics.count("Poison")
         return Result(False, "poison")
 
-    def _counted(self, counted: CountBatch, timer: Timer, repaces: int) -> Result:
-        """`process_timer` on a worker thread, its status changes counted with the batch's."""
+    def _counted(self, batch: tuple[CountBatch, circuit_breaker.OutcomeBatch], timer: Timer, repaces: int) -> Result:
+        """`process_timer` on a worker thread, its status changes and attempt outcomes counted with the batch's."""
+        counted, outcomes = batch
         try:
-            with self.ctx.store.counting_into(counted):
+            with self.ctx.store.counting_into(counted), circuit_breaker.counting_into(outcomes):
                 return self.process_timer(timer, repaces)
         finally:
             self.arrivals.left(timer)
