@@ -61,10 +61,10 @@ class MessageInput:
     files: int = 1
     cached: DataFrame | None = None
 
-    def queue_names(self) -> list[str]:
-        """The distinct queue names the rows give, read without touching Python."""
-        named = transforms.queue_names_from_lines if self.lines else transforms.queue_names_from_cells
-        return [row.queue for row in named(self.rows).collect()]
+    def queue_counts(self) -> dict[str, int]:
+        """The distinct queue names the rows give and how many rows give each, read without touching Python."""
+        counted = transforms.queue_counts_from_lines if self.lines else transforms.queue_counts_from_cells
+        return {row.queue: row["count"] for row in counted(self.rows).collect()}
 
     def documents(self, partitions: int) -> DataFrame:
         """`row`, `key`, `doc` spread over `partitions` (before any per-row Python runs)."""

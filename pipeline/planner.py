@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 from hourglass import contract
 from hourglass.adapters import http_target
 from hourglass.adapters.items import message_to_item
-from hourglass.core import ids, schedule, validation
+from hourglass.core import ids, keys, message_partitions, schedule, validation
 from hourglass.core.admission import admit
 from hourglass.core.model import Queue, Status
 from hourglass.core.timestamps import to_ms
@@ -44,6 +44,9 @@ class Planner:
     # The stack's settings a target is checked against, as the API checks it (allow-lists, private
     # callbacks, its own resources).
     stack: Settings = STRICT
+    # The queues this load spreads (`core/message_partitions.py`): their messages get spread ids. From the input
+    # alone, so that a load run again plans the same ids.
+    spread: frozenset[str] = frozenset()
     _checked_hosts: dict[tuple[str, int], str | None] = field(default_factory=dict)
 
     def plan(self, row: int, text: str | None, key: str | None = None) -> Plan:
@@ -64,6 +67,8 @@ class Planner:
         request = validation.new_message(doc, 0, queue.settings, self.now)
         check_target(self.stack, request.target, "target", self._check_url)
         message_id = ids.deterministic_id(name, request.dedup_id or f"row:{key}")
+        if name in self.spread:
+            message_id = keys.spread_id(message_id, message_partitions.PARTITIONS)
         message = admit(queue, request, self.now, message_id)
         sweep = (
             schedule.sweep_keys(

@@ -19,6 +19,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from hourglass import contract
+from hourglass.core import message_partitions
 from hourglass.core.handoff import Timing
 from hourglass.core.timestamps import ceil_ms, format_rfc3339, parse_rfc3339
 from hourglass.logs import log
@@ -133,9 +134,14 @@ def _plan(
     partitions = args.partitions or max(
         spark.sparkContext.defaultParallelism, math.ceil(rows.total / ROWS_PER_PARTITION)
     )
-    names = rows.queue_names()
-    queues = table.load_queues(target, names)
-    log("queues", found=sorted(queues), missing=sorted(set(names) - set(queues))[:20])
+    counts = rows.queue_counts()
+    queues = table.load_queues(target, counts)
+    log("queues", found=sorted(queues), missing=sorted(set(counts) - set(queues))[:20])
+    # A queue this load gives a busy queue's share is spread before any of its messages is written (a dry run only
+    # plans as the real one would).
+    spread = frozenset(name for name in queues if message_partitions.spreads(counts[name]))
+    if spread and not args.dry_run:
+        table.spread_queues(target, [queues[name] for name in sorted(spread)])
     plan = transforms.plan_messages(
         rows.documents(partitions),
         queues,
@@ -143,6 +149,7 @@ def _plan(
         source=args.source_name or PurePosixPath(args.input.rstrip("/")).name,
         keys=KeySettings(shards=timing.shards, bucket_seconds=timing.bucket_seconds),
         stack=stack_settings(args, target),
+        spread=spread,
     )
     return plan.persist(StorageLevel.MEMORY_AND_DISK)
 

@@ -23,13 +23,14 @@ from hourglass.adapters.message_storage import MessageStorage
 from hourglass.adapters.store import Store
 from hourglass.adapters.table import BATCH_WRITE
 from hourglass.adapters.timer_queue import TimerQueue
-from hourglass.core import validation
+from hourglass.core import message_partitions, validation
 from hourglass.core.handoff import Timing
-from hourglass.core.keys import MESSAGE_PREFIX
+from hourglass.core.keys import MESSAGE_PREFIX, spread_of
 from hourglass.core.model import Message, Queue, Status
 from hourglass.core.schedule import SweepKeys
 from hourglass.core.timestamps import to_ms
 from hourglass.errors import StoreError, ValidationError
+from hourglass.logs import log
 from hourglass.service.handoff import HandOff
 from hourglass.service.messages import DEDUP_WINDOW
 
@@ -68,6 +69,14 @@ def load_queues(deployment: Deployment, names: Iterable[str]) -> dict[str, Queue
         if queue is not None:
             found[name] = queue
     return found
+
+
+def spread_queues(deployment: Deployment, queues: Iterable[Queue]) -> None:
+    """Spreads these queues' messages (`core/message_partitions.py`), each still in the life it was read in."""
+    store = Store(deployment.table, client=deployment.client("dynamodb"))
+    for queue in queues:
+        if queue.partitions == 1 and store.spread_queue(queue.name, queue.created_at, message_partitions.PARTITIONS):
+            log("queue_spread", queue=queue.name, partitions=message_partitions.PARTITIONS, by="bulk load")
 
 
 def scan_segments(deployment: Deployment, at_least: int) -> int:
@@ -278,7 +287,7 @@ class TableWriter:
         """The rows whose message does not exist and whose dedup id is not live for another message,
         and the message items this run already stored (a retried task's earlier attempt)."""
         keys = [message_key(p.queue, p.id) for p in chunk]
-        keys += [dedup_key(p.queue, p.dedup_id) for p in chunk if p.dedup_id]
+        keys += [dedup_key(p.queue, p.dedup_id, spread_of(p.id)) for p in chunk if p.dedup_id]
         found = self._batch_get(keys)
         now_ms = to_ms(self.now)
         new: list[Planned] = []
@@ -289,7 +298,8 @@ class TableWriter:
                 if self.settings.run and existing.get(RUN_ATTRIBUTE, {}).get("S") == self.settings.run:
                     ours.append(existing)
                 continue
-            dedup = found.get(_key(dedup_key(planned.queue, planned.dedup_id))) if planned.dedup_id else None
+            dedup_at = dedup_key(planned.queue, planned.dedup_id, spread_of(planned.id)) if planned.dedup_id else None
+            dedup = found.get(_key(dedup_at)) if dedup_at else None
             # A dedup record of a newer release is neither read nor written over (NewerFormatError: retried later).
             live = dedup is not None and int(checked("dedup", dedup)["dedup_until"]["N"]) >= now_ms
             if live and dedup is not None and dedup["message_id"]["S"] != planned.id:

@@ -59,14 +59,16 @@ def _key(table: DataFrame) -> list[Column]:
     return [F.col("key")] if "key" in table.columns else []
 
 
-def queue_names_from_cells(table: DataFrame) -> DataFrame:
-    """The distinct `queue` cells (unchecked: the planner validates them)."""
-    return table.select("queue").where("queue IS NOT NULL").distinct()
+def queue_counts_from_cells(table: DataFrame) -> DataFrame:
+    """`queue`, `count`: the distinct `queue` cells and their rows (unchecked: the planner validates them)."""
+    return table.select("queue").where("queue IS NOT NULL").groupBy("queue").count()
 
 
-def queue_names_from_lines(lines: DataFrame) -> DataFrame:
-    """The distinct `queue` values of JSON lines (unchecked: the planner validates them)."""
-    return lines.select(F.get_json_object("value", "$.queue").alias("queue")).where("queue IS NOT NULL").distinct()
+def queue_counts_from_lines(lines: DataFrame) -> DataFrame:
+    """`queue`, `count`: the distinct `queue` values of JSON lines and their lines (unchecked: the planner
+    validates them)."""
+    named = lines.select(F.get_json_object("value", "$.queue").alias("queue")).where("queue IS NOT NULL")
+    return named.groupBy("queue").count()
 
 
 def plan_messages(
@@ -77,10 +79,12 @@ def plan_messages(
     source: str,
     keys: KeySettings = KeySettings(),
     stack: Settings = STRICT,
+    spread: frozenset[str] = frozenset(),
 ) -> DataFrame:
     """`row`, `doc` (and `key`) -> one planned message or reject reason (`error`) per row.
 
-    `queues` is broadcast once; every row is validated exactly as a REST request would be.
+    `queues` is broadcast once; every row is validated exactly as a REST request would be. The messages of the
+    queues in `spread` get spread ids (the load spreads those queues).
     """
     shared = documents.sparkSession.sparkContext.broadcast(dict(queues))
     planners: dict[int, Planner] = {}
@@ -90,7 +94,7 @@ def plan_messages(
         # Built once per task (not per row): the queue settings and the resolved-host cache are reused.
         planner = planners.get(0)
         if planner is None:
-            planner = Planner(shared.value, now, source, keys, stack)
+            planner = Planner(shared.value, now, source, keys, stack, spread)
             planners[0] = planner
         return planner.plan(row, doc, key)
 

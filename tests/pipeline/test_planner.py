@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 from hourglass import contract
-from hourglass.core import validation
+from hourglass.core import keys, message_partitions, validation
 from hourglass.core.model import Queue
 from hourglass.errors import ValidationError
 
@@ -65,6 +65,15 @@ def test_same_row_of_the_same_source_gets_the_same_id() -> None:
 
     assert first[1] == again[1]
     assert len({first[1], other_row[1], other_file[1]}) == 3
+
+
+def test_a_row_of_a_queue_the_load_spreads_gets_the_spread_form_of_its_id() -> None:
+    doc = json.dumps({"queue": "orders", "body": 1})
+    plain = Planner(QUEUES, NOW, "in.csv", stack=STACK).plan(1, doc)
+    spread = Planner(QUEUES, NOW, "in.csv", stack=STACK, spread=frozenset({"orders"})).plan(1, doc)
+    assert isinstance(plain[1], str) and isinstance(spread[1], str)
+    assert (keys.spread_of(plain[1]), keys.spread_of(spread[1])) == (1, message_partitions.PARTITIONS)
+    assert spread[1] == keys.spread_id(plain[1], message_partitions.PARTITIONS)
 
 
 def test_private_callback_is_refused_unless_allowed() -> None:

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 from hourglass.adapters.items import dedup_key, message_key
-from hourglass.core import ids
+from hourglass.adapters.store import Store
+from hourglass.core import ids, message_partitions
 from hourglass.core.schedule import sweep_keys
 from hourglass.core.timestamps import format_rfc3339, from_ms, parse_rfc3339
 from pyspark.sql import SparkSession
@@ -183,3 +184,27 @@ def test_json_lines_share_dedup_ids_with_earlier_files(
         "rejected": 1,
     }
     assert item(stack, "bulk-orders", "order-9") is not None
+
+
+def test_a_load_of_a_busy_queues_share_spreads_it_and_runs_again_once(
+    spark: SparkSession, stack: Stack, tmp_path: Path
+) -> None:
+    """A load giving one queue SPREAD_AT rows spreads it before writing: its messages go to the spread partitions,
+    with ids planned from the input alone, so a second run finds every one (`core/message_partitions.py`)."""
+    stack.create_queue("bulk-busy")
+    source = tmp_path / "busy.csv"
+    with source.open("w", newline="") as out:
+        writer = csv.writer(out)
+        writer.writerow(HEADER)
+        writer.writerows(["bulk-busy", "{}", "7200", "", ""] for _ in range(message_partitions.SPREAD_AT - 1))
+        writer.writerow(["bulk-busy", "{}", "7200", "", "busy-1"])
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    first_run = run_job(spark, stack, source, tmp_path / "one")
+    again = run_job(spark, stack, source, tmp_path / "two")
+    store = Store(stack.deployment.table, client=stack.deployment.client("dynamodb"))
+    queue = store.get_queue("bulk-busy", consistent=True)
+    in_own, _ = store.list_messages("bulk-busy", status=None, limit=10, cursor=None)
+    assert queue is not None and queue.partitions == message_partitions.PARTITIONS
+    assert (first_run.summary["scheduled"], again.summary["scheduled"]) == (message_partitions.SPREAD_AT, 0)
+    assert in_own == [] and again.summary["duplicate"] == message_partitions.SPREAD_AT
