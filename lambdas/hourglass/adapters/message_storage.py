@@ -296,7 +296,7 @@ class MessageStorage(Table):
         cap = LIST_READ_PAGES if filters else None
         streams = [self._rows(_in_partition(request, pk), cap, _by_sk, _sk_order) for pk in pks]
         found, more = _merge(streams, limit)
-        messages = self._with_bodies([item for item in found if "id" in item])
+        messages = self._with_bodies(found)
         if isinstance(more, dict):
             return messages, encode_cursor(more)
         return messages, cursor_after(messages[-1]) if more and messages else None
@@ -344,7 +344,7 @@ class MessageStorage(Table):
                 stream = self._rows(partition, LIST_READ_PAGES, rows, order_of, None, after)
             streams.append(stream)
         found, more = _merge(streams, limit)
-        messages = [message_from_item(item) for item in found if "id" in item]
+        messages = [message_from_item(item) for item in found]
         if isinstance(more, dict):
             return self.read_bodies(messages), encode_cursor(more)
         return self.read_bodies(messages), cursor_after(messages[-1], order) if more and messages else None
