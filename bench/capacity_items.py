@@ -106,6 +106,8 @@ def rows(s: Scenario, index_shard_wru: float) -> list[Row]:
     pacing_item = sum(run.peak_item for run in paced)
     pacing_writes = sum(run.peak_total for run in paced)
     slot_writes = 2 * d  # a slot taken and given back per attempt (key or queue concurrency)
+    # A queue created by 1.3.0 or later keeps its slots SLOT_GROUP to a partition (`keys.slot_pk`), 1,000 of them here.
+    slot_partition_w = slot_writes * keys.SLOT_GROUP / 1_000
     # A dispatcher batch's outcomes: one ADD on one of the current bucket's BREAKER_SHARDS items (an attempt's own
     # before they were counted per batch: `d`).
     breaker_writes = batches
@@ -137,8 +139,8 @@ def rows(s: Scenario, index_shard_wru: float) -> list[Row]:
             window_writes, 0.0, queue_partition_w + window_writes, queue_partition_r),
         Row("pacing items and holders record", "pace_sk(key, window)", q, pacing_item, pacing_item,
             queue_partition_w + pacing_writes, queue_partition_r + pacing_writes, "rate_limit"),
-        Row("concurrency slots", "slot_key(slot, key)", q, slot_writes / 1_000, slot_writes / 1_000,
-            queue_partition_w + slot_writes, queue_partition_r + slot_writes, "max_concurrency 1,000"),
+        Row("concurrency slots", "slot_key(slot, key), slot_pk", f"slot_pk: <queue>#c<slot // {keys.SLOT_GROUP}>",
+            slot_writes / 1_000, slot_writes / 1_000, slot_partition_w, slot_partition_w, "max_concurrency 1,000"),
         Row("breaker buckets", "breaker_sk(since, bucket, shard)", q, breaker_writes, breaker_reads,
             queue_partition_w + breaker_writes, queue_partition_r + breaker_reads, "circuit breaker"),
         Row("schedule items", "schedule_sk(name)", q, 1 / 60, 0.0, queue_partition_w, queue_partition_r,
@@ -327,7 +329,7 @@ def section() -> Section:
     result.notes.append("Single items over a partition's limit (no split serves them): " + ("; ".join(hot) or "none"))
     result.notes.append(
         "Partitions over the limit, served only after DynamoDB splits them for heat (docs/capacity.md says what a "
-        "fix by design takes): " + "; ".join(split)
+        "fix by design takes): " + ("; ".join(split) or "none")
     )
     result.notes.append("A model: per-message operations from the code, rates from the scenario; nothing timed.")
     return result

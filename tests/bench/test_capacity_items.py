@@ -14,6 +14,7 @@ TABLE_ITEMS = (
     "message_pk",
     "dedup_pk",
     "rate_sk",
+    "slot_pk",
     "history_key",
     "dedup_sk",
     "body_sk",

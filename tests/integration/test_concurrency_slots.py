@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import threading
 import time
+from datetime import timedelta
 from typing import Any
 
+import pytest
+from hourglass.core import keys
 from hourglass.core.concurrency import holder
 
+from tests.integration import test_item_formats
 from tests.integration.conftest import Harness
-from tests.integration.test_flow import make_queue, post
+from tests.integration.test_flow import HTTP_QUEUE, make_queue, post
 
 NOW_MS = 1_000_000
 
 
-def test_racing_acquirers_never_hold_more_than_the_limit(harness: Harness) -> None:
+@pytest.mark.parametrize(("layout", "flow_key"), [(1, None), (2, None), (2, "k1")], ids=["own", "spread", "key"])
+def test_racing_acquirers_never_hold_more_than_the_limit(harness: Harness, layout: int, flow_key: str | None) -> None:
     store = harness.ctx.store
     lock = threading.Lock()
     held: list[int] = []
@@ -23,7 +28,9 @@ def test_racing_acquirers_never_hold_more_than_the_limit(harness: Harness) -> No
 
     def attempt(worker: int) -> None:
         for n in range(10):
-            lease = store.acquire_slot("q", 3, holder(f"m{worker}", n), NOW_MS + 60_000, NOW_MS)
+            lease = store.acquire_slot(
+                "q", 3 * keys.SLOT_GROUP, holder(f"m{worker}", n), NOW_MS + 60_000, NOW_MS, n, flow_key, layout
+            )
             if lease is None:
                 continue
             with lock:
@@ -35,12 +42,12 @@ def test_racing_acquirers_never_hold_more_than_the_limit(harness: Harness) -> No
                 held.remove(lease.slot)
             store.release_slot("q", lease)
 
-    threads = [threading.Thread(target=attempt, args=(w,)) for w in range(12)]
+    threads = [threading.Thread(target=attempt, args=(w,)) for w in range(3 * keys.SLOT_GROUP + 12)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert peak[0] <= 3 < granted[0]
+    assert peak[0] <= 3 * keys.SLOT_GROUP < granted[0]
 
 
 def test_a_slot_frees_itself_when_its_lease_ends(harness: Harness) -> None:
@@ -97,3 +104,29 @@ def test_two_slots_kept_by_one_holder_are_both_taken_once_it_ended(harness: Harn
     harness.call("DELETE", f"/v1/queues/q/messages/{message_id}")
     taken = [store.acquire_slot("q", 2, holder(f"next{i}", 1), NOW_MS + 60_000, NOW_MS + 1_000) for i in range(2)]
     assert (len({lease.slot for lease in kept if lease}), all(taken)) == (2, True)
+
+
+def slot_partitions(h: Harness) -> set[str]:
+    items = h.ddb.scan(
+        TableName=h.ctx.settings.table,
+        FilterExpression="begins_with(sk, :s)",
+        ExpressionAttributeValues={":s": {"S": keys.SLOT_PREFIX}},
+    )["Items"]
+    return {item["pk"]["S"] for item in items}
+
+
+def test_a_new_queues_slots_are_in_partitions_of_their_own(harness: Harness) -> None:
+    make_queue(harness, settings={**HTTP_QUEUE, "max_concurrency": 100, "flow_control": {"key_max_concurrency": 2}})
+    post(harness, *({"body": i, "flow_key": "k1"} for i in range(3)))
+    harness.dispatch(harness.timers())
+    found = slot_partitions(harness)
+    assert found and all(pk.startswith(("orders#c", "orders#k")) for pk in found)
+    assert {"orders#c" in pk for pk in found} == {True, False}  # the queue's slots and the key's
+
+
+def test_a_queue_stored_by_1_2_0_keeps_its_slots_in_its_own_partition(harness: Harness) -> None:
+    test_item_formats.load_1_2_0(harness)
+    harness.clock.now += timedelta(hours=1)
+    harness.sweep()
+    harness.dispatch(harness.timers())
+    assert slot_partitions(harness) == {"orders"}

@@ -115,18 +115,23 @@ def write_every_kind(h: Harness) -> None:
 def test_every_kind_of_item_is_written_with_its_format(harness: Harness, kind: str) -> None:
     write_every_kind(harness)
     written = [item.get("fv", {}).get("N") for item in scan(harness) if kind_of(item) == kind]
-    expected = formats.queue_format(False) if kind == "queue" else formats.FORMATS[kind]
+    # A queue created by this release keeps its slots in partitions of its own (`slot_layout` 2): format 2.
+    expected = formats.FORMATS[kind]
     assert written and set(written) == {str(expected)}
 
 
-def test_a_queue_with_ordering_is_format_2_and_one_without_format_1(harness: Harness) -> None:
+def test_a_queue_with_ordering_or_slots_of_its_own_is_format_2_and_one_with_neither_format_1(
+    harness: Harness,
+) -> None:
     make_queue(harness, "ordered", {**HTTP_QUEUE, "ordering": {"by": "flow_key"}})
     make_queue(harness, "plain")
+    load_1_2_0(harness)  # "orders", as 1.2.0 stored it: its slots in its own partition
+    make_queue(harness, "orders", {**HTTP_QUEUE, "max_concurrency": 2})  # a PUT over it keeps them there
     stored = {
         name: harness.ddb.get_item(TableName=harness.ctx.settings.table, Key=queue_key(name))["Item"]["fv"]["N"]
-        for name in ("ordered", "plain")
+        for name in ("ordered", "plain", "orders")
     }
-    assert stored == {"ordered": "2", "plain": "1"}
+    assert stored == {"ordered": "2", "plain": "2", "orders": "1"}
 
 
 def test_a_spread_queue_is_format_2(harness: Harness) -> None:

@@ -193,8 +193,12 @@ def test_a_concurrency_slot_held_on_the_deleted_queue_does_not_block_the_queue_c
 ) -> None:
     make_queue(harness, "orders", max_concurrency=1)
     until = to_ms(harness.clock() + timedelta(minutes=5))
-    # An attempt of the old queue took the only slot and died holding it.
-    assert harness.ctx.store.acquire_slot("orders", 1, holder("old", 1), until, to_ms(harness.clock()))
+    # An attempt of the old queue took the only slot (where that queue keeps its slots) and died holding it.
+    old = harness.ctx.store.get_queue("orders", consistent=True)
+    assert old is not None
+    now_ms = to_ms(harness.clock())
+    home = (old.slot_layout, to_ms(old.created_at))
+    assert harness.ctx.store.acquire_slot("orders", 1, holder("old", 1), until, now_ms, 0, None, *home)
     recreate(harness, "orders", max_concurrency=1)
     fresh = post_one(harness, "orders")
     drain(harness, rounds=3)

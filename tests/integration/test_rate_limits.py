@@ -159,7 +159,10 @@ def test_a_refused_attempt_stays_pending_and_its_timer_comes_back(harness: Harne
     make_queue(harness, "one", max_concurrency=1)
     due = post_burst(harness, "one", 1, to_ms(harness.clock() + timedelta(seconds=2)))
     [message_id] = due
-    harness.ctx.store.acquire_slot("one", 1, "someone#1", to_ms(harness.clock() + timedelta(hours=1)), 0)
+    queue = harness.ctx.store.get_queue("one", consistent=True)
+    assert queue is not None
+    until = to_ms(harness.clock() + timedelta(hours=1))
+    harness.ctx.store.acquire_slot("one", 1, "someone#1", until, 0, 0, None, queue.slot_layout, to_ms(queue.created_at))
     harness.dispatch(harness.timers())
     [again] = harness.timers()
     _, doc = harness.call("GET", f"/v1/queues/one/messages/{message_id}")

@@ -160,3 +160,19 @@ def test_no_spread_partition_is_a_queue_a_client_can_name():
 def test_a_dedup_record_spreads_by_its_dedup_id_only_in_a_spread_queue():
     assert keys.dedup_pk("orders", "d1", 1) == "orders"
     assert {keys.dedup_pk("orders", f"d{i}", 64) for i in range(2000)} == set(keys.message_pks("orders", 64)[1:])
+
+
+def test_slots_of_layout_1_are_in_their_queues_partition():
+    assert {keys.slot_pk("q", slot, key, 1) for slot in range(1000) for key in (None, "k")} == {"q"}
+
+
+def test_a_queues_slots_of_layout_2_are_slot_group_to_a_partition_of_their_own():
+    pks = [keys.slot_pk("q", slot, None, 2) for slot in range(1000)]
+    assert max(pks.count(pk) for pk in set(pks)) == keys.SLOT_GROUP
+    assert not set(pks) & set(keys.message_pks("q", 64)) and {keys.queue_of_pk(pk) for pk in pks} == {"q"}
+
+
+def test_a_keys_slots_of_layout_2_spread_over_the_key_slot_partitions():
+    pks = {keys.slot_pk("q", slot, f"key{k}", 2) for k in range(500) for slot in range(keys.SLOT_GROUP * 2)}
+    assert len(pks) == keys.KEY_SLOT_PARTITIONS
+    assert not pks & {keys.slot_pk("q", slot, None, 2) for slot in range(1000)}

@@ -1,5 +1,6 @@
-"""Concurrency lease slots in the table: `<queue>` / `#slot#nnnn` (a flow key's: `#slot#k#<key>#nnnn`), read, then
-taken with one conditional write; given back only by an attempt that leaves no outcome."""
+"""Concurrency lease slots in the table: `#slot#nnnn` (a flow key's: `#slot#k#<key>#nnnn`) in the partition of the
+queue's slot layout (`keys.slot_pk`), read, then taken with one conditional write; given back only by an attempt that
+leaves no outcome."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from hourglass.adapters.items import KEEP_FV, Item, checked, fv_value, n, s
 from hourglass.adapters.pacing_storage import KEY_IDLE_TTL_S
 from hourglass.adapters.table import Table
 from hourglass.core.concurrency import Lease, attempt_ended, held_by, is_free, probe_order
-from hourglass.core.keys import MESSAGE_PREFIX, message_pk, message_sk, slot_key
+from hourglass.core.keys import message_pk, message_sk, slot_key, slot_pk
 from hourglass.core.model import Status
 from hourglass.errors import StaleVersionError
 
@@ -25,6 +26,8 @@ class ConcurrencyStorage(Table):
         now_ms: int,
         seed: int = 0,
         flow_key: str | None = None,
+        layout: int = 1,
+        epoch_ms: int = 0,
     ) -> Lease | None:
         """One free slot of `limit` for `holder` until `until_ms`, or None when the probed ones are all held.
         `flow_key`: a slot of that key, which expires (TTL) once idle, so idle keys cost nothing.
@@ -33,7 +36,7 @@ class ConcurrencyStorage(Table):
         holders, so that only a slot seen free is written: one conditional write, on the slot as it was read
         (`until` passed, or the same holder and `until` when that holder's attempt ended), so two takers of
         the same slot cannot both win. Released slots (`until` 0) and lease-expired ones count as free."""
-        probes, wanted = probe_order(holder, limit, seed), Lease(0, holder, until_ms, flow_key)
+        probes, wanted = probe_order(holder, limit, seed), Lease(0, holder, until_ms, flow_key, layout, epoch_ms)
         lease, raced = self._try_probes(queue, probes, wanted, now_ms)
         if lease is None and raced:
             # Lost a slot seen free to another taker, which may be a stale timer about to give it back or whose
@@ -43,15 +46,15 @@ class ConcurrencyStorage(Table):
 
     def _try_probes(self, queue: str, probes: tuple[int, ...], wanted: Lease, now_ms: int) -> tuple[Lease | None, bool]:
         """One round: the probed slots read, then one conditional write on one seen free; (lease, lost a race)."""
-        flow_key = wanted.flow_key
-        own = message_sk(held_by(wanted.holder)[0])
-        keys = [slot_key(slot, flow_key) for slot in probes]
-        slots = self._read(queue, [*keys, own], "holder, #until, #st, version", {"#until": "until", "#st": "status"})
+        own_id = held_by(wanted.holder)[0]
+        own = (message_pk(queue, own_id), message_sk(own_id))
+        keys = [_slot_key(queue, replace(wanted, slot=slot)) for slot in probes]
+        slots = self._read([*keys, own], "holder, #until, #st, version", {"#until": "until", "#st": "status"})
         if _moved_on(wanted.holder, slots.get(own)):
             # A stale timer (its message patched, moved by a higher priority, ended): it will not begin, so it
             # takes no slot from the attempt the slot is now meant for.
             return None, False
-        states = [(slot, slots.get(slot_key(slot, flow_key), {})) for slot in probes]
+        states = [(slot, slots.get(key, {})) for slot, key in zip(probes, keys, strict=True)]
         free = [slot for slot, item in states if is_free(_until(item), now_ms)]
         for slot in free:
             lease = replace(wanted, slot=slot)
@@ -79,7 +82,7 @@ class ConcurrencyStorage(Table):
                 "update_item",
                 f"slot {lease.slot} of {queue} has another holder",
                 TableName=self.table,
-                Key={"pk": s(queue), "sk": s(slot_key(lease.slot, lease.flow_key))},
+                Key=_slot_item_key(queue, lease),
                 UpdateExpression="SET #until = :zero",
                 ConditionExpression="holder = :me",
                 ExpressionAttributeNames={"#until": "until"},
@@ -92,12 +95,14 @@ class ConcurrencyStorage(Table):
         """Writes `lease` over the slot if `condition` still holds of it (False, one write unit, if not)."""
         update = f"SET holder = :me, #until = :until, {KEEP_FV}"
         values = {**values, ":me": s(lease.holder), ":until": n(lease.until_ms), **fv_value("slot")}
-        if lease.flow_key is not None:
+        if lease.flow_key is not None or lease.layout > 1:
+            # An idle key's slots, and every slot in a partition of its own (which a queue's DELETE does not
+            # Query), are left to the table's TTL.
             update += ", expire_at = :ttl"
             values[":ttl"] = n(lease.until_ms // 1000 + KEY_IDLE_TTL_S)
         return self._updated(
             f"slot {lease.slot} of {queue} is held",
-            Key={"pk": s(queue), "sk": s(slot_key(lease.slot, lease.flow_key))},
+            Key=_slot_item_key(queue, lease),
             UpdateExpression=update,
             ConditionExpression=condition,
             ExpressionAttributeNames={"#until": "until"},
@@ -109,33 +114,43 @@ class ConcurrencyStorage(Table):
         if not holders:
             return set()
         # Distinct keys (BatchGetItem refuses duplicates): one holder may have kept two slots (a release lost).
-        wanted = sorted({message_sk(held_by(h)[0]) for h in holders})
-        found = self._read(queue, wanted, "#st, version", {"#st": "status"})
-        return {h for h in holders if _moved_on(h, found.get(message_sk(held_by(h)[0])))}
+        wanted = sorted({_message_key(queue, h) for h in holders})
+        found = self._read(wanted, "#st, version", {"#st": "status"})
+        return {h for h in holders if _moved_on(h, found.get(_message_key(queue, h)))}
 
-    def _read(self, queue: str, sort_keys: list[str], projection: str, names: dict[str, str]) -> dict[str, Item]:
-        """These items of the queue's partition that exist, by sort key (strongly consistent)."""
+    def _read(self, keys: list[tuple[str, str]], projection: str, names: dict[str, str]) -> dict[tuple[str, str], Item]:
+        """These items (pk, sk) that exist (strongly consistent): slots and their holders' messages."""
         request: dict[str, Any] = {
             self.table: {
-                # A message's item may be in a partition of its own (a spread queue's, `keys.message_pk`).
-                "Keys": [{"pk": s(_pk(queue, sk)), "sk": s(sk)} for sk in sort_keys],
+                "Keys": [{"pk": s(pk), "sk": s(sk)} for pk, sk in keys],
                 "ConsistentRead": True,
-                "ProjectionExpression": f"sk, fv, {projection}",
+                "ProjectionExpression": f"pk, sk, fv, {projection}",
                 "ExpressionAttributeNames": names,
             }
         }
-        found: dict[str, Item] = {}
+        found: dict[tuple[str, str], Item] = {}
         while request:
             answer = self._guard("batch_get_item", RequestItems=request)
             for item in answer.get("Responses", {}).get(self.table, []):
-                found[item["sk"]["S"]] = item
+                found[(item["pk"]["S"], item["sk"]["S"])] = item
             request = answer.get("UnprocessedKeys") or {}
         return found
 
 
-def _pk(queue: str, sk: str) -> str:
-    """The partition of a sort key read with the queue's slots: a message's own, or the queue's."""
-    return message_pk(queue, sk.removeprefix(MESSAGE_PREFIX)) if sk.startswith(MESSAGE_PREFIX) else queue
+def _slot_key(queue: str, lease: Lease) -> tuple[str, str]:
+    pk = slot_pk(queue, lease.slot, lease.flow_key, lease.layout, lease.epoch_ms)
+    return pk, slot_key(lease.slot, lease.flow_key)
+
+
+def _slot_item_key(queue: str, lease: Lease) -> Item:
+    pk, sk = _slot_key(queue, lease)
+    return {"pk": s(pk), "sk": s(sk)}
+
+
+def _message_key(queue: str, holder: str) -> tuple[str, str]:
+    """(pk, sk) of the message a holder's attempt is of (in a spread queue, maybe a partition of its own)."""
+    message_id = held_by(holder)[0]
+    return message_pk(queue, message_id), message_sk(message_id)
 
 
 def _moved_on(holder: str, item: Item | None) -> bool:

@@ -361,7 +361,7 @@ def queue_to_item(queue: Queue) -> Item:
         doc["control"] = stored_control
     return {
         **queue_key(queue.name),
-        "fv": n(formats.queue_format(control.ordering is not None, queue.partitions > 1)),
+        "fv": n(formats.queue_format(control.ordering is not None, queue.partitions > 1 or queue.slot_layout > 1)),
         "settings": s(_dumps(doc)),
         "created_at": n(to_ms(queue.created_at)),
         # Top level, so pause and resume are one small conditional update.
@@ -371,6 +371,7 @@ def queue_to_item(queue: Queue) -> Item:
         **({"resumed_at": n(to_ms(control.resumed_at))} if control.resumed_at else {}),
         **({"pace_floor_us": n(control.pace_floor_us)} if control.pace_floor_us is not None else {}),
         **({"partitions": n(queue.partitions)} if queue.partitions > 1 else {}),
+        **({"slot_layout": n(queue.slot_layout)} if queue.slot_layout > 1 else {}),
     }
 
 
@@ -394,8 +395,8 @@ def queue_from_item(item: Item) -> Queue:
         control = None  # the default control, as a queue built without one
     created_at = from_ms(int(item["created_at"]["N"]))
     version = _int(item, "version", 0)
-    partitions = _int(item, "partitions", 1)
-    return Queue(item["pk"]["S"], settings, created_at, control, version, partitions)
+    partitions, slot_layout = _int(item, "partitions", 1), _int(item, "slot_layout", 1)
+    return Queue(item["pk"]["S"], settings, created_at, control, version, partitions, slot_layout)
 
 
 def control_to_stored(control: DeliveryControl) -> dict[str, Any]:

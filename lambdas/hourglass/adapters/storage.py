@@ -448,8 +448,11 @@ class ConcurrencySlots(Protocol):
         now_ms: int,
         seed: int = 0,
         flow_key: str | None = None,
+        layout: int = 1,
+        epoch_ms: int = 0,
     ) -> Lease | None:
-        """One free slot of `limit` for `holder` until `until_ms`, or None when the probed ones are all held."""
+        """One free slot of `limit` for `holder` until `until_ms`, or None when the probed ones are all held; in the
+        queue's slot `layout` of its life `epoch_ms` (`keys.slot_pk`)."""
         ...
 
     def release_slot(self, queue: str, lease: Lease) -> None:

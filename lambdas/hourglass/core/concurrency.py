@@ -25,6 +25,8 @@ class Lease:
     holder: str
     until_ms: int
     flow_key: str | None = None
+    layout: int = 1  # the queue's slot layout it was taken in (`keys.slot_pk`), and the queue's life
+    epoch_ms: int = 0
 
 
 def binds(limit: int, rate: float | None, lease_s: float) -> bool:

@@ -16,7 +16,7 @@ ORIGINAL = 1  # a record written without `fv` (release 1.2.0)
 FORMATS: Mapping[str, int] = MappingProxyType(
     {
         "timer": 2,  # format 1 plus `fv`
-        "queue": 2,  # with `ordering` or `partitions` (a 1.2.0 reader would ignore them); else written as format 1
+        "queue": 2,  # with `ordering`, `partitions` or `slot_layout` (a 1.2.0 reader would ignore them); else format 1
         "message": 1,
         "dedup": 1,
         "body": 1,  # body items and S3 body objects (metadata `fv`)
@@ -38,8 +38,8 @@ FORMATS: Mapping[str, int] = MappingProxyType(
 
 
 def queue_format(ordered: bool, spread: bool = False) -> int:
-    """A queue item's format: 2 when it keeps an `ordering` or spreads its messages (`partitions`), which a
-    1.2.0 reader would ignore (rule 4)."""
+    """A queue item's format: 2 when it keeps an `ordering`, spreads its messages (`partitions`) or its slots
+    (`slot_layout`), which a 1.2.0 reader would ignore (rule 4)."""
     return FORMATS["queue"] if ordered or spread else ORIGINAL
 
 

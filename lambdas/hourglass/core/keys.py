@@ -215,6 +215,26 @@ def count_sk(epoch_ms: int, shard: int) -> str:
     return f"{count_prefix(epoch_ms)}{shard:02d}"
 
 
+# Concurrency slots of a queue created by release 1.3.0 or later (its `slot_layout` 2) are in partitions of their
+# own, of its life (its epoch): the queue's slots SLOT_GROUP to a partition (`<queue>#c<epoch ms>.<n>`), a flow
+# key's by key and group over KEY_SLOT_PARTITIONS (`<queue>#k<epoch ms>.<n>`), so that the take per attempt of a
+# busy queue is spread (docs/capacity.md), and a queue created again never meets its earlier life's leases.
+# A queue created before keeps them in its own partition (layout 1) for its life: no lease is ever looked for in
+# a place other than where it was taken.
+SLOT_GROUP = 8
+KEY_SLOT_PARTITIONS = 64
+
+
+def slot_pk(queue: str, slot: int, flow_key: str | None = None, layout: int = 1, epoch_ms: int = 0) -> str:
+    """The partition of a concurrency slot in `layout` (the queue's `slot_layout`) of the life `epoch_ms`."""
+    if layout == 1:
+        return queue
+    group = slot // SLOT_GROUP
+    if flow_key is None:
+        return f"{queue}#c{epoch_ms}.{group}"
+    return f"{queue}#k{epoch_ms}.{shard_of(f'{len(flow_key)}:{flow_key}#{group}', KEY_SLOT_PARTITIONS)}"
+
+
 def slot_key(slot: int, flow_key: str | None = None) -> str:
     """A concurrency slot of the queue (None) or of one of its flow keys (v1.2)."""
     return f"{SLOT_PREFIX}{slot:04d}" if flow_key is None else f"{SLOT_PREFIX}k#{flow_key}#{slot:04d}"

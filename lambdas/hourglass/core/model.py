@@ -212,6 +212,8 @@ class Queue:
     version: int = 0
     # How many partitions its new messages are spread over (`core/message_partitions.py`): 1 until it is busy.
     partitions: int = 1
+    # Where its concurrency slots are (`keys.slot_pk`): 2 (spread) for a queue created by 1.3.0 or later, for life.
+    slot_layout: int = 1
 
 
 class NoticeStatus(StrEnum):

@@ -54,10 +54,11 @@ class Queues:
             )
             kept = replace(kept, pace_floor_us=pacing.floor_after(self.store, name, before, kept))
             if existing is None:
-                queue = Queue(name, settings, self._new_epoch(name), kept, version=1)
+                # A new queue's slots are spread from its start (`keys.slot_pk`): no lease was taken elsewhere.
+                queue = Queue(name, settings, self._new_epoch(name), kept, version=1, slot_layout=2)
             else:
-                # The queue's messages stay where they are spread (`partitions`, the queue's for its life).
-                queue = Queue(name, settings, existing.created_at, kept, existing.version + 1, existing.partitions)
+                # Its messages and slots stay where they are (`partitions`, `slot_layout`: the queue's for life).
+                queue = replace(existing, settings=settings, control=kept, version=existing.version + 1)
             self.store.register_queue(name)  # idempotent; before the queue item, so a listed name may lack one
             try:
                 self.store.write_queue(queue, expected_version=existing.version if existing else None)

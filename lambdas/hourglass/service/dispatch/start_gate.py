@@ -199,7 +199,8 @@ class StartGate:
         lease = self._lease(control.timeout) + max(timedelta(0), ahead)
         if rates is not None:
             lease += REPACE_HOLD
-        held = self._acquire(timer, control, to_ms(now + lease), to_ms(now))
+        home = (queue.slot_layout, to_ms(queue.created_at)) if queue is not None else (1, 0)
+        held = self._acquire(timer, control, to_ms(now + lease), to_ms(now), home)
         if held is None:
             return self._busy(timer)
         try:
@@ -215,9 +216,12 @@ class StartGate:
         # (`concurrency.attempt_ended`): no release write.
         return result
 
-    def _acquire(self, timer: Timer, control: DeliveryControl, until: int, now_ms: int) -> list[Lease] | None:
+    def _acquire(
+        self, timer: Timer, control: DeliveryControl, until: int, now_ms: int, home: tuple[int, int] = (1, 0)
+    ) -> list[Lease] | None:
         """The concurrency slots the attempt needs, its key's first, then the queue's (v1.2: every limit at
-        once); None, with any taken given back, when one is refused."""
+        once), where the queue keeps them (`home`: its slot layout and life); None, with any taken given back,
+        when one is refused."""
         holder = concurrency.holder(timer.id, timer.version)
         key_limit, lease_ms = control.key_max_concurrency, until - now_ms
         # The key's rate alone keeps it under the limit (no slot write) once every attempt a lease can still hold
@@ -230,7 +234,7 @@ class StartGate:
         for limit, flow_key in needed:
             if limit is None:
                 continue
-            got = self.ctx.store.acquire_slot(timer.queue, limit, holder, until, now_ms, timer.waits, flow_key)
+            got = self.ctx.store.acquire_slot(timer.queue, limit, holder, until, now_ms, timer.waits, flow_key, *home)
             if got is None:
                 self._release(timer.queue, held)
                 return None
