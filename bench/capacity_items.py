@@ -139,7 +139,7 @@ def rows(s: Scenario, index_shard_wru: float) -> list[Row]:
             window_writes, 0.0, queue_partition_w + window_writes, queue_partition_r),
         Row("pacing items and holders record", "pace_sk(key, window)", q, pacing_item, pacing_item,
             queue_partition_w + pacing_writes, queue_partition_r + pacing_writes, "rate_limit"),
-        Row("concurrency slots", "slot_key(slot, key), slot_pk", f"slot_pk: <queue>#c<slot // {keys.SLOT_GROUP}>",
+        Row("concurrency slots", "slot_key(slot, key), slot_pk", f"slot_pk: <queue>#c<epoch>.<slot // {keys.SLOT_GROUP}>",
             slot_writes / 1_000, slot_writes / 1_000, slot_partition_w, slot_partition_w, "max_concurrency 1,000"),
         Row("breaker buckets", "breaker_sk(since, bucket, shard)", q, breaker_writes, breaker_reads,
             queue_partition_w + breaker_writes, queue_partition_r + breaker_reads, "circuit breaker"),
