@@ -78,7 +78,8 @@ test: $(STAMP) check-node check-java check-chromium
 
 # What `make test` leaves out for time (CI runs both; ~10 minutes on 2 cores): the `slow` tests (the total-queue
 # run under every quick fault with its liveness check, the benchmark smoke run, a 30 s Retry-After waited out,
-# the sweep over a day the autumn clock change skips, the model's two replays of a paused queue), and the `long_form` ones with the example counts
+# the sweep over a day the autumn clock change skips, the model's two replays of a paused queue, the runtime killed
+# while it delivers and while an occurrence starts, poison timers sent to the DLQ), and the `long_form` ones with the example counts
 # `make test` used to run: the model test's 30 fixed stories, the fault state machine's 25, 60 OpenAPI
 # examples per operation.
 test-slow: $(STAMP) check-node

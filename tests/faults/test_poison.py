@@ -49,6 +49,7 @@ def depth(sqs: Any, url: str) -> int:
     return sum(int(attributes[k]) for k in ("ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"))
 
 
+@pytest.mark.slow  # ~21 s of a real runtime: `make test-slow` (CI runs it)
 def test_poison_timers_end_in_the_dlq_and_the_rest_is_delivered(
     runtime: LocalRuntime, callback: Callback, moto_endpoint: str
 ) -> None:

@@ -34,6 +34,7 @@ def epoch(rfc3339: str) -> float:
     return datetime.fromisoformat(rfc3339.replace("Z", "+00:00")).timestamp()
 
 
+@pytest.mark.slow  # ~13 s of a real runtime killed and restarted: `make test-slow` (CI runs it)
 def test_everything_scheduled_before_a_kill_is_delivered_after_the_restart(
     runtime: LocalRuntime, callback: Callback
 ) -> None:

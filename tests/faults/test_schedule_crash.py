@@ -52,6 +52,7 @@ def arrivals(callback: Callback, clock: MovableClock, count: int, timeout: float
     return [(datetime.fromtimestamp(r.at, UTC) + offset, r) for r in callback.snapshot()]
 
 
+@pytest.mark.slow  # ~12 s each of a real runtime killed and restarted: `make test-slow` (CI runs it)
 @pytest.mark.parametrize("point", ["before_next", "after_next"])
 def test_a_kill_while_an_occurrence_starts_loses_none_and_duplicates_none(
     runtime: LocalRuntime, callback: Callback, clock: MovableClock, point: str
