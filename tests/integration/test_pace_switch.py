@@ -9,6 +9,7 @@ from typing import Any
 
 from hourglass.adapters.timer_queue import read_timers
 from hourglass.core.handoff import Scheduled
+from hourglass.core.keys import queue_of_pk
 from hourglass.core.model import Status
 from hourglass.core.timestamps import to_ms
 from hourglass.service.pacing import Pacer
@@ -87,7 +88,8 @@ def test_a_rate_limit_added_back_starts_from_now_not_behind_the_old_windows(harn
 
 def key_slot_items(harness: Harness, queue: str) -> list[str]:
     items = harness.ddb.scan(TableName=harness.ctx.settings.table)["Items"]
-    return [i["sk"]["S"] for i in items if i["pk"]["S"] == queue and i["sk"]["S"].startswith("#slot#k#")]
+    # Wherever the queue keeps its slots (`keys.slot_pk`: a queue created now, in partitions of their own).
+    return [i["sk"]["S"] for i in items if queue_of_pk(i["pk"]["S"]) == queue and i["sk"]["S"].startswith("#slot#k#")]
 
 
 def test_an_attempt_paced_before_its_key_rate_was_added_takes_a_key_concurrency_slot(harness: Harness) -> None:
